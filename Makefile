@@ -1,0 +1,51 @@
+# scalebook: every target bootstraps .venv itself, so a fresh clone needs only `make book` or `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb
+# Laptop and CI runs emulate 8 devices on the CPU (chapters also request this in sb.setup()).
+export JAX_NUM_CPU_DEVICES := 8
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: venv book lab test lint sync check-sync exercises clean
+
+venv: $(STAMP)
+
+# Reinstall only when pyproject.toml changes (the stamp is older than it).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
+	touch $(STAMP)
+
+## book: execute every chapter (cached) and build the website into _build/html
+book: venv
+	$(BIN)/jupyter-book build . -W --builder html
+	@echo "open _build/html/index.html"
+
+## lab: open JupyterLab on the chapters
+lab: venv
+	$(BIN)/jupyter lab chapters/
+
+## test: lint, pairing check, package tests, then every chapter and solution notebook under nbval
+test: venv lint check-sync
+	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+
+lint: venv
+	$(BIN)/ruff check scalebook tests benchmarks
+
+## sync: regenerate install cells, exercises, README chapter table and the .ipynb twins from the .md sources
+sync: venv
+	$(BIN)/python -m scalebook.notebooks sync
+
+## check-sync: fail when a twin, an exercise or the README table is stale, or a twin has outputs
+check-sync: venv
+	$(BIN)/python -m scalebook.notebooks check
+
+## exercises: derive exercises/ from solutions/ (part of sync)
+exercises: sync
+
+clean:
+	rm -rf _build .jupyter_cache .pytest_cache

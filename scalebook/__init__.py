@@ -1,0 +1,46 @@
+"""scalebook: the helper package of an executable textbook on scaling language models.
+
+The ground floor (imported here) is the analytic model: pure Python and NumPy, so `import scalebook`
+is fast and every widget answers at once. The live lab (`runtime`, `bench`, and later `xla`,
+`profiling`) imports JAX only when called; `plots` and `widgets` import matplotlib and ipywidgets only
+when used.
+
+    import scalebook as sb
+    rt = sb.setup()                        # emulate 8 CPU devices before JAX starts; describe the runtime
+    sb.roofline.matmul(4096, 8192, 28672, "v5e")
+    sb.expect(sb.roofline.critical_batch("v5e"), 240, rtol=0.01, source="ch. 1")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import grading, hardware, roofline, units
+from .grading import check, expect
+from .hardware import Chip, get_chip, list_chips
+from .roofline import Estimate
+from .tables import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chip", "Estimate", "Table", "get_chip", "list_chips", "expect", "check", "setup",
+    "units", "hardware", "roofline", "grading",
+    "runtime", "bench", "plots", "widgets", "problems", "notebooks", "cli",
+]
+
+_LAZY_MODULES = {"runtime", "bench", "plots", "widgets", "problems", "notebooks", "cli"}
+
+
+def setup(n_cpu_devices: int = 8, quiet: bool = False):
+    """Emulate CPU devices before JAX starts and print what this chapter runs on (see `runtime.setup`)."""
+    from .runtime import setup as _setup
+
+    return _setup(n_cpu_devices, quiet)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'scalebook' has no attribute {name!r}")

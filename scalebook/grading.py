@@ -1,0 +1,162 @@
+"""Checking numbers: `expect` for a chapter's worked answers, `check` for problem sets, solution stripping.
+
+`expect(value, published)` sets a computed number beside the book's printed one and raises when they
+drift apart, so executing a chapter (nbval, the website build) fails on a wrong number.
+`check(qid, answer)` grades a reader's answer against the reference solution registered in
+`scalebook.problems`. `strip_solutions` turns a solution notebook into the student version: code between
+`# BEGIN SOLUTION` and `# END SOLUTION` (the nbgrader markers) is replaced by stubs.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions"]
+
+
+class ExpectationError(AssertionError):
+    """A computed value disagrees with the published (or reference) one."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A value set beside the published one; `ok` says whether they agree within `rtol`."""
+
+    value: Any
+    published: Any
+    rtol: float
+    source: str = ""
+    label: str = ""
+
+    @property
+    def rel_error(self) -> float:
+        """Relative error |value - published| / |published| (0 for exact matches of non-numbers)."""
+        if not _is_number(self.value) or not _is_number(self.published):
+            return 0.0 if self.value == self.published else math.inf
+        if self.published == 0:
+            return abs(float(self.value))
+        return abs(float(self.value) - float(self.published)) / abs(float(self.published))
+
+    @property
+    def ok(self) -> bool:
+        return self.rel_error <= self.rtol
+
+    def _text(self) -> tuple[str, str]:
+        mark = "✓" if self.ok else "✗"
+        head = f"{self.label}: " if self.label else ""
+        if _is_number(self.value) and _is_number(self.published):
+            body = (
+                f"{head}{_fmt(self.value)} vs published {_fmt(self.published)} "
+                f"(off by {self.rel_error:.1%}, tolerance {self.rtol:.0%})"
+            )
+        else:
+            body = f"{head}{self.value!r} vs published {self.published!r}"
+        return mark, body + (f" — {self.source}" if self.source else "")
+
+    def __str__(self) -> str:
+        mark, body = self._text()
+        return f"{mark} {body}"
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        mark, body = self._text()
+        colour = "#1a7f37" if self.ok else "#cf222e"
+        return (
+            f"<div style='font-family:monospace'><span style='color:{colour};font-weight:bold'>{mark}</span>"
+            f" {html.escape(body)}</div>"
+        )
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) or hasattr(x, "__float__")
+
+
+def _fmt(x: Any) -> str:
+    x = float(x)
+    return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
+
+
+def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", label: str = "") -> Comparison:
+    """Return a ✓ `Comparison` of a computed `value` with the `published` one, or raise if they disagree.
+
+    `rtol` is the relative tolerance (the book rounds its inputs, typically to 2 significant figures);
+    `source` names where the published number is printed (e.g. 'ch. 1, Q5').
+    """
+    if rtol < 0:
+        raise ValueError(f"rtol must be non-negative, got {rtol!r}")
+    result = Comparison(value, published, rtol, source, label)
+    if not result.ok:
+        raise ExpectationError(str(result))
+    return result
+
+
+def check(qid: str, answer: Any) -> Comparison | None:
+    """Grade `answer` to problem `qid` against its registered reference solution.
+
+    Returns a ✓ `Comparison` when right; raises `ExpectationError` with the reference value when wrong;
+    prints a reminder and returns None when the answer is still the `...` placeholder.
+    """
+    from .problems import get_problem
+
+    problem = get_problem(qid)
+    if answer is ... or answer is None:
+        print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
+        return None
+    result = Comparison(answer, problem.reference(), problem.rtol, f"reference solution, {problem.unit}", qid)
+    if not result.ok:
+        raise ExpectationError(str(result).replace("published", "expected"))
+    return result
+
+
+_BEGIN = re.compile(r"^\s*(?:#+|<!--)?\s*BEGIN SOLUTION\b")
+_END = re.compile(r"^\s*(?:#+|<!--)?\s*END SOLUTION\b")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*=[^=]")
+_FENCE_OPEN = re.compile(r"^```\{code-cell\}")
+
+
+def _stub(block: list[str], in_code: bool, indent: str) -> list[str]:
+    """The student version of a solution block: one `name = ...` line per top-level assignment."""
+    if not in_code:
+        return [f"{indent}*Write your answer here.*"]
+    names: list[str] = []
+    for line in block:
+        m = _ASSIGN.match(line[len(indent):]) if line.startswith(indent) else None
+        if m and not line[len(indent):].startswith((" ", "\t")) and m.group(1) not in names:
+            names.append(m.group(1))
+    if not names:
+        return [f"{indent}# YOUR CODE HERE"]
+    return [f"{indent}{name} = ...  # YOUR CODE HERE" for name in names]
+
+
+def strip_solutions(text: str) -> str:
+    """Return the student version of a MyST notebook or script: solution blocks replaced by stubs.
+
+    Raises `ValueError` when a BEGIN SOLUTION marker has no matching END SOLUTION.
+    """
+    out: list[str] = []
+    block: list[str] | None = None
+    in_code = False
+    indent = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if block is None:
+            if _FENCE_OPEN.match(line):
+                in_code = True
+            elif line.startswith("```") and in_code:
+                in_code = False
+            if _BEGIN.match(line):
+                block, indent, start = [], line[: len(line) - len(line.lstrip())], number
+                continue
+            out.append(line)
+        elif _END.match(line):
+            out.extend(_stub(block, in_code, indent))
+            block = None
+        else:
+            block.append(line)
+    if block is not None:
+        raise ValueError(f"BEGIN SOLUTION on line {start} has no matching END SOLUTION")
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")

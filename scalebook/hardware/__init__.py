@@ -1,0 +1,7 @@
+"""Hardware: chip specs (`Chip`, `get_chip`, `list_chips`) and, in later chapters, meshes and clusters."""
+
+from __future__ import annotations
+
+from .chips import FLOP_DTYPES, Chip, chip_for_device_kind, chip_names, get_chip, list_chips
+
+__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES"]

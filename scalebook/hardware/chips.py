@@ -1,0 +1,223 @@
+"""Accelerator chips: the `Chip` spec record, the spec table (`chips.toml`) and forgiving look-ups."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+import tomllib
+
+from ..tables import Table
+from ..units import fmt_bytes, fmt_rate
+
+__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES"]
+
+# Which peak-FLOP/s field a compute dtype uses.
+FLOP_DTYPES: dict[str, str] = {
+    "bf16": "bf16_flops", "bfloat16": "bf16_flops",
+    "fp16": "fp16_flops", "float16": "fp16_flops", "f16": "fp16_flops",
+    "fp8": "fp8_flops", "f8": "fp8_flops",
+    "int8": "int8_flops", "i8": "int8_flops",
+    "fp4": "fp4_flops",
+    "fp32": "fp32_flops", "f32": "fp32_flops", "float32": "fp32_flops",
+}
+
+_SPEC_FIELDS = (
+    "bf16_flops", "fp16_flops", "fp8_flops", "int8_flops", "fp4_flops", "fp32_flops",
+    "hbm_bytes", "hbm_bandwidth", "ici_bandwidth", "ici_links", "nvlink_bandwidth",
+    "dcn_bandwidth", "pcie_bandwidth", "clock_hz", "cores", "mxu_size",
+    "vmem_bytes", "smem_bytes", "l2_bytes",
+)
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator chip. Every number is in SI units; `None` means the figure is not known.
+
+    FLOP/s fields are dense peak rates per chip. `ici_bandwidth` is the ONE-WAY bandwidth of one ICI
+    link in bytes/s (`ici_bidirectional` doubles it); `nvlink_bandwidth` is a GPU's one-way NVLink
+    egress in bytes/s. `sources` maps each field to where its number comes from.
+    """
+
+    name: str
+    vendor: str = "unknown"
+    kind: str = "unknown"
+    bf16_flops: float | None = None
+    fp16_flops: float | None = None
+    fp8_flops: float | None = None
+    int8_flops: float | None = None
+    fp4_flops: float | None = None
+    fp32_flops: float | None = None
+    hbm_bytes: float | None = None
+    hbm_bandwidth: float | None = None
+    ici_bandwidth: float | None = None
+    ici_links: int | None = None
+    nvlink_bandwidth: float | None = None
+    dcn_bandwidth: float | None = None
+    pcie_bandwidth: float | None = None
+    clock_hz: float | None = None
+    cores: int | None = None
+    mxu_size: int | None = None
+    vmem_bytes: float | None = None
+    smem_bytes: float | None = None
+    l2_bytes: float | None = None
+    max_slice: tuple[int, ...] | None = None
+    host_shape: tuple[int, ...] | None = None
+    aliases: tuple[str, ...] = ()
+    device_kinds: tuple[str, ...] = ()
+    notes: str = ""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def peak_flops(self, dtype: str = "bf16") -> float:
+        """Return the peak FLOP/s (OP/s for integers) of this chip for matmuls in `dtype`.
+
+        fp16 falls back to the bf16 figure (the same tensor units run both) and vice versa.
+        """
+        key = str(dtype).lower()
+        if key not in FLOP_DTYPES:
+            raise ValueError(f"dtype={dtype!r} has no peak-FLOP/s field; allowed: {sorted(FLOP_DTYPES)}")
+        attr = FLOP_DTYPES[key]
+        value = getattr(self, attr)
+        if value is None and attr in ("bf16_flops", "fp16_flops"):
+            value = self.bf16_flops or self.fp16_flops
+        if value is None:
+            known = sorted({k for k, a in FLOP_DTYPES.items() if getattr(self, a) is not None})
+            raise ValueError(f"{self.name} has no published {dtype} peak; dtypes with a figure: {known}")
+        return float(value)
+
+    @property
+    def ici_bidirectional(self) -> float | None:
+        """Bytes/s one ICI link carries in both directions together (2 x the one-way figure)."""
+        return None if self.ici_bandwidth is None else 2.0 * self.ici_bandwidth
+
+    def critical_intensity(self, dtype: str = "bf16", bandwidth: float | None = None) -> float:
+        """Return peak FLOP/s divided by `bandwidth` (bytes/s; HBM by default), in FLOPs per byte."""
+        W = self.hbm_bandwidth if bandwidth is None else bandwidth
+        if not W or W <= 0:
+            raise ValueError(f"bandwidth must be a positive number of bytes/s for {self.name}, got {W!r}")
+        return self.peak_flops(dtype) / W
+
+    def replace(self, **changes) -> Chip:
+        """Return a copy of this chip with some fields changed (e.g. a measured bandwidth)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"Chip has no field(s) {sorted(unknown)}; fields: {list(_SPEC_FIELDS)}")
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        parts = [f"{fmt_rate(self.bf16_flops or self.fp16_flops or 0)} bf16"]
+        if self.hbm_bytes and self.hbm_bandwidth:
+            parts.append(f"{fmt_bytes(self.hbm_bytes)} HBM at {fmt_rate(self.hbm_bandwidth, 'B/s')}")
+        return f"Chip({self.name!r}: {', '.join(parts)})"
+
+    def source(self, field_name: str) -> str:
+        """Return the source of one of this chip's numbers."""
+        return self.sources.get(field_name, "")
+
+    def _repr_html_(self) -> str:
+        return list_chips([self])._repr_html_()
+
+
+@cache
+def _load() -> tuple[dict[str, Chip], dict[str, str]]:
+    text = resources.files(__package__).joinpath("chips.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    refs: dict[str, str] = data["sources"]
+    chips: dict[str, Chip] = {}
+    for key, spec in data["chips"].items():
+        spec = dict(spec)
+        default_ref = spec.pop("source")
+        overrides = spec.pop("sources", {})
+        sources = {
+            f: refs[overrides.get(f, default_ref)] for f in _SPEC_FIELDS if spec.get(f) is not None
+        }
+        for name in ("aliases", "device_kinds", "max_slice", "host_shape"):
+            if name in spec:
+                spec[name] = tuple(spec[name])
+        chips[key] = Chip(sources=sources, **spec)
+    return chips, refs
+
+
+def _normalise(name: str) -> str:
+    text = re.sub(r"[\s_\-]+", "", str(name).lower())
+    return re.sub(r"^(nvidia|google)", "", text)
+
+
+@cache
+def _alias_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for key, chip in _load()[0].items():
+        for alias in (key, chip.name, *chip.aliases):
+            table[_normalise(alias)] = key
+    return table
+
+
+def chip_names() -> list[str]:
+    """Return the canonical keys of every chip in the spec table, e.g. ['v2', 'v3', ..., 'gb200']."""
+    return list(_load()[0])
+
+
+def get_chip(name: str | Chip) -> Chip:
+    """Return the `Chip` called `name`, forgiving case, spaces, dashes and vendor prefixes.
+
+    'v5e', 'TPU v5e', 'tpu-v5e' and 'v5litepod' all give the TPU v5e; 'H100' and 'nvidia-h100' the H100.
+    Unknown names raise `KeyError` listing the closest known names.
+    """
+    if isinstance(name, Chip):
+        return name
+    if not isinstance(name, str):
+        raise KeyError(f"chip={name!r} must be a chip name such as 'v5e' or 'h100'")
+    key = _normalise(name)
+    table = _alias_table()
+    if key.startswith("tpu") and key[3:] in table:
+        key = key[3:]
+    if key not in table:
+        close = difflib.get_close_matches(key, table.keys(), n=4, cutoff=0.4)
+        suggestions = sorted({_load()[0][table[c]].name for c in close})
+        hint = f"closest: {', '.join(suggestions)}" if suggestions else "no close match"
+        raise KeyError(f"chip={name!r} is not known ({hint}); known chips: {', '.join(chip_names())}")
+    return _load()[0][table[key]]
+
+
+def chip_for_device_kind(device_kind: str) -> Chip | None:
+    """Return the `Chip` a JAX `device.device_kind` string names ('TPU v5 lite' -> v5e), or None."""
+    kind = str(device_kind).lower()
+    best: tuple[int, Chip] | None = None
+    for chip in _load()[0].values():
+        for prefix in chip.device_kinds:
+            p = prefix.lower()
+            if kind.startswith(p) and (best is None or len(p) > best[0]):
+                best = (len(p), chip)
+    return None if best is None else best[1]
+
+
+def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Table:
+    """Return a table of chips (all by default, or one `vendor`) with their headline specs."""
+    if chips is None:
+        chips = [c for c in _load()[0].values() if vendor is None or c.vendor == vendor]
+    rows = [
+        {
+            "chip": c.name,
+            "bf16 FLOP/s": c.bf16_flops or c.fp16_flops,
+            "int8 OP/s": c.int8_flops,
+            "HBM": c.hbm_bytes,
+            "HBM BW": c.hbm_bandwidth,
+            "critical intensity": c.critical_intensity() if c.hbm_bandwidth else None,
+            "ICI link (one-way)": c.ici_bandwidth,
+            "NVLink egress": c.nvlink_bandwidth,
+            "PCIe": c.pcie_bandwidth,
+        }
+        for c in chips
+    ]
+    rate = fmt_rate
+    formats = {
+        "bf16 FLOP/s": rate, "int8 OP/s": lambda v: fmt_rate(v, "OP/s"), "HBM": fmt_bytes,
+        "HBM BW": lambda v: fmt_rate(v, "B/s"), "ICI link (one-way)": lambda v: fmt_rate(v, "B/s"),
+        "NVLink egress": lambda v: fmt_rate(v, "B/s"), "PCIe": lambda v: fmt_rate(v, "B/s"),
+        "critical intensity": lambda v: f"{v:.0f}",
+    }
+    return Table(rows, formats=formats, title="Accelerator specs (dense peaks; one-way link bandwidths)")

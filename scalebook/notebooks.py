@@ -1,0 +1,220 @@
+"""The notebook files of the book: install cells, exercises, README table and .ipynb twins, kept in sync.
+
+The MyST-Markdown files in `chapters/`, `solutions/` and `exercises/` are the source; each has an
+.ipynb twin without outputs (for Colab, Kaggle and nbval). `exercises/` is derived from `solutions/`.
+The repository URL lives only in `_config.yml`; install cells and README badges are generated from it.
+
+    python -m scalebook.notebooks sync    # regenerate everything derived (what `make sync` runs)
+    python -m scalebook.notebooks check   # fail when anything derived is stale (what `make test` runs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .grading import strip_solutions
+
+__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "derive_exercise",
+           "twin_text", "readme_table", "expected_files", "sync", "check", "main"]
+
+FOLDERS = ("chapters", "solutions", "exercises")
+INSTALL_MARK = "# scalebook install cell: generated from _config.yml by `make sync`; edit that file, not this cell."
+README_START, README_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+
+
+@dataclass(frozen=True)
+class BookConfig:
+    """What the generated parts need from `_config.yml`: the repository's URL and branch."""
+
+    url: str
+    branch: str
+
+    @property
+    def slug(self) -> str:
+        """'owner/name' of a GitHub URL."""
+        match = re.match(r"https://github\.com/([^/]+/[^/]+?)(?:\.git)?/?$", self.url)
+        if not match:
+            raise ValueError(f"repository.url={self.url!r} in _config.yml must be a https://github.com/owner/name URL")
+        return match.group(1)
+
+    def colab(self, path: str) -> str:
+        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.branch}/{path}"
+
+    def kaggle(self, path: str) -> str:
+        return f"https://kaggle.com/kernels/welcome?src={self.url}/blob/{self.branch}/{path}"
+
+
+def read_config(root: Path) -> BookConfig:
+    """Return the repository URL and branch written in `root/_config.yml`."""
+    import yaml
+
+    data = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    repo = data.get("repository") or {}
+    if "url" not in repo:
+        raise ValueError(f"{root / '_config.yml'} has no repository.url")
+    return BookConfig(repo["url"].rstrip("/"), repo.get("branch", "main"))
+
+
+def install_cell(config: BookConfig) -> str:
+    """Return the source of the install cell: installs scalebook where it is missing (Colab, Kaggle)."""
+    return (
+        f"{INSTALL_MARK}\n"
+        "import importlib.util\n\n"
+        'if importlib.util.find_spec("scalebook") is None:  # on Colab or Kaggle\n'
+        f'    %pip install --quiet "scalebook[lab] @ git+{config.url}@{config.branch}"'
+    )
+
+
+_CELL = re.compile(r"(```\{code-cell\}[^\n]*\n(?::[^\n]*\n)*\n?)(.*?)(\n```)", re.S)
+
+
+def set_install_cell(text: str, config: BookConfig) -> str:
+    """Return a MyST notebook's text with its install cell (the one starting with INSTALL_MARK) regenerated."""
+
+    def replace(match: re.Match) -> str:
+        if not match.group(2).startswith(INSTALL_MARK):
+            return match.group(0)
+        return match.group(1) + install_cell(config) + match.group(3)
+
+    return _CELL.sub(replace, text)
+
+
+def derive_exercise(solution_text: str, solution_path: str) -> str:
+    """Return the student version of a solution notebook: solutions stripped, a do-not-edit banner added."""
+    stripped = strip_solutions(solution_text)
+    banner = f"<!-- Generated from {solution_path} by `make exercises`: edit that file, not this one. -->\n"
+    if stripped.startswith("---\n"):
+        end = stripped.index("\n---\n", 4) + 5
+        return stripped[:end] + "\n" + banner + stripped[end:]
+    return banner + stripped
+
+
+def twin_text(md_path: Path) -> str:
+    """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs."""
+    import jupytext
+
+    nb = jupytext.read(md_path)
+    for index, cell in enumerate(nb.cells):
+        cell.id = f"{md_path.stem[:40]}-{index:03d}"  # stable ids keep the twin byte-for-byte reproducible
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return jupytext.writes(nb, fmt="ipynb")
+
+
+def _title(md_path: Path) -> str:
+    match = re.search(r"^# (.+)$", md_path.read_text(encoding="utf-8"), re.M)
+    return match.group(1).strip() if match else md_path.stem
+
+
+def readme_table(root: Path, config: BookConfig) -> str:
+    """Return the README's chapter table: title, problem set, and Colab/Kaggle badges for each chapter."""
+    colab = "https://colab.research.google.com/assets/colab-badge.svg"
+    kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
+    lines = ["| # | Chapter | Problem set | Run it |", "| --- | --- | --- | --- |"]
+    for md in sorted((root / "chapters").glob("*.md")):
+        number = md.stem.split("_")[0]
+        nb = f"chapters/{md.stem}.ipynb"
+        sets = sorted((root / "exercises").glob(f"{number}_*.md"))
+        problem = f"[exercises/{sets[0].stem}](exercises/{sets[0].stem}.ipynb)" if sets else "—"
+        badges = (f"[![Open in Colab]({colab})]({config.colab(nb)}) "
+                  f"[![Open in Kaggle]({kaggle})]({config.kaggle(nb)})")
+        lines.append(f"| {number} | [{_title(md)}]({nb}) | {problem} | {badges} |")
+    return "\n".join(lines)
+
+
+def _with_readme_table(readme: str, table: str) -> str:
+    if README_START not in readme or README_END not in readme:
+        raise ValueError(f"README.md must contain the markers {README_START} and {README_END}")
+    head, rest = readme.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_START}\n{table}\n{README_END}{tail}"
+
+
+def expected_files(root: Path) -> dict[Path, str]:
+    """Return every derived file with the text it must have, given the .md sources under `root`."""
+    config = read_config(root)
+    sources: dict[Path, str] = {}
+    for folder in ("chapters", "solutions"):
+        for md in sorted((root / folder).glob("*.md")):
+            sources[md] = set_install_cell(md.read_text(encoding="utf-8"), config)
+    for md in [m for m in sources if m.parent.name == "solutions"]:
+        exercise = root / "exercises" / md.name
+        sources[exercise] = derive_exercise(sources[md], f"solutions/{md.name}")
+    expected = dict(sources)
+    readme = root / "README.md"
+    expected[readme] = _with_readme_table(readme.read_text(encoding="utf-8"), readme_table(root, config))
+    return expected
+
+
+def _twins(root: Path, expected: dict[Path, str]) -> dict[Path, str]:
+    """Return the .ipynb twin text of every notebook source, rendered from its expected Markdown."""
+    import tempfile
+
+    twins = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for md, text in expected.items():
+            if md.suffix == ".md" and md.parent.name in FOLDERS:
+                scratch = Path(tmp) / md.name
+                scratch.write_text(text, encoding="utf-8")
+                twins[md.with_suffix(".ipynb")] = twin_text(scratch)
+    return twins
+
+
+def sync(root: Path) -> list[Path]:
+    """Regenerate every derived file under `root`; return the ones that changed."""
+    expected = expected_files(root)
+    expected.update(_twins(root, expected))
+    changed = []
+    for path, text in expected.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def check(root: Path) -> list[str]:
+    """Return one line per stale or wrong derived file under `root` (empty when all is in sync)."""
+    import json
+
+    expected = expected_files(root)
+    expected.update(_twins(root, expected))
+    problems = []
+    for path, text in expected.items():
+        rel = path.relative_to(root)
+        if not path.exists():
+            problems.append(f"{rel}: missing — run `make sync`")
+        elif path.read_text(encoding="utf-8") != text:
+            has_outputs = path.suffix == ".ipynb" and any(
+                c.get("outputs") for c in json.loads(path.read_text(encoding="utf-8")).get("cells", []))
+            why = "has outputs (twins must be committed without them)" if has_outputs else "is stale"
+            problems.append(f"{rel}: {why} — run `make sync`")
+    for folder in FOLDERS:
+        for nb in sorted((root / folder).glob("*.ipynb")):
+            if not nb.with_suffix(".md").exists() and nb not in expected:
+                problems.append(f"{nb.relative_to(root)}: has no .md source")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scalebook.notebooks", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root (default: here)")
+    args = parser.parse_args(argv)
+    if args.command == "sync":
+        for path in sync(args.root):
+            print(f"updated {path.relative_to(args.root)}")
+        return 0
+    problems = check(args.root)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        print("notebooks, exercises and README are in sync")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

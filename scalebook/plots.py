@@ -1,0 +1,132 @@
+"""Matplotlib figures for the chapters. matplotlib is imported only when a plot is drawn.
+
+Every function returns a closed `Figure` (it displays once in a notebook, and `fig.savefig` works in
+scripts); every axis has a label with its unit and every figure a title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .hardware import Chip, get_chip
+from .roofline import Estimate, achievable_flops, matmul
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .bench import Sweep
+
+__all__ = ["roofline", "batch_roofline", "sweep"]
+
+Point = Estimate | tuple[float, float]
+
+
+def _figure(figsize: tuple[float, float] = (7.0, 4.5)):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    plt.close(fig)
+    return fig, ax
+
+
+def _as_chips(chips: Chip | str | Sequence[Chip | str]) -> list[Chip]:
+    if isinstance(chips, (Chip, str)):
+        chips = [chips]
+    return [get_chip(c) for c in chips]
+
+
+def _point_xy(point: Point) -> tuple[float, float]:
+    if isinstance(point, Estimate):
+        return point.intensity, point.achieved_flops
+    x, y = point
+    return float(x), float(y)
+
+
+def roofline(
+    chips: Chip | str | Sequence[Chip | str],
+    dtype: str = "bf16",
+    points: Mapping[str, Point] | None = None,
+    bandwidth: float | None = None,
+    intensity: tuple[float, float] = (0.1, 1e5),
+    title: str | None = None,
+    shade: bool = True,
+) -> Figure:
+    """Draw the log-log roofline of one or more chips: reachable FLOP/s against FLOPs per byte.
+
+    `points` maps a label to an `Estimate` (drawn at its intensity and achieved FLOP/s) or to an
+    (intensity, FLOP/s) pair. With `shade`, the first chip's memory-bound region (left of its knee) is
+    tinted red and the compute-bound region green.
+    """
+    chips = _as_chips(chips)
+    lo, hi = intensity
+    if not 0 < lo < hi:
+        raise ValueError(f"intensity must be an increasing pair of positive numbers, got {intensity!r}")
+    fig, ax = _figure()
+    x = np.geomspace(lo, hi, 400)
+    for chip in chips:
+        y = achievable_flops(x, chip, dtype, bandwidth)
+        knee = chip.critical_intensity(dtype, bandwidth)
+        (line,) = ax.loglog(x, y, lw=2, label=f"{chip.name} ({dtype}); knee at {knee:.0f} FLOPs/B")
+        ax.axvline(knee, color=line.get_color(), ls=":", lw=1)
+    if shade:
+        knee = chips[0].critical_intensity(dtype, bandwidth)
+        ax.axvspan(lo, knee, color="tab:red", alpha=0.07, label="bandwidth-bound")
+        ax.axvspan(knee, hi, color="tab:green", alpha=0.07, label="compute-bound")
+    for label, point in (points or {}).items():
+        px, py = _point_xy(point)
+        ax.plot(px, py, "o", ms=7, label=label)
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    ax.set_title(title or "Roofline: " + ", ".join(c.name for c in chips))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def batch_roofline(
+    chip: Chip | str,
+    shapes: Sequence[tuple[int, int]],
+    batches: Sequence[int] | np.ndarray = range(1, 512),
+    title: str | None = None,
+    **matmul_kwargs: Any,
+) -> Figure:
+    """Plot the FLOP/s a matmul X[B,D] @ W[D,F] can reach against the batch B, one curve per (D, F).
+
+    `matmul_kwargs` go to `roofline.matmul` (e.g. `weight_dtype="int8"`), so the curves use the exact
+    byte count, not the B << D approximation. The dashed line is the chip's peak.
+    """
+    chip = get_chip(chip)
+    batches = np.asarray(list(batches))
+    if batches.size == 0 or batches.min() < 1:
+        raise ValueError("batches must be a non-empty sequence of positive integers")
+    fig, ax = _figure()
+    peak = None
+    for D, F in shapes:
+        ests = [matmul(int(B), D, F, chip, **matmul_kwargs) for B in batches]
+        ax.plot(batches, [e.achieved_flops for e in ests], lw=2, label=f"D = F = {D}" if D == F else f"D={D}, F={F}")
+        peak = ests[0].flops / ests[0].t_math
+    ax.axhline(peak, color="k", ls="--", lw=1, label=f"peak {peak:.3g} FLOP/s")
+    ax.set_xlabel("batch B (tokens)")
+    ax.set_ylabel("attainable FLOP/s")
+    ax.set_title(title or f"Matmul throughput against batch on {chip.name}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def sweep(result: Sweep, title: str | None = None) -> Figure:
+    """Plot a measured matmul sweep as points on the roofline of the chip it was predicted with."""
+    intensities = result.table.column("intensity")
+    measured = result.table.column("measured FLOP/s")
+    fig = roofline(result.chip, result.dtype, intensity=(min(intensities) / 3, max(intensities) * 3),
+                   title=title or f"Measured matmuls on {result.chip.name} ({result.dtype})")
+    ax = fig.axes[0]
+    ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="measured")
+    for x, y, B in zip(intensities, measured, result.table.column("B")):
+        ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig

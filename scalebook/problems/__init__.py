@@ -1,0 +1,67 @@
+"""The answer key of the problem sets: every problem's reference solution, computed with scalebook.
+
+A problem set's notebook (in `solutions/`, and its student twin in `exercises/`) ends each problem
+with `sb.check("01.3", answer)`; `check` compares the answer with the function registered here. The
+key is code, not a table of numbers, so it can never drift from the package it teaches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Problem", "problem", "get_problem", "list_problems"]
+
+# One module per problem set; imported on first look-up so `import scalebook` stays light.
+_SETS = ("rooflines",)
+_REGISTRY: dict[str, Problem] = {}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One graded problem: its id ('01.3'), a short title, the answer's unit and tolerance."""
+
+    qid: str
+    title: str
+    unit: str
+    rtol: float
+    solve: Callable[[], Any]
+
+    def reference(self) -> Any:
+        """Return the reference answer, computed now with scalebook."""
+        return self.solve()
+
+
+def problem(qid: str, title: str, unit: str, rtol: float = 0.01) -> Callable[[Callable[[], Any]], Callable]:
+    """Register the decorated zero-argument function as the reference solution of problem `qid`."""
+
+    def register(solve: Callable[[], Any]) -> Callable[[], Any]:
+        if qid in _REGISTRY:
+            raise ValueError(f"problem id {qid!r} is registered twice")
+        _REGISTRY[qid] = Problem(qid, title, unit, rtol, solve)
+        return solve
+
+    return register
+
+
+def _load_all() -> dict[str, Problem]:
+    for name in _SETS:
+        importlib.import_module(f"{__name__}.{name}")
+    return _REGISTRY
+
+
+def get_problem(qid: str) -> Problem:
+    """Return the problem with id `qid`; unknown ids raise `KeyError` naming the closest ones."""
+    registry = _load_all()
+    if qid not in registry:
+        close = difflib.get_close_matches(str(qid), registry.keys(), n=4, cutoff=0.5)
+        raise KeyError(f"qid={qid!r} is not a known problem; closest: {close or sorted(registry)[:8]}")
+    return registry[qid]
+
+
+def list_problems(prefix: str = "") -> list[Problem]:
+    """Return every registered problem whose id starts with `prefix` (e.g. '01.')."""
+    return [p for q, p in sorted(_load_all().items()) if q.startswith(prefix)]

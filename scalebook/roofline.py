@@ -1,0 +1,303 @@
+"""Roofline estimates: how long an operation takes on a chip when either FLOPs or bytes bound it.
+
+Two clocks run side by side: T_math = FLOPs / C (C = peak FLOP/s) and T_comms = bytes / W (W = the
+bandwidth of whatever the bytes cross: HBM, an ICI link, PCIe ...). With perfect overlap the operation
+takes max(T_math, T_comms) (a lower bound); with none, T_math + T_comms (an upper bound, at most 2x).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hardware import Chip, get_chip
+from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_rate, fmt_time
+
+__all__ = [
+    "Estimate", "estimate", "matmul", "dot", "tiled_matmul", "tiled_intensity",
+    "critical_intensity", "critical_batch", "achievable_flops", "einsum_flops", "matmul_intensity",
+]
+
+_MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A roofline estimate. FLOPs and bytes are counts; times are in seconds.
+
+    `time` is the overlapped (lower-bound) time max(t_math, t_comms); `upper` is the serial time
+    t_math + t_comms. `terms` lists how each number was obtained, for display.
+    """
+
+    flops: float
+    bytes: float
+    t_math: float
+    t_comms: float
+    channel: str = "HBM"
+    label: str = ""
+    terms: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def time(self) -> float:
+        """Lower-bound time in seconds, assuming compute and data movement overlap perfectly."""
+        return max(self.t_math, self.t_comms)
+
+    @property
+    def upper(self) -> float:
+        """Upper-bound time in seconds, assuming no overlap at all."""
+        return self.t_math + self.t_comms
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOPs per byte moved (inf when nothing moves)."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def bound(self) -> str:
+        """'compute' when the math clock is the longer one, else 'memory' (HBM/VMEM) or 'comms' (links)."""
+        if self.t_math >= self.t_comms:
+            return "compute"
+        return "memory" if self.channel in _MEMORY_CHANNELS else "comms"
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s actually delivered at the lower-bound time."""
+        return self.flops / self.time if self.time else 0.0
+
+    def __add__(self, other: Estimate) -> Estimate:
+        """Run two operations one after the other: counts and both clocks add."""
+        if not isinstance(other, Estimate):
+            return NotImplemented
+        return Estimate(
+            self.flops + other.flops, self.bytes + other.bytes, self.t_math + other.t_math,
+            self.t_comms + other.t_comms, self.channel if self.channel == other.channel else "mixed",
+            " + ".join(x for x in (self.label, other.label) if x),
+        )
+
+    def summary(self) -> dict[str, str]:
+        """Return the headline numbers formatted for people."""
+        return {
+            "FLOPs": fmt_flops(self.flops),
+            f"bytes ({self.channel})": fmt_bytes(self.bytes),
+            "intensity": f"{self.intensity:.3g} FLOPs/B",
+            "T_math": fmt_time(self.t_math),
+            "T_comms": fmt_time(self.t_comms),
+            "time (max)": fmt_time(self.time),
+            "upper (sum)": fmt_time(self.upper),
+            "bound": self.bound,
+        }
+
+    def __str__(self) -> str:
+        head = f"{self.label}: " if self.label else ""
+        s = self.summary()
+        return (
+            f"{head}{s['time (max)']} ({self.bound}-bound; T_math {s['T_math']}, "
+            f"T_comms {s['T_comms']}, intensity {s['intensity']})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = list(self.summary().items()) + list(self.terms)
+        body = "".join(
+            f"<tr><td style='text-align:left'>{html.escape(k)}</td>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        title = f"<caption>{html.escape(self.label)}</caption>" if self.label else ""
+        return f"<table>{title}<tbody>{body}</tbody></table>"
+
+
+def _positive(name: str, value: float) -> float:
+    try:
+        ok = float(value) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _bandwidth(chip: Chip, bandwidth: float | None) -> float:
+    W = chip.hbm_bandwidth if bandwidth is None else bandwidth
+    if W is None:
+        raise ValueError(f"{chip.name} has no HBM bandwidth figure; pass bandwidth= in bytes/s")
+    return _positive("bandwidth", W)
+
+
+def estimate(
+    flops: float,
+    nbytes: float,
+    chip: Chip | str,
+    dtype: str = "bf16",
+    bandwidth: float | None = None,
+    channel: str = "HBM",
+    efficiency: float = 1.0,
+    label: str = "",
+    terms: Sequence[tuple[str, str]] = (),
+) -> Estimate:
+    """Return the roofline `Estimate` of an operation doing `flops` FLOPs and moving `nbytes` bytes.
+
+    `bandwidth` (bytes/s) defaults to the chip's HBM bandwidth; `efficiency` (0-1] scales the peak
+    FLOP/s to what kernels really reach (TPUs ~0.95, H100/B200 ~0.8-0.85).
+    """
+    chip = get_chip(chip)
+    if flops < 0 or nbytes < 0:
+        raise ValueError(f"flops and nbytes must be non-negative, got flops={flops!r}, nbytes={nbytes!r}")
+    if not 0 < efficiency <= 1:
+        raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
+    C = chip.peak_flops(dtype) * efficiency
+    W = _bandwidth(chip, bandwidth)
+    return Estimate(
+        flops=float(flops), bytes=float(nbytes), t_math=flops / C, t_comms=nbytes / W,
+        channel=channel, label=label,
+        terms=(("C", fmt_rate(C)), (f"W ({channel})", fmt_rate(W, "B/s")), *terms),
+    )
+
+
+def _compute_dtype(act_dtype: str, weight_dtype: str) -> str:
+    """The dtype the multiply runs in: the wider of the two operands (int8 x bf16 runs in bf16)."""
+    return act_dtype if dtype_bytes(act_dtype) >= dtype_bytes(weight_dtype) else weight_dtype
+
+
+def matmul(
+    B: float,
+    D: float,
+    F: float,
+    chip: Chip | str,
+    dtype: str = "bf16",
+    *,
+    weight_dtype: str | None = None,
+    act_dtype: str | None = None,
+    out_dtype: str | None = None,
+    compute_dtype: str | None = None,
+    bandwidth: float | None = None,
+    channel: str = "HBM",
+    efficiency: float = 1.0,
+) -> Estimate:
+    """Return the `Estimate` of X[B, D] @ W[D, F] -> Y[B, F] on one chip.
+
+    FLOPs = 2·B·D·F. Bytes = B·D (read X) + D·F (read W) + B·F (write Y), each times its dtype's size.
+    `dtype` sets all three; `weight_dtype`, `act_dtype` (X), `out_dtype` (Y) override one each, e.g.
+    int8 weights with bf16 activations. The multiply runs in `compute_dtype` (default: the wider of the
+    two inputs).
+    """
+    B, D, F = (_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
+    w = weight_dtype or dtype
+    a = act_dtype or dtype
+    o = out_dtype or a
+    c = compute_dtype or _compute_dtype(a, w)
+    bx, bw, by = B * D * dtype_bytes(a), D * F * dtype_bytes(w), B * F * dtype_bytes(o)
+    terms = (
+        ("FLOPs", f"2·B·D·F = 2·{B:g}·{D:g}·{F:g}"),
+        ("bytes", f"X {fmt_bytes(bx)} ({a}) + W {fmt_bytes(bw)} ({w}) + Y {fmt_bytes(by)} ({o})"),
+    )
+    return estimate(
+        2 * B * D * F, bx + bw + by, chip, dtype=c, bandwidth=bandwidth, channel=channel,
+        efficiency=efficiency, label=f"matmul [{B:g},{D:g}]·[{D:g},{F:g}] {c}", terms=terms,
+    )
+
+
+def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float:
+    """Return the arithmetic intensity (FLOPs/byte) of X[B,D] @ W[D,F] with every array in `dtype`."""
+    b = dtype_bytes(dtype)
+    return 2 * B * D * F / (b * (B * D + D * F + B * F))
+
+
+def dot(N: float, chip: Chip | str, dtype: str = "bf16") -> Estimate:
+    """Return the `Estimate` of a dot product of two length-N vectors (2N-1 FLOPs; reads 2N, writes 1)."""
+    N = _positive("N", N)
+    b = dtype_bytes(dtype)
+    return estimate(2 * N - 1, (2 * N + 1) * b, chip, dtype=dtype, label=f"dot of two {dtype}[{N:g}]")
+
+
+def critical_intensity(chip: Chip | str, dtype: str = "bf16", bandwidth: float | None = None) -> float:
+    """Return the chip's critical intensity C / W in FLOPs per byte (HBM bandwidth unless given)."""
+    return get_chip(chip).critical_intensity(dtype, bandwidth)
+
+
+def critical_batch(
+    chip: Chip | str,
+    dtype: str = "bf16",
+    weight_dtype: str | None = None,
+    compute_dtype: str | None = None,
+    bandwidth: float | None = None,
+) -> float:
+    """Return the token batch B above which X[B,D] @ W[D,F] is compute-bound, for B << D, F.
+
+    Loading the weights dominates the bytes (D·F·w) while FLOPs are 2·B·D·F, so intensity ≈ 2B/w and
+    the matmul is compute-bound once B > (C/W)·w/2. bf16 on a v5e: 240; int8 weights with bf16
+    compute: 120.
+    """
+    w = weight_dtype or dtype
+    c = compute_dtype or _compute_dtype(dtype, w)
+    return critical_intensity(chip, c, bandwidth) * dtype_bytes(w) / 2
+
+
+def achievable_flops(
+    intensity: float | np.ndarray,
+    chip: Chip | str,
+    dtype: str = "bf16",
+    bandwidth: float | None = None,
+) -> float | np.ndarray:
+    """Return the roofline: the FLOP/s reachable at `intensity` (FLOPs/byte), min(C, intensity·W)."""
+    chip = get_chip(chip)
+    x = np.asarray(intensity, dtype=float)
+    if np.any(x < 0):
+        raise ValueError("intensity must be non-negative (FLOPs per byte)")
+    out = np.minimum(chip.peak_flops(dtype), x * _bandwidth(chip, bandwidth))
+    return float(out) if out.ndim == 0 else out
+
+
+_EINSUM_RE = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s*$")
+
+
+def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
+    """Return the FLOPs of an einsum such as 'BTD,DF->BTF', given the size of every letter.
+
+    The book's counting rule: a contraction costs 2 x the product of every distinct dimension (one
+    multiply and one add per term); an einsum that contracts nothing (an elementwise or outer
+    product) costs the product alone.
+    """
+    match = _EINSUM_RE.match(spec)
+    if not match:
+        raise ValueError(f"spec={spec!r} must look like 'BTD,DF->BTF' (letters, commas, one '->')")
+    inputs = [s.strip() for s in match.group(1).split(",")]
+    output = match.group(2)
+    letters = set("".join(inputs))
+    missing = sorted(letters - set(sizes))
+    if missing:
+        raise ValueError(f"sizes is missing dimension(s) {missing} used in {spec!r}")
+    stray = sorted(set(output) - letters)
+    if stray:
+        raise ValueError(f"output dimension(s) {stray} of {spec!r} appear in no input")
+    total = float(np.prod([_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)]))
+    contracted = letters - set(output)
+    return 2 * total if contracted else total
+
+
+def tiled_intensity(bm: float, bn: float) -> float:
+    """Return the asymptotic FLOPs/element of a tiled matmul with output tiles bm x bn: bm·bn/(bm+bn)."""
+    bm, bn = _positive("bm", bm), _positive("bn", bn)
+    return bm * bn / (bm + bn)
+
+
+def tiled_matmul(
+    m: int, k: int, n: int, bm: int, bk: int, bn: int, chip: Chip | str, dtype: str = "bf16"
+) -> Estimate:
+    """Return the `Estimate` of (m,k) @ (k,n) computed in tiles (bm,bk) @ (bk,bn), re-reading inputs per tile.
+
+    With tm = m/bm, tk = k/bk, tn = n/bn: FLOPs = 2·tm·tn·tk·bm·bk·bn and bytes =
+    size·tm·tn·(tk·(bm·bk + bk·bn) + bm·bn). Tile sizes must divide the matrix dimensions.
+    """
+    for dim, tile, name in ((m, bm, "bm"), (k, bk, "bk"), (n, bn, "bn")):
+        _positive(name, tile)
+        if _positive(f"dimension for {name}", dim) % tile:
+            raise ValueError(f"{name}={tile} must divide the matrix dimension {dim}")
+    tm, tk, tn = m // bm, k // bk, n // bn
+    b = dtype_bytes(dtype)
+    flops = 2 * tm * tn * tk * bm * bk * bn
+    nbytes = b * tm * tn * (tk * (bm * bk + bk * bn) + bm * bn)
+    return estimate(flops, nbytes, chip, dtype=dtype, label=f"tiled matmul ({bm},{bk})@({bk},{bn})")

@@ -1,0 +1,151 @@
+"""Tiny SVG charts for widgets: a redraw takes about a millisecond, where matplotlib takes ~150 ms.
+
+Widgets must answer well under 0.1 s, so explorers draw with `Chart` (lines, points, shaded spans,
+log or linear axes); the chapters' static figures use matplotlib (`scalebook.plots`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Chart", "COLORS"]
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def _ticks(lo: float, hi: float, log: bool) -> list[float]:
+    if log:
+        return [10.0**k for k in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
+    step = 10 ** math.floor(math.log10((hi - lo) / 4))
+    for mult in (1, 2, 5, 10):
+        if (hi - lo) / (step * mult) <= 6:
+            step *= mult
+            break
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _label(v: float) -> str:
+    if v == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(v)))
+    return f"{v:g}" if -2 <= exp <= 4 else f"1e{exp}" if v == 10.0**exp else f"{v:.0e}"
+
+
+@dataclass
+class Chart:
+    """A line/point chart rendered to SVG. Add series with `line`, `points`, `span`, `vline`."""
+
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    xlog: bool = False
+    ylog: bool = False
+    xlim: tuple[float, float] | None = None
+    ylim: tuple[float, float] | None = None
+    width: int = 600
+    height: int = 360
+    _items: list[tuple] = field(default_factory=list)
+
+    def line(self, xs: Sequence[float], ys: Sequence[float], label: str = "", color: str | None = None,
+             dash: bool = False) -> Chart:
+        self._items.append(("line", list(xs), list(ys), label, color or self._next_color(), dash))
+        return self
+
+    def points(self, xs: Sequence[float], ys: Sequence[float], label: str = "", color: str | None = None) -> Chart:
+        self._items.append(("points", list(xs), list(ys), label, color or self._next_color(), False))
+        return self
+
+    def span(self, x0: float, x1: float, color: str, label: str = "") -> Chart:
+        self._items.append(("span", [x0, x1], [], label, color, False))
+        return self
+
+    def vline(self, x: float, color: str = "#555", label: str = "") -> Chart:
+        self._items.append(("vline", [x], [], label, color, True))
+        return self
+
+    def _next_color(self) -> str:
+        used = sum(1 for i in self._items if i[0] in ("line", "points"))
+        return COLORS[used % len(COLORS)]
+
+    def _limits(self, axis: int, log: bool, given: tuple[float, float] | None) -> tuple[float, float]:
+        if given:
+            return given
+        vals = [v for item in self._items if item[0] in ("line", "points") for v in item[1 + axis]
+                if v is not None and math.isfinite(v) and (v > 0 or not log)]
+        lo, hi = (min(vals), max(vals)) if vals else (1.0, 10.0)
+        if log:
+            return 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+        pad = (hi - lo) * 0.05 or 1.0
+        return lo - pad, hi + pad
+
+    def to_svg(self) -> str:
+        """Return the chart as a standalone SVG string."""
+        L, R, T, B = 70, 20, 30, 45
+        pw, ph = self.width - L - R, self.height - T - B
+        xlo, xhi = self._limits(0, self.xlog, self.xlim)
+        ylo, yhi = self._limits(1, self.ylog, self.ylim)
+
+        def sx(x: float) -> float:
+            f = (math.log10(x) - math.log10(xlo)) / (math.log10(xhi) - math.log10(xlo)) if self.xlog \
+                else (x - xlo) / (xhi - xlo)
+            return L + pw * min(max(f, -0.05), 1.05)
+
+        def sy(y: float) -> float:
+            f = (math.log10(y) - math.log10(ylo)) / (math.log10(yhi) - math.log10(ylo)) if self.ylog \
+                else (y - ylo) / (yhi - ylo)
+            return T + ph * (1 - min(max(f, -0.05), 1.05))
+
+        out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{self.width}' height='{self.height}' "
+               f"font-family='sans-serif' font-size='11'>",
+               f"<clipPath id='plot'><rect x='{L}' y='{T}' width='{pw}' height='{ph}'/></clipPath>"]
+        for t in _ticks(xlo, xhi, self.xlog):
+            x = sx(t)
+            out.append(f"<line x1='{x:.1f}' y1='{T}' x2='{x:.1f}' y2='{T + ph}' stroke='#eee'/>"
+                       f"<text x='{x:.1f}' y='{T + ph + 14}' text-anchor='middle'>{_label(t)}</text>")
+        for t in _ticks(ylo, yhi, self.ylog):
+            y = sy(t)
+            out.append(f"<line x1='{L}' y1='{y:.1f}' x2='{L + pw}' y2='{y:.1f}' stroke='#eee'/>"
+                       f"<text x='{L - 4}' y='{y + 4:.1f}' text-anchor='end'>{_label(t)}</text>")
+        legend = []
+        for kind, xs, ys, label, color, dash in self._items:
+            style = " stroke-dasharray='4 3'" if dash else ""
+            if kind == "span":
+                x0, x1 = sx(max(xs[0], xlo)), sx(min(xs[1], xhi))
+                out.append(f"<rect x='{x0:.1f}' y='{T}' width='{max(x1 - x0, 0):.1f}' height='{ph}' "
+                           f"fill='{color}' fill-opacity='0.08'/>")
+            elif kind == "vline":
+                out.append(f"<line x1='{sx(xs[0]):.1f}' y1='{T}' x2='{sx(xs[0]):.1f}' y2='{T + ph}' "
+                           f"stroke='{color}'{style}/>")
+            elif kind == "line":
+                path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys) if y > 0 or not self.ylog)
+                out.append(f"<polyline clip-path='url(#plot)' points='{path}' fill='none' stroke='{color}' "
+                           f"stroke-width='2'{style}/>")
+            else:
+                out += [f"<circle clip-path='url(#plot)' cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='4.5' fill='{color}'/>"
+                        for x, y in zip(xs, ys)]
+            if label:
+                legend.append((label, color, kind))
+        out.append(f"<rect x='{L}' y='{T}' width='{pw}' height='{ph}' fill='none' stroke='#333'/>")
+        for i, (label, color, kind) in enumerate(legend):
+            y = T + ph - 8 - 15 * (len(legend) - 1 - i)
+            x = L + pw - 230
+            mark = (f"<circle cx='{x + 8}' cy='{y - 4}' r='4' fill='{color}'/>" if kind == "points" else
+                    f"<rect x='{x}' y='{y - 8}' width='16' height='8' fill='{color}' "
+                    f"fill-opacity='{0.3 if kind == 'span' else 1}'/>")
+            out.append(mark + f"<text x='{x + 22}' y='{y}'>{html.escape(label)}</text>")
+        out.append(f"<text x='{L + pw / 2}' y='{self.height - 8}' text-anchor='middle'>"
+                   f"{html.escape(self.xlabel)}</text>"
+                   f"<text transform='translate(14,{T + ph / 2}) rotate(-90)' text-anchor='middle'>"
+                   f"{html.escape(self.ylabel)}</text>"
+                   f"<text x='{L + pw / 2}' y='18' text-anchor='middle' font-weight='bold'>"
+                   f"{html.escape(self.title)}</text></svg>")
+        return "".join(out)
+
+    def _repr_html_(self) -> str:
+        return self.to_svg()
+
+    _repr_svg_ = to_svg

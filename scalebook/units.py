@@ -1,0 +1,111 @@
+"""SI units, human-readable formatting and size parsing.
+
+Every quantity in scalebook is a float in SI base units (bytes, FLOPs, seconds, bytes/s, FLOP/s).
+Formatting happens only at the edge, with the helpers below.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "KB", "MB", "GB", "TB", "PB",
+    "KiB", "MiB", "GiB", "TiB",
+    "ns", "us", "ms",
+    "DTYPE_BYTES", "dtype_bytes",
+    "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
+]
+
+KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
+KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
+ns, us, ms = 1e-9, 1e-6, 1e-3
+
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4, "f32": 4, "float32": 4,
+    "bf16": 2, "bfloat16": 2, "fp16": 2, "f16": 2, "float16": 2,
+    "fp8": 1, "f8": 1, "int8": 1, "i8": 1,
+    "int4": 0.5, "i4": 0.5, "fp4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Return the size of one element of `dtype` in bytes (0.5 for 4-bit types)."""
+    key = str(dtype).lower()
+    if key not in DTYPE_BYTES:
+        raise ValueError(f"dtype={dtype!r} is not known; allowed: {sorted(DTYPE_BYTES)}")
+    return DTYPE_BYTES[key]
+
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def fmt_si(value: float, unit: str, digits: int = 3) -> str:
+    """Format `value` with an SI prefix (k, M, G, T, P) and `digits` significant digits."""
+    if value is None or not math.isfinite(value):
+        return f"{value} {unit}"
+    if value == 0:
+        return f"0 {unit}"
+    mag = abs(value)
+    for scale, prefix in _PREFIXES:
+        if mag >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def fmt_bytes(nbytes: float, binary: bool = False, digits: int = 3) -> str:
+    """Format a byte count: decimal prefixes (GB = 1e9) by default, binary (GiB = 2**30) if asked."""
+    if not binary:
+        return fmt_si(nbytes, "B", digits)
+    for scale, unit in [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]:
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.{digits}g} {unit}"
+    return f"{nbytes:.{digits}g} B"
+
+
+def fmt_time(seconds: float, digits: int = 3) -> str:
+    """Format a duration in seconds as ns, µs, ms, s, min or h, whichever reads best."""
+    if seconds is None or not math.isfinite(seconds):
+        return f"{seconds} s"
+    mag = abs(seconds)
+    if mag >= 3600:
+        return f"{seconds / 3600:.{digits}g} h"
+    if mag >= 60:
+        return f"{seconds / 60:.{digits}g} min"
+    for scale, unit in [(1.0, "s"), (ms, "ms"), (us, "µs"), (ns, "ns")]:
+        if mag >= scale:
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / ns:.{digits}g} ns"
+
+
+def fmt_flops(flops: float, digits: int = 3) -> str:
+    """Format a FLOP count (not a rate), e.g. 2.1e12 -> '2.1 TFLOPs'."""
+    return fmt_si(flops, "FLOPs", digits)
+
+
+def fmt_rate(rate: float, unit: str = "FLOP/s", digits: int = 3) -> str:
+    """Format a rate such as FLOP/s or B/s, e.g. 1.97e14 -> '197 TFLOP/s'."""
+    return fmt_si(rate, unit, digits)
+
+
+_SIZE_UNITS = {
+    "": 1.0, "b": 1.0,
+    "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB, "p": PB, "pb": PB,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | float) -> float:
+    """Return the number of bytes in a size such as '16GiB', '1.5 GB', '512k' or 4096."""
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError(f"size={text!r} must be non-negative")
+        return float(text)
+    match = _SIZE_RE.match(str(text))
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(
+            f"size={text!r} is not a size; write a number and a unit such as '16GiB', '1.5GB', '512KiB' "
+            f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
+        )
+    return float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]

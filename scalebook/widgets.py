@@ -1,0 +1,188 @@
+"""Interactive explorers built on core ipywidgets. ipywidgets and matplotlib load only when used.
+
+`explore(fn, **controls)` turns any scalebook calculation into sliders and menus. An `Explorer` shows
+the widget in JupyterLab/Colab and, for the static website, a snapshot of its current answer (the
+bundle carries both; the site is configured to prefer the snapshot). Explorers open on the worked
+answer, so the snapshot on the site is true.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .hardware import chip_names, get_chip
+from .roofline import Estimate, achievable_flops, matmul
+from .svg import Chart
+
+__all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
+
+
+@dataclass(frozen=True)
+class Log:
+    """A log-scale slider from `lo` to `hi` starting at `value` (for sizes spanning decades)."""
+
+    lo: float
+    hi: float
+    value: float
+
+
+def _control(name: str, spec: Any):
+    """Return the widget for one control spec, or None when `spec` is a fixed value."""
+    import ipywidgets as w
+
+    style = {"description_width": "initial"}
+    if isinstance(spec, w.ValueWidget):
+        return spec
+    if isinstance(spec, Log):
+        if not 0 < spec.lo <= spec.value <= spec.hi:
+            raise ValueError(f"{name}: Log needs 0 < lo <= value <= hi, got {spec}")
+        import math
+
+        return w.FloatLogSlider(value=spec.value, base=10, min=math.log10(spec.lo), max=math.log10(spec.hi),
+                                description=name, style=style, continuous_update=False)
+    if isinstance(spec, list):
+        if not spec:
+            raise ValueError(f"{name}: a menu needs at least one option")
+        return w.Dropdown(options=spec, value=spec[0], description=name, style=style)
+    if isinstance(spec, tuple):
+        if len(spec) not in (2, 3, 4):
+            raise ValueError(f"{name}: a slider is (min, max), (min, max, step) or (min, max, step, value), "
+                             f"got {spec!r}")
+        lo, hi = spec[0], spec[1]
+        step = spec[2] if len(spec) > 2 else None
+        value = spec[3] if len(spec) > 3 else lo
+        if not lo <= value <= hi:
+            raise ValueError(f"{name}: value {value!r} is outside [{lo!r}, {hi!r}]")
+        if all(isinstance(v, int) for v in (lo, hi, value)) and (step is None or isinstance(step, int)):
+            return w.IntSlider(value=value, min=lo, max=hi, step=step or 1, description=name, style=style,
+                               continuous_update=False)
+        return w.FloatSlider(value=value, min=lo, max=hi, step=step or (hi - lo) / 100, description=name,
+                             style=style, continuous_update=False)
+    return None
+
+
+def _render(result: Any) -> str:
+    """Return HTML for a calculation's result: figures as PNG, objects through their HTML repr."""
+    if isinstance(result, (list, tuple)):
+        return "".join(_render(r) for r in result)
+    if hasattr(result, "savefig"):
+        buf = io.BytesIO()
+        result.savefig(buf, format="png", dpi=72)
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        return f"<img style='max-width:100%' src='data:image/png;base64,{data}'/>"
+    if hasattr(result, "_repr_html_"):
+        return result._repr_html_()
+    return f"<pre>{html.escape(str(result))}</pre>"
+
+
+class Explorer:
+    """Controls wired to a calculation. `update(**values)` moves them from code and times the answer."""
+
+    def __init__(self, fn: Callable[..., Any], controls: dict[str, Any], title: str = "") -> None:
+        import ipywidgets as w
+
+        self.fn = fn
+        self.title = title
+        self.fixed = {k: v for k, v in controls.items() if _control(k, v) is None}
+        self.controls = {k: c for k, v in controls.items() if (c := _control(k, v)) is not None}
+        self.output = w.HTML()
+        header = [w.HTML(f"<b>{html.escape(title)}</b>")] if title else []
+        self.widget = w.VBox([*header, w.HBox(list(self.controls.values()),
+                                              layout=w.Layout(flex_flow="row wrap")), self.output])
+        self.result: Any = None
+        self.seconds = 0.0
+        for control in self.controls.values():
+            control.observe(lambda _change: self.refresh(), names="value")
+        self.refresh()
+
+    def values(self) -> dict[str, Any]:
+        """Return the current inputs: the controls' values and the fixed ones."""
+        return {**self.fixed, **{k: c.value for k, c in self.controls.items()}}
+
+    def refresh(self) -> float:
+        """Recompute and redraw; return the seconds it took (the widget's response time)."""
+        start = time.perf_counter()
+        try:
+            self.result = self.fn(**self.values())
+            self.output.value = _render(self.result)
+        except (ValueError, KeyError) as err:
+            self.result = err
+            self.output.value = f"<pre style='color:#cf222e'>{html.escape(str(err))}</pre>"
+        self.seconds = time.perf_counter() - start
+        return self.seconds
+
+    def update(self, **values: Any) -> float:
+        """Set some controls (as a reader would) and return the seconds the answer took."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise KeyError(f"no control(s) {sorted(unknown)}; controls: {sorted(self.controls)}")
+        for name, value in values.items():
+            with self.controls[name].hold_trait_notifications():
+                self.controls[name].value = value
+        return self.refresh()
+
+    def snapshot_html(self) -> str:
+        """Return a static HTML picture of the explorer: its inputs and its current answer."""
+        inputs = ", ".join(f"{k} = {v!r}" for k, v in self.values().items())
+        head = f"<b>{html.escape(self.title)}</b><br/>" if self.title else ""
+        return (f"<div class='scalebook-explorer'>{head}<code>{html.escape(inputs)}</code>"
+                f"<br/>{self.output.value}<br/><i>Interactive in JupyterLab, Colab or Kaggle.</i></div>")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = self.snapshot_html()
+        return bundle
+
+
+def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Explorer:
+    """Return an `Explorer` that calls `fn(**values)` whenever a control moves.
+
+    A control is a slider `(min, max[, step[, value]])`, a menu `[option, ...]` (first is the start),
+    a `Log(lo, hi, value)` slider, any ipywidgets value widget, or a plain value (held fixed). `fn` may
+    return a matplotlib figure, anything with an HTML repr (an `Estimate`, a `Table`), or a tuple of them.
+    """
+    return Explorer(fn, controls, title)
+
+
+def roofline_chart(chip: str, dtype: str, points: dict[str, Estimate],
+                   intensity: tuple[float, float] = (0.1, 1e5)) -> Chart:
+    """Return a fast SVG roofline of `chip` with `points` (Estimates) on it: the widgets' picture."""
+    c = get_chip(chip)
+    xs = np.geomspace(*intensity, 60)
+    knee = c.critical_intensity(dtype)
+    chart = Chart(title=f"Roofline of {c.name} ({dtype})", xlabel="arithmetic intensity (FLOPs per byte)",
+                  ylabel="attainable FLOP/s", xlog=True, ylog=True, xlim=intensity)
+    chart.span(intensity[0], knee, "#d62728", "bandwidth-bound").span(knee, intensity[1], "#2ca02c", "compute-bound")
+    chart.line(xs, achievable_flops(xs, c, dtype), label=f"roofline, knee at {knee:.0f} FLOPs/B")
+    for label, est in points.items():
+        chart.points([est.intensity], [est.achieved_flops], label=label)
+    return chart
+
+
+def _roofline_view(chip: str, dtype: str, B: float, D: float, F: float) -> tuple[Chart, Estimate]:
+    est = matmul(round(B), round(D), round(F), chip, dtype=dtype)
+    return roofline_chart(chip, est.label.split()[-1], {f"matmul, B = {round(B)}": est}), est
+
+
+def roofline_explorer(chip: str = "v5e", dtype: str = "bf16", B: float = 240, D: float = 8192,
+                      F: float = 8192, chips: Sequence[str] | None = None) -> Explorer:
+    """Return an explorer of one matmul X[B,D] @ W[D,F] on a chip's roofline (opens on v5e's knee, B=240)."""
+    names = list(chips or chip_names())
+    first = get_chip(chip)
+    key = next((n for n in names if get_chip(n) is first), None)
+    if key is None:
+        raise KeyError(f"chip={chip!r} is not among the explorer's chips {names}")
+    names.remove(key)
+    return explore(
+        _roofline_view, title="One matmul on the roofline",
+        chip=[key, *names], dtype=[dtype, *[d for d in ("bf16", "int8", "fp8") if d != dtype]],
+        B=Log(1, 65536, B), D=Log(128, 65536, D), F=Log(128, 262144, F),
+    )
