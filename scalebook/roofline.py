@@ -18,7 +18,7 @@ from .hardware import Chip, get_chip
 from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_rate, fmt_time
 
 __all__ = [
-    "Estimate", "estimate", "matmul", "dot", "tiled_matmul", "tiled_intensity",
+    "Estimate", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
     "critical_intensity", "critical_batch", "achievable_flops", "einsum_flops", "matmul_intensity",
 ]
 
@@ -200,6 +200,37 @@ def matmul(
     )
 
 
+def crossover_batch(
+    D: float,
+    F: float,
+    chip: Chip | str,
+    dtype: str = "bf16",
+    *,
+    weight_dtype: str | None = None,
+    act_dtype: str | None = None,
+    out_dtype: str | None = None,
+    compute_dtype: str | None = None,
+    bandwidth: float | None = None,
+) -> float:
+    """Return the exact batch B at which X[B,D] @ W[D,F] turns compute-bound (T_math = T_comms).
+
+    Solves 2·B·D·F / C = (B·D·a + D·F·w + B·F·o) / W for B, with the exact byte count (no B << D
+    approximation). Raises `ValueError` when the matmul never becomes compute-bound.
+    """
+    D, F = _positive("D", D), _positive("F", F)
+    w = weight_dtype or dtype
+    a = act_dtype or dtype
+    o = out_dtype or a
+    chip = get_chip(chip)
+    C = chip.peak_flops(compute_dtype or _compute_dtype(a, w))
+    W = _bandwidth(chip, bandwidth)
+    slope = 2 * D * F / C - (D * dtype_bytes(a) + F * dtype_bytes(o)) / W
+    if slope <= 0:
+        raise ValueError(f"a [B,{D:g}]@[{D:g},{F:g}] matmul never becomes compute-bound on {chip.name}: "
+                         "even at large B its intensity stays below the critical intensity")
+    return D * F * dtype_bytes(w) / W / slope
+
+
 def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float:
     """Return the arithmetic intensity (FLOPs/byte) of X[B,D] @ W[D,F] with every array in `dtype`."""
     b = dtype_bytes(dtype)
@@ -276,6 +307,30 @@ def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
     total = float(np.prod([_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)]))
     contracted = letters - set(output)
     return 2 * total if contracted else total
+
+
+def einsum(
+    spec: str,
+    sizes: Mapping[str, float],
+    chip: Chip | str,
+    dtype: str = "bf16",
+    dtypes: Sequence[str] | None = None,
+    bandwidth: float | None = None,
+) -> Estimate:
+    """Return the `Estimate` of an einsum such as 'BD,BDF->BF': FLOPs by `einsum_flops`, bytes = every
+    input read once plus the output written once.
+
+    `dtypes` gives one dtype per operand, inputs then output (default: all `dtype`); the multiply runs
+    in the widest input dtype.
+    """
+    flops = einsum_flops(spec, sizes)
+    operands = [s.strip() for s in spec.replace("->", ",").split(",")]
+    dtypes = list(dtypes or [dtype] * len(operands))
+    if len(dtypes) != len(operands):
+        raise ValueError(f"dtypes must give {len(operands)} dtypes for {spec!r} (inputs then output), got {dtypes}")
+    nbytes = sum(float(np.prod([sizes[k] for k in op])) * dtype_bytes(d) for op, d in zip(operands, dtypes))
+    compute = max(dtypes[:-1], key=dtype_bytes)
+    return estimate(flops, nbytes, chip, dtype=compute, bandwidth=bandwidth, label=f"einsum {spec} ({compute})")
 
 
 def tiled_intensity(bm: float, bn: float) -> float:
