@@ -118,7 +118,7 @@ def readme_table(root: Path, config: BookConfig) -> str:
     for md in sorted((root / "chapters").glob("*.md")):
         number = md.stem.split("_")[0]
         nb = f"chapters/{md.stem}.ipynb"
-        sets = sorted((root / "exercises").glob(f"{number}_*.md"))
+        sets = sorted((root / "solutions").glob(f"{number}_*.md"))  # each has a derived exercise twin
         problem = f"[exercises/{sets[0].stem}](exercises/{sets[0].stem}.ipynb)" if sets else "—"
         badges = (f"[![Open in Colab]({colab})]({config.colab(nb)}) "
                   f"[![Open in Kaggle]({kaggle})]({config.kaggle(nb)})")

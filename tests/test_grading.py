@@ -1,0 +1,72 @@
+"""expect / check: immediate ✓/✗ feedback; solution stripping for the student versions."""
+
+import pytest
+
+import scalebook as sb
+from scalebook.grading import Comparison, ExpectationError, strip_solutions
+
+
+def test_expect_passes_within_tolerance_and_shows_a_tick():
+    result = sb.expect(240.24, 240, rtol=0.01, source="ch. 1")
+    assert isinstance(result, Comparison) and result.ok
+    assert str(result).startswith("✓") and "ch. 1" in str(result)
+    assert "✓" in result._repr_html_()
+
+
+def test_expect_raises_with_both_numbers_when_it_drifts():
+    with pytest.raises(ExpectationError, match=r"✗ 300 vs published 240 \(off by 25.0%"):
+        sb.expect(300, 240, rtol=0.05)
+
+
+def test_expect_compares_strings_exactly():
+    assert sb.expect("compute", "compute").ok
+    with pytest.raises(ExpectationError):
+        sb.expect("memory", "compute")
+
+
+def test_expect_rejects_a_negative_tolerance():
+    with pytest.raises(ValueError, match="rtol"):
+        sb.expect(1, 1, rtol=-0.1)
+
+
+def test_check_unknown_problem_names_close_ids():
+    with pytest.raises(KeyError, match="qid='99.9'"):
+        sb.check("99.9", 1.0)
+
+
+SOLUTION = """\
+# Problem 1
+
+```{code-cell} ipython3
+# BEGIN SOLUTION
+chip = sb.get_chip("v5e")
+answer = sb.roofline.critical_batch(chip)
+# END SOLUTION
+sb.check("01.1", answer)
+```
+
+<!-- BEGIN SOLUTION -->
+Because the weights dominate the bytes, $B > C/W$.
+<!-- END SOLUTION -->
+
+```{code-cell} ipython3
+# BEGIN SOLUTION
+print("hello")
+# END SOLUTION
+```
+"""
+
+
+def test_strip_solutions_leaves_stubs_for_each_assigned_name():
+    student = strip_solutions(SOLUTION)
+    assert "chip = ...  # YOUR CODE HERE" in student
+    assert "answer = ...  # YOUR CODE HERE" in student
+    assert "critical_batch" not in student and "B > C/W" not in student
+    assert 'sb.check("01.1", answer)' in student
+    assert "*Write your answer here.*" in student
+    assert student.count("# YOUR CODE HERE") == 3
+
+
+def test_strip_solutions_reports_an_unclosed_block():
+    with pytest.raises(ValueError, match="line 1 has no matching END SOLUTION"):
+        strip_solutions("# BEGIN SOLUTION\nx = 1\n")

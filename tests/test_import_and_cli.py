@@ -1,0 +1,46 @@
+"""`import scalebook` is light and fast; the command line prints answers and clear errors."""
+
+import subprocess
+import sys
+
+import pytest
+
+from scalebook import cli
+
+IMPORT_PROBE = """
+import sys, time
+start = time.perf_counter()
+import scalebook
+elapsed = time.perf_counter() - start
+heavy = [m for m in ("jax", "matplotlib", "ipywidgets") if m in sys.modules]
+print(elapsed, heavy)
+"""
+
+
+def test_import_is_fast_and_does_not_load_the_lab():
+    out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True).stdout
+    elapsed, heavy = out.split(" ", 1)
+    assert heavy.strip() == "[]"
+    assert float(elapsed) <= 0.3
+
+
+def test_cli_roofline(capsys):
+    assert cli.main(["roofline", "--chip", "v5e", "--shape", "1024,8192,28672"]) == 0
+    out = capsys.readouterr().out
+    assert "compute-bound" in out and "critical B     240 tokens" in out
+
+
+def test_cli_chips(capsys):
+    assert cli.main(["chips", "--vendor", "google"]) == 0
+    assert "TPU v5e" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["roofline", "--chip", "v5x", "--shape", "1,2,3"], "closest: TPU v5e"),
+    (["roofline", "--chip", "v5e", "--shape", "1,2"], "three positive integers"),
+    (["chips", "--vendor", "amd"], "--vendor='amd'"),
+])
+def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
