@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .units import fmt_si, fmt_time
+
 __all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions"]
 
 
@@ -31,6 +33,8 @@ class Comparison:
     rtol: float
     source: str = ""
     label: str = ""
+    unit: str = ""
+    reference_name: str = "published"
 
     @property
     def rel_error(self) -> float:
@@ -48,13 +52,14 @@ class Comparison:
     def _text(self) -> tuple[str, str]:
         mark = "✓" if self.ok else "✗"
         head = f"{self.label}: " if self.label else ""
+        ref = self.reference_name
         if _is_number(self.value) and _is_number(self.published):
             body = (
-                f"{head}{_fmt(self.value)} vs published {_fmt(self.published)} "
-                f"(off by {self.rel_error:.1%}, tolerance {self.rtol:.0%})"
+                f"{head}{_fmt(self.value, self.unit)} vs {ref} {_fmt(self.published, self.unit)} "
+                f"(off by {_percent(self.rel_error)}, tolerance {_percent(self.rtol)})"
             )
         else:
-            body = f"{head}{self.value!r} vs published {self.published!r}"
+            body = f"{head}{self.value!r} vs {ref} {self.published!r}"
         return mark, body + (f" — {self.source}" if self.source else "")
 
     def __str__(self) -> str:
@@ -76,20 +81,31 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) or hasattr(x, "__float__")
 
 
-def _fmt(x: Any) -> str:
+def _fmt(x: Any, unit: str = "") -> str:
+    """Format a number for a comparison line: times, bytes and rates with prefixes, others plainly."""
     x = float(x)
+    if unit == "s":
+        return fmt_time(x, digits=4)
+    if unit:
+        return fmt_si(x, unit, digits=4)
     return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
 
 
-def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", label: str = "") -> Comparison:
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.2g}%" if fraction < 0.01 else f"{fraction:.1%}"
+
+
+def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", label: str = "",
+           unit: str = "") -> Comparison:
     """Return a ✓ `Comparison` of a computed `value` with the `published` one, or raise if they disagree.
 
     `rtol` is the relative tolerance (the book rounds its inputs, typically to 2 significant figures);
-    `source` names where the published number is printed (e.g. 'ch. 1, Q5').
+    `source` names where the published number is printed (e.g. 'ch. 1, Q5'); `unit` ('s', 'B', 'FLOP/s'
+    ...) only changes how the two numbers are shown (1.01 ms rather than 0.00101).
     """
     if rtol < 0:
         raise ValueError(f"rtol must be non-negative, got {rtol!r}")
-    result = Comparison(value, published, rtol, source, label)
+    result = Comparison(value, published, rtol, source, label, unit)
     if not result.ok:
         raise ExpectationError(str(result))
     return result
@@ -107,9 +123,11 @@ def check(qid: str, answer: Any) -> Comparison | None:
     if answer is ... or answer is None:
         print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
         return None
-    result = Comparison(answer, problem.reference(), problem.rtol, f"reference solution, {problem.unit}", qid)
+    unit = problem.unit if problem.unit in ("s", "B", "B/s", "FLOP/s") else ""
+    result = Comparison(answer, problem.reference(), problem.rtol, f"answer in {problem.unit}", qid, unit,
+                        reference_name="expected")
     if not result.ok:
-        raise ExpectationError(str(result).replace("published", "expected"))
+        raise ExpectationError(str(result))
     return result
 
 
@@ -122,7 +140,7 @@ _FENCE_OPEN = re.compile(r"^```\{code-cell\}")
 def _stub(block: list[str], in_code: bool, indent: str) -> list[str]:
     """The student version of a solution block: one `name = ...` line per top-level assignment."""
     if not in_code:
-        return [f"{indent}*Write your answer here.*"]
+        return [f"{indent}*Write your reasoning here.*"]
     names: list[str] = []
     for line in block:
         m = _ASSIGN.match(line[len(indent):]) if line.startswith(indent) else None

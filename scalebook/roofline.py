@@ -333,10 +333,14 @@ def einsum(
     return estimate(flops, nbytes, chip, dtype=compute, bandwidth=bandwidth, label=f"einsum {spec} ({compute})")
 
 
-def tiled_intensity(bm: float, bn: float) -> float:
-    """Return the asymptotic FLOPs/element of a tiled matmul with output tiles bm x bn: bm·bn/(bm+bn)."""
+def tiled_intensity(bm: float, bn: float, dtype: str = "bf16") -> float:
+    """Return the FLOPs per byte of a tiled matmul with output tiles bm x bn, for many k-steps.
+
+    Each k-step loads bm·bk + bk·bn elements and does 2·bm·bk·bn FLOPs, so the intensity is
+    2·bm·bn / ((bm + bn)·size) — in bf16 (2 bytes) the book's bm·bn/(bm+bn).
+    """
     bm, bn = _positive("bm", bm), _positive("bn", bn)
-    return bm * bn / (bm + bn)
+    return 2 * bm * bn / ((bm + bn) * dtype_bytes(dtype))
 
 
 def tiled_matmul(

@@ -18,6 +18,11 @@ def test_expect_raises_with_both_numbers_when_it_drifts():
         sb.expect(300, 240, rtol=0.05)
 
 
+def test_expect_formats_units_and_small_tolerances():
+    shown = str(sb.expect(1.0113e-3, 1.01e-3, rtol=0.005, unit="s"))
+    assert "1.011 ms vs published 1.01 ms" in shown and "tolerance 0.5%" in shown
+
+
 def test_expect_compares_strings_exactly():
     assert sb.expect("compute", "compute").ok
     with pytest.raises(ExpectationError):
@@ -63,7 +68,7 @@ def test_strip_solutions_leaves_stubs_for_each_assigned_name():
     assert "answer = ...  # YOUR CODE HERE" in student
     assert "critical_batch" not in student and "B > C/W" not in student
     assert 'sb.check("01.1", answer)' in student
-    assert "*Write your answer here.*" in student
+    assert "*Write your reasoning here.*" in student
     assert student.count("# YOUR CODE HERE") == 3
 
 

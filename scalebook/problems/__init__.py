@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,4 +65,7 @@ def get_problem(qid: str) -> Problem:
 
 def list_problems(prefix: str = "") -> list[Problem]:
     """Return every registered problem whose id starts with `prefix` (e.g. '01.')."""
-    return [p for q, p in sorted(_load_all().items()) if q.startswith(prefix)]
+    def natural(qid: str) -> list:
+        return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", qid)]
+
+    return [p for q, p in sorted(_load_all().items(), key=lambda item: natural(item[0])) if q.startswith(prefix)]

@@ -70,7 +70,7 @@ def practical_matmul_time() -> float:
     return matmul(16384, D_LLAMA, F_LLAMA, "b200", efficiency=0.8).time
 
 
-@problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements (D)")
+@problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D")
 def split_matmul_min_width() -> float:
     """Smallest D for which X[B, D] @ W[D, F], D split over two H100s, is compute-bound over NVLink.
 
@@ -81,7 +81,7 @@ def split_matmul_min_width() -> float:
     return dtype_bytes("bf16") * critical_intensity(h100, bandwidth=h100.nvlink_bandwidth)
 
 
-@problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements (tile edge)", rtol=0.0)
+@problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge", rtol=0.0)
 def smallest_compute_bound_tile() -> int:
     """Smallest square power-of-two tile for which an 8192^3 bf16 tiled matmul is compute-bound on an H100."""
     n = 8192

@@ -1,0 +1,82 @@
+"""Problem set 1 (rooflines): the answer key agrees with hand computations, and the notebook with the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import scalebook as sb
+from scalebook.grading import ExpectationError
+from scalebook.problems import get_problem, list_problems
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "01_rooflines.md"
+
+# Each answer worked by hand from the raw spec numbers (book ch. 1-2 tables, NVIDIA datasheets as in chips.toml).
+HAND: dict[str, float] = {
+    # v6e: 3e12 FLOPs at 9.2e14 FLOP/s plus 2.4e9 bytes at 1.6e12 B/s, no overlap -> the clocks add.
+    "01.1": 3e12 / 9.2e14 + 2.4e9 / 1.6e12,
+    # residual add: B·D FLOPs over three bf16 arrays of B·D elements (2+2+2 bytes per element).
+    "01.2": 1 / 6,
+    # fused softmax on H100: memory-bound, 4 bytes per logit (read + write bf16) at 3.35e12 B/s.
+    "01.3": 4 * 8192 * 128256 / 3.35e12,
+    # v5e: activation pass 4·B·F bytes at 8.2e11 B/s over the compute-bound matmul 2·B·D·F at 1.97e14 FLOP/s.
+    "01.4": (4 * 2048 * 28672 / 8.2e11) / (2 * 2048 * 8192 * 28672 / 1.97e14),
+    # largest C/W of v6e (575), TPU7x (311), B200 (281), H200 (206): the v6e.
+    "01.5": 9.2e14 / 1.6e12,
+    # B200, 1-byte weights, bf16 compute: 2B > C/W -> B > (2.25e15 / 8e12) / 2.
+    "01.6": 2.25e15 / 8e12 / 2,
+    # H100 exact crossover: B = 1 / (W/C - 1/D - 1/F) with D = 8192, F = 28672.
+    "01.7": 1 / (3.35e12 / 9.89e14 - 1 / 8192 - 1 / 28672),
+    # B200 at 80% of 2.25e15 FLOP/s; compute-bound (1.68e9 bytes / 8e12 B/s = 0.21 ms is shorter).
+    "01.8": 2 * 16384 * 8192 * 28672 / (0.8 * 2.25e15),
+    # D split over two H100s: B·D·F / C > 2·B·F / W_nvlink -> D > 2 · 9.89e14 / 4.5e11.
+    "01.9": 2 * 9.89e14 / 4.5e11,
+    # tile b with t = 8192/b: intensity t·b/(2t+1); b=512 -> 248 < 295 (H100 C/W), b=1024 -> 482 > 295.
+    "01.10": 1024,
+    # H200, int8 weights over PCIe: 2·B·D·F / C > D·F / W_pcie -> B > 9.89e14 / (2 · 6.4e10).
+    "01.11": 9.89e14 / (2 * 6.4e10),
+}
+
+
+def notebook_ids() -> list[str]:
+    """Return the problem ids the solutions notebook checks, in order."""
+    return re.findall(r"""sb\.check\(\s*["']([^"']+)["']""", SOLUTIONS.read_text(encoding="utf-8"))
+
+
+def test_problem_set_has_at_least_eight_problems() -> None:
+    assert len(list_problems("01.")) >= 8
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_reference_matches_hand_computation(qid: str) -> None:
+    assert get_problem(qid).reference() == pytest.approx(HAND[qid], rel=1e-3)
+
+
+def test_every_registered_problem_has_a_hand_computation() -> None:
+    assert {p.qid for p in list_problems("01.")} == set(HAND)
+
+
+def test_notebook_and_key_name_the_same_problems() -> None:
+    ids = notebook_ids()
+    assert len(ids) == len(set(ids)), f"a problem is checked twice in {SOLUTIONS.name}: {ids}"
+    assert set(ids) == {p.qid for p in list_problems("01.")}
+
+
+def test_notebook_numbers_problems_in_order() -> None:
+    headings = re.findall(r"^## Problem (\d+) ", SOLUTIONS.read_text(encoding="utf-8"), re.M)
+    assert [f"01.{n}" for n in headings] == notebook_ids()
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_check_accepts_the_reference_and_rejects_a_wrong_answer(qid: str) -> None:
+    reference = get_problem(qid).reference()
+    assert sb.check(qid, reference).ok
+    with pytest.raises(ExpectationError, match="expected"):
+        sb.check(qid, 3 * reference)
+
+
+def test_check_leaves_an_unanswered_problem_open(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sb.check("01.1", ...) is None
+    assert "not answered yet" in capsys.readouterr().out
