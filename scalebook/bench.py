@@ -66,27 +66,28 @@ def _progress(items: Iterable, total: int, desc: str, progress: bool):
 
 def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | None = None,
               repeats: int = 5, progress: bool = True) -> Chip:
-    """Measure this device's matmul FLOP/s and memory bandwidth; return them as a `Chip`.
+    """Measure this device's two roofs and return them as a `Chip` (its other fields from the spec table).
 
-    FLOP/s: an n x n x n matmul in `dtype` (n = 2048 on a CPU, 8192 on an accelerator). Bandwidth: a
-    sum over an array of `nbytes` bytes (256 MiB on a CPU, 2 GiB on an accelerator), which reads
-    every byte once and writes almost nothing — like a weight load. Other fields come from the spec
-    table when the device is a known chip.
+    Peak FLOP/s: an n x n x n matmul in `dtype` (n = 2048 on a CPU, 8192 on an accelerator).
+    Memory bandwidth: a matrix-vector product x[1, D] @ W[D, D] whose weights W take `nbytes` (256 MiB on
+    a CPU, 2 GiB on an accelerator): it reads every weight once and does almost no math, so it measures
+    the bandwidth at which a matmul can stream its weights — the roof the memory-bound matmuls hit.
     """
     jax, jnp = _jax()
     dtype = dtype or default_dtype()
     on_cpu = jax.default_backend() == "cpu"
     n = n or (2048 if on_cpu else 8192)
     nbytes = nbytes or (2**28 if on_cpu else 2**31)
-    steps = _progress(range(2), 2, "calibrating", progress)
-    a = _array((n, n), dtype)
+    side = int((nbytes / dtype_bytes(dtype)) ** 0.5)
     flops_rate = bandwidth = 0.0
-    for step in steps:
+    mm = jax.jit(jnp.matmul)
+    for step in _progress(range(2), 2, "calibrating", progress):
         if step == 0:
-            flops_rate = 2 * n**3 / median_time(jax.jit(jnp.matmul), a, a, repeats=repeats)
+            a = _array((n, n), dtype)
+            flops_rate = 2 * n**3 / median_time(mm, a, a, repeats=repeats)
         else:
-            x = _array((int(nbytes // dtype_bytes(dtype)),), dtype)
-            bandwidth = x.nbytes / median_time(jax.jit(jnp.sum), x, repeats=repeats)
+            w = _array((side, side), dtype)
+            bandwidth = w.nbytes / median_time(mm, _array((1, side), dtype), w, repeats=repeats)
     kind = jax.devices()[0].device_kind
     base = chip_for_device_kind(kind) or Chip(name=kind, vendor="host", kind=jax.default_backend())
     field = {"fp32": "fp32_flops", "f32": "fp32_flops", "int8": "int8_flops"}.get(dtype, "bf16_flops")
@@ -97,10 +98,18 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     )
 
 
-def sweep_shapes(D: int = 4096, F: int = 4096, batches: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
-    """Return (B, D, F) shapes with B doubling from 1 to 1024: from weight-load-bound to compute-bound."""
-    batches = batches or [2**i for i in range(11)]
-    return [(int(B), D, F) for B in batches]
+def sweep_shapes(D: int | None = None, F: int | None = None,
+                 batches: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
+    """Return (B, D, F) shapes with B doubling, from weight-load-bound to compute-bound, sized for this device.
+
+    On a CPU: D = F = 4096 and B = 1 ... 1024. On an accelerator the weights must take far longer to load
+    than a dispatch (tens of µs), so D = F = 16384 and B = 16 ... 16384.
+    """
+    jax, _ = _jax()
+    on_cpu = jax.default_backend() == "cpu"
+    size = 4096 if on_cpu else 16384
+    batches = batches or [2**i for i in (range(11) if on_cpu else range(4, 15))]
+    return [(int(B), D or size, F or size) for B in batches]
 
 
 @dataclass(frozen=True)
@@ -132,25 +141,25 @@ def matmul_sweep(shapes: Sequence[tuple[int, int, int]], dtype: str | None = Non
                  repeats: int = 5, progress: bool = True) -> Sweep:
     """Time X[B,D] @ W[D,F] for every (B, D, F) in `shapes` and set each beside the roofline of `chip`.
 
-    `chip` defaults to `calibrate()` of this device. W is stored as [F, D] (the layout PyTorch and
-    many checkpoints use) and contracted on D; XLA's CPU kernels handle thin X faster that way.
+    `chip` defaults to `calibrate()` of this device. Each row also gives the no-overlap upper bound
+    (T_math + T_comms): real kernels land between the two bounds, nearest the upper one at the knee.
     """
     jax, jnp = _jax()
     dtype = dtype or default_dtype()
     chip = chip or calibrate(dtype, progress=progress)
     if not shapes:
         raise ValueError("shapes must list at least one (B, D, F) triple")
-    fn = jax.jit(lambda x, w: jnp.matmul(x, w.T))
+    fn = jax.jit(jnp.matmul)
     rows = []
     for B, D, F in _progress(shapes, len(shapes), "matmul sweep", progress):
         predicted = matmul(B, D, F, chip, dtype=dtype)
-        measured = median_time(fn, _array((B, D), dtype), _array((F, D), dtype), repeats=repeats)
+        measured = median_time(fn, _array((B, D), dtype), _array((D, F), dtype), repeats=repeats)
         rows.append({
             "B": B, "D": D, "F": F, "intensity": predicted.intensity, "bound": predicted.bound,
-            "predicted": predicted.time, "measured": measured,
+            "predicted": predicted.time, "upper bound": predicted.upper, "measured": measured,
             "measured FLOP/s": predicted.flops / measured, "measured/predicted": measured / predicted.time,
         })
-    formats = {"predicted": fmt_time, "measured": fmt_time, "measured FLOP/s": fmt_rate,
+    formats = {"predicted": fmt_time, "upper bound": fmt_time, "measured": fmt_time, "measured FLOP/s": fmt_rate,
                "measured/predicted": lambda r: f"{r:.2f}", "intensity": lambda v: f"{v:.3g}"}
     table = Table(rows, formats=formats, title=f"matmul sweep on {chip.name}, {dtype}")
     return Sweep(table, chip, dtype)

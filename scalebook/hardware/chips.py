@@ -90,6 +90,14 @@ class Chip:
         return float(value)
 
     @property
+    def default_dtype(self) -> str:
+        """The dtype whose peak this chip quotes first: bf16, else fp16, fp32 or int8 (a measured CPU has fp32)."""
+        for dtype in ("bf16", "fp16", "fp32", "int8"):
+            if getattr(self, FLOP_DTYPES[dtype]) is not None:
+                return dtype
+        return "bf16"
+
+    @property
     def ici_bidirectional(self) -> float | None:
         """Bytes/s one ICI link carries in both directions together (2 x the one-way figure)."""
         return None if self.ici_bandwidth is None else 2.0 * self.ici_bandwidth
@@ -109,7 +117,8 @@ class Chip:
         return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
-        parts = [f"{fmt_rate(self.bf16_flops or self.fp16_flops or 0)} bf16"]
+        dtype = self.default_dtype
+        parts = [f"{fmt_rate(getattr(self, FLOP_DTYPES[dtype]) or 0)} {dtype}"]
         if self.hbm_bytes and self.hbm_bandwidth:
             parts.append(f"{fmt_bytes(self.hbm_bytes)} HBM at {fmt_rate(self.hbm_bandwidth, 'B/s')}")
         return f"Chip({self.name!r}: {', '.join(parts)})"
@@ -202,11 +211,11 @@ def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Ta
     rows = [
         {
             "chip": c.name,
-            "bf16 FLOP/s": c.bf16_flops or c.fp16_flops,
+            "bf16 FLOP/s": c.bf16_flops or c.fp16_flops or c.fp32_flops,
             "int8 OP/s": c.int8_flops,
             "HBM": c.hbm_bytes,
             "HBM BW": c.hbm_bandwidth,
-            "critical intensity": c.critical_intensity() if c.hbm_bandwidth else None,
+            "critical intensity": c.critical_intensity(c.default_dtype) if c.hbm_bandwidth else None,
             "ICI link (one-way)": c.ici_bandwidth,
             "NVLink egress": c.nvlink_bandwidth,
             "PCIe": c.pcie_bandwidth,
