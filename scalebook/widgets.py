@@ -131,7 +131,8 @@ class Explorer:
 
     def snapshot_html(self) -> str:
         """Return a static HTML picture of the explorer: its inputs and its current answer."""
-        inputs = ", ".join(f"{k} = {v!r}" for k, v in self.values().items())
+        inputs = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v!r}"
+                           for k, v in self.values().items())
         head = f"<b>{html.escape(self.title)}</b><br/>" if self.title else ""
         return (f"<div class='scalebook-explorer'>{head}<code>{html.escape(inputs)}</code>"
                 f"<br/>{self.output.value}<br/><i>Interactive in JupyterLab, Colab or Kaggle.</i></div>")
