@@ -164,30 +164,34 @@ def _twins(root: Path, expected: dict[Path, str]) -> dict[Path, str]:
     return twins
 
 
-def sync(root: Path) -> list[Path]:
-    """Regenerate every derived file under `root`; return the ones that changed."""
+def _stale(root: Path) -> tuple[dict[Path, str], dict[Path, str]]:
+    """Return (every derived file with its expected text, the subset whose file is missing or differs)."""
     expected = expected_files(root)
     expected.update(_twins(root, expected))
-    changed = []
-    for path, text in expected.items():
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    return changed
+    stale = {path: text for path, text in expected.items()
+             if not path.exists() or path.read_text(encoding="utf-8") != text}
+    return expected, stale
+
+
+def sync(root: Path) -> list[Path]:
+    """Regenerate every derived file under `root`; return the ones that changed."""
+    _, stale = _stale(root)
+    for path, text in stale.items():
+        path.write_text(text, encoding="utf-8")
+    return list(stale)
 
 
 def check(root: Path) -> list[str]:
     """Return one line per stale or wrong derived file under `root` (empty when all is in sync)."""
     import json
 
-    expected = expected_files(root)
-    expected.update(_twins(root, expected))
+    expected, stale = _stale(root)
     problems = []
-    for path, text in expected.items():
+    for path in stale:
         rel = path.relative_to(root)
         if not path.exists():
             problems.append(f"{rel}: missing — run `make sync`")
-        elif path.read_text(encoding="utf-8") != text:
+        else:
             has_outputs = path.suffix == ".ipynb" and any(
                 c.get("outputs") for c in json.loads(path.read_text(encoding="utf-8")).get("cells", []))
             why = "has outputs (twins must be committed without them)" if has_outputs else "is stale"

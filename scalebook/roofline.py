@@ -162,6 +162,14 @@ def _compute_dtype(act_dtype: str, weight_dtype: str) -> str:
     return act_dtype if dtype_bytes(act_dtype) >= dtype_bytes(weight_dtype) else weight_dtype
 
 
+def _matmul_dtypes(dtype: str, weight_dtype: str | None, act_dtype: str | None, out_dtype: str | None,
+                   compute_dtype: str | None) -> tuple[str, str, str, str]:
+    """Resolve a matmul's (activation, weight, output, compute) dtypes from `dtype` and the overrides."""
+    w = weight_dtype or dtype
+    a = act_dtype or dtype
+    return a, w, out_dtype or a, compute_dtype or _compute_dtype(a, w)
+
+
 def matmul(
     B: float,
     D: float,
@@ -185,10 +193,7 @@ def matmul(
     two inputs).
     """
     B, D, F = (_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
-    w = weight_dtype or dtype
-    a = act_dtype or dtype
-    o = out_dtype or a
-    c = compute_dtype or _compute_dtype(a, w)
+    a, w, o, c = _matmul_dtypes(dtype, weight_dtype, act_dtype, out_dtype, compute_dtype)
     bx, bw, by = B * D * dtype_bytes(a), D * F * dtype_bytes(w), B * F * dtype_bytes(o)
     terms = (
         ("FLOPs", f"2·B·D·F = 2·{B:g}·{D:g}·{F:g}"),
@@ -218,11 +223,9 @@ def crossover_batch(
     approximation). Raises `ValueError` when the matmul never becomes compute-bound.
     """
     D, F = _positive("D", D), _positive("F", F)
-    w = weight_dtype or dtype
-    a = act_dtype or dtype
-    o = out_dtype or a
+    a, w, o, c = _matmul_dtypes(dtype, weight_dtype, act_dtype, out_dtype, compute_dtype)
     chip = get_chip(chip)
-    C = chip.peak_flops(compute_dtype or _compute_dtype(a, w))
+    C = chip.peak_flops(c)
     W = _bandwidth(chip, bandwidth)
     slope = 2 * D * F / C - (D * dtype_bytes(a) + F * dtype_bytes(o)) / W
     if slope <= 0:
@@ -262,8 +265,7 @@ def critical_batch(
     the matmul is compute-bound once B > (C/W)·w/2. bf16 on a v5e: 240; int8 weights with bf16
     compute: 120.
     """
-    w = weight_dtype or dtype
-    c = compute_dtype or _compute_dtype(dtype, w)
+    _, w, _, c = _matmul_dtypes(dtype, weight_dtype, None, None, compute_dtype)
     return critical_intensity(chip, c, bandwidth) * dtype_bytes(w) / 2
 
 
