@@ -16,21 +16,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import grading, hardware, roofline, units
+from . import collectives, grading, hardware, roofline, sharding, units
+from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
 from .grading import check, expect
-from .hardware import Chip, get_chip, list_chips
+from .hardware import Chip, TpuMesh, get_chip, list_chips
 from .roofline import Estimate
+from .sharding import Plan, sharded_matmul
 from .tables import Table
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Chip", "Estimate", "Table", "get_chip", "list_chips", "expect", "check", "setup",
-    "units", "hardware", "roofline", "grading",
-    "runtime", "bench", "plots", "widgets", "problems", "notebooks", "cli",
+    "Chip", "Estimate", "Table", "TpuMesh", "Plan", "get_chip", "list_chips", "expect", "check", "setup",
+    "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
+    "units", "hardware", "roofline", "collectives", "sharding", "grading",
+    "runtime", "bench", "xla", "plots", "widgets", "svg", "problems", "notebooks", "cli",
 ]
 
-_LAZY_MODULES = {"runtime", "bench", "plots", "widgets", "problems", "notebooks", "cli"}
+_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "problems", "notebooks", "cli"}
 
 
 def setup(n_cpu_devices: int = 8, quiet: bool = False):

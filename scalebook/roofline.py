@@ -29,8 +29,11 @@ _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
 class Estimate:
     """A roofline estimate. FLOPs and bytes are counts; times are in seconds.
 
-    `time` is the overlapped (lower-bound) time max(t_math, t_comms); `upper` is the serial time
-    t_math + t_comms. `terms` lists how each number was obtained, for display.
+    `t_comms` is the bandwidth time (bytes / W). Links also have a latency floor `t_latency` (hops x
+    ~1 µs): a collective takes the larger of the two (`latency_adds=False`, the book's model), a
+    point-to-point send pays both (`latency_adds=True`); `t_link` is the result. `time` is the
+    overlapped (lower-bound) time max(t_math, t_link); `upper` is the serial time t_math + t_link.
+    `terms` lists how each number was obtained, for display.
     """
 
     flops: float
@@ -40,16 +43,25 @@ class Estimate:
     channel: str = "HBM"
     label: str = ""
     terms: tuple[tuple[str, str], ...] = ()
+    t_latency: float = 0.0
+    latency_adds: bool = False
+
+    @property
+    def t_link(self) -> float:
+        """Time the data movement takes, latency included, in seconds."""
+        if self.latency_adds:
+            return self.t_comms + self.t_latency
+        return max(self.t_comms, self.t_latency)
 
     @property
     def time(self) -> float:
         """Lower-bound time in seconds, assuming compute and data movement overlap perfectly."""
-        return max(self.t_math, self.t_comms)
+        return max(self.t_math, self.t_link)
 
     @property
     def upper(self) -> float:
         """Upper-bound time in seconds, assuming no overlap at all."""
-        return self.t_math + self.t_comms
+        return self.t_math + self.t_link
 
     @property
     def intensity(self) -> float:
@@ -58,9 +70,12 @@ class Estimate:
 
     @property
     def bound(self) -> str:
-        """'compute' when the math clock is the longer one, else 'memory' (HBM/VMEM) or 'comms' (links)."""
-        if self.t_math >= self.t_comms:
+        """'compute' when the math clock is the longer one; else 'latency' when hop latency outweighs the
+        bandwidth time, else 'memory' (HBM/VMEM) or 'comms' (links)."""
+        if self.t_math >= self.t_link:
             return "compute"
+        if self.t_latency > self.t_comms:
+            return "latency"
         return "memory" if self.channel in _MEMORY_CHANNELS else "comms"
 
     @property
@@ -74,29 +89,31 @@ class Estimate:
             return NotImplemented
         return Estimate(
             self.flops + other.flops, self.bytes + other.bytes, self.t_math + other.t_math,
-            self.t_comms + other.t_comms, self.channel if self.channel == other.channel else "mixed",
+            self.t_link + other.t_link, self.channel if self.channel == other.channel else "mixed",
             " + ".join(x for x in (self.label, other.label) if x),
         )
 
     def summary(self) -> dict[str, str]:
         """Return the headline numbers formatted for people."""
-        return {
+        rows = {
             "FLOPs": fmt_flops(self.flops),
             f"bytes ({self.channel})": fmt_bytes(self.bytes),
             "intensity": f"{self.intensity:.3g} FLOPs/B",
             "T_math": fmt_time(self.t_math),
             "T_comms": fmt_time(self.t_comms),
-            "time (max)": fmt_time(self.time),
-            "upper (sum)": fmt_time(self.upper),
-            "bound": self.bound,
         }
+        if self.t_latency:
+            rows["T_latency"] = fmt_time(self.t_latency) + (" (adds)" if self.latency_adds else " (floor)")
+        rows.update({"time (max)": fmt_time(self.time), "upper (sum)": fmt_time(self.upper), "bound": self.bound})
+        return rows
 
     def __str__(self) -> str:
         head = f"{self.label}: " if self.label else ""
         s = self.summary()
+        latency = f", T_latency {fmt_time(self.t_latency)}" if self.t_latency else ""
         return (
             f"{head}{s['time (max)']} ({self.bound}-bound; T_math {s['T_math']}, "
-            f"T_comms {s['T_comms']}, intensity {s['intensity']})"
+            f"T_comms {s['T_comms']}{latency}, intensity {s['intensity']})"
         )
 
     def _repr_html_(self) -> str:

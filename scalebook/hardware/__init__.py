@@ -1,7 +1,9 @@
-"""Hardware: chip specs (`Chip`, `get_chip`, `list_chips`) and, in later chapters, meshes and clusters."""
+"""Hardware: chip specs (`Chip`, `get_chip`, `list_chips`) and TPU slices (`TpuMesh`)."""
 
 from __future__ import annotations
 
 from .chips import FLOP_DTYPES, Chip, chip_for_device_kind, chip_names, get_chip, list_chips
+from .topology import HOP_LATENCY, TpuMesh
 
-__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES"]
+__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES",
+           "TpuMesh", "HOP_LATENCY"]

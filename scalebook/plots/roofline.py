@@ -1,8 +1,4 @@
-"""Matplotlib figures for the chapters. matplotlib is imported only when a plot is drawn.
-
-Every function returns a closed `Figure` (it displays once in a notebook, and `fig.savefig` works in
-scripts); every axis has a label with its unit and every figure a title.
-"""
+"""Roofline figures: a chip's roofline with points on it, matmul throughput against batch, measured sweeps."""
 
 from __future__ import annotations
 
@@ -11,25 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .hardware import Chip, get_chip
-from .roofline import Estimate, achievable_flops, matmul
+from ..hardware import Chip, get_chip
+from ..roofline import Estimate, achievable_flops, matmul
+from .base import figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .bench import Sweep
+    from ..bench import Sweep
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 
 Point = Estimate | tuple[float, float]
-
-
-def _figure(figsize: tuple[float, float] = (7.0, 4.5)):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-    plt.close(fig)
-    return fig, ax
 
 
 def _as_chips(chips: Chip | str | Sequence[Chip | str]) -> list[Chip]:
@@ -64,7 +53,7 @@ def roofline(
     lo, hi = intensity
     if not 0 < lo < hi:
         raise ValueError(f"intensity must be an increasing pair of positive numbers, got {intensity!r}")
-    fig, ax = _figure()
+    fig, ax = figure()
     x = np.geomspace(lo, hi, 400)
     for chip in chips:
         y = achievable_flops(x, chip, dtype, bandwidth)
@@ -103,7 +92,7 @@ def batch_roofline(
     batches = np.asarray(list(batches))
     if batches.size == 0 or batches.min() < 1:
         raise ValueError("batches must be a non-empty sequence of positive integers")
-    fig, ax = _figure()
+    fig, ax = figure()
     peak = None
     for D, F in shapes:
         ests = [matmul(int(B), D, F, chip, **matmul_kwargs) for B in batches]

@@ -1,0 +1,144 @@
+"""Collectives on a TPU torus: AllGather, ReduceScatter, AllReduce and AllToAll, as the book models them.
+
+`nbytes` is always the size of the whole array the collective is about: the gathered result for
+AllGather, the unreduced input for ReduceScatter and AllReduce, the array being re-sharded for AllToAll
+(How To Scale Your Model, ch. 3). Per axis of the mesh taking part:
+
+- with wraparound the axis is a full bidirectional ring: AllGather moves V bytes at W_bidi = 2 x the
+  one-way link bandwidth, T = V / W_bidi (the exact ring has a factor (X-1)/X, shown in the breakdown);
+- without wraparound the book uses the edge-to-edge path: X-1 hops, each carrying one shard V/X at
+  the one-way rate, T = (X-1)/X · V / W_uni, about twice as slow;
+- several axes work in parallel, so their bandwidths add (M wrapped axes: V / (M·W_bidi)).
+
+Latency: each hop costs ~1 µs, and a ring needs X/2 hops (X-1 without wraparound); a collective takes
+max(latency, bandwidth time). AllReduce = ReduceScatter + AllGather (twice both terms); AllToAll moves a
+quarter of an AllGather's bytes on a bidirectional ring (half on a one-way one) and is limited by the
+longest axis. An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .hardware.topology import TpuMesh
+from .roofline import Estimate
+from .units import fmt_bytes, fmt_rate
+
+__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective"]
+
+KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """One mesh axis taking part: its size, whether it wraps, and the bytes/s it contributes."""
+
+    name: str
+    size: int
+    wrap: bool
+    bandwidth: float  # effective B/s for AllGather-style traffic
+    hops: int
+
+
+def _axes(mesh: TpuMesh, axes: str | Iterable[str] | None) -> list[_Axis]:
+    if not isinstance(mesh, TpuMesh):
+        raise ValueError(f"mesh must be a TpuMesh (e.g. sb.TpuMesh('v5e', X=4, Y=4)), got {type(mesh).__name__}")
+    W = mesh.chip.ici_bandwidth
+    out = []
+    for name in mesh.resolve_axes(axes):
+        n, wrap = mesh.axes[name], mesh.wrap[name]
+        bw = 2 * W if wrap else W * n / (n - 1) if n > 1 else float("inf")
+        out.append(_Axis(name, n, wrap, bw, mesh.ring_hops(name)))
+    return out
+
+
+def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str], taking_part: list[_Axis]) -> float:
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
+    if not also_sharded:
+        return float(nbytes)
+    others = mesh.resolve_axes(also_sharded)
+    clash = set(others) & {a.name for a in taking_part}
+    if clash:
+        raise ValueError(f"also_sharded={also_sharded!r} repeats axes that take part in the collective: "
+                         f"{sorted(clash)}")
+    return nbytes / mesh.size(others)
+
+
+def collective(kind: str, mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] = ()) -> Estimate:
+    """Return the `Estimate` of collective `kind` (one of KINDS) over `axes` of `mesh` on `nbytes` bytes."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
+    parts = _axes(mesh, axes)
+    V = _shared_bytes(mesh, nbytes, also_sharded, parts)
+    group = 1
+    for a in parts:
+        group *= a.size
+    if group == 1:
+        return Estimate(0.0, 0.0, 0.0, 0.0, channel="ICI", label=f"{kind} over a group of one chip: free")
+    hops = sum(a.hops for a in parts)
+    if kind == "all_to_all":
+        # Each device sends 1/4 of its shard's bytes per unit of ring bandwidth (1/2 on a one-way ring); the
+        # longest axis, with the fewest links across its bisection per chip, sets the time.
+        W = mesh.chip.ici_bandwidth
+        t_bw = max(V * a.size / (group * (4 * 2 * W if a.wrap else 2 * W)) for a in parts)
+        moved = V / 4
+    else:
+        t_bw = V / sum(a.bandwidth for a in parts)
+        moved = V
+    factor = 2 if kind == "all_reduce" else 1
+    t_bw, hops = factor * t_bw, factor * hops
+    W = mesh.chip.ici_bandwidth
+    ring = (group - 1) / group
+    names = "".join(a.name for a in parts)
+    terms = (
+        ("array V", fmt_bytes(nbytes) + (f" → {fmt_bytes(V)} per ring (also sharded over "
+                                         f"{''.join(mesh.resolve_axes(also_sharded))})" if also_sharded else "")),
+        ("axes", ", ".join(f"{a.name}={a.size} ({'wraps: bidirectional ring' if a.wrap else 'no wraparound'})"
+                           for a in parts)),
+        ("link", f"{fmt_rate(W, 'B/s')} one-way, {fmt_rate(2 * W, 'B/s')} bidirectional"),
+        ("bandwidth term", _bandwidth_formula(kind, parts)),
+        ("(N−1)/N", f"{ring:.3f} — the exact ring time is this fraction of the bandwidth term for wrapped axes"),
+        ("latency term", f"{hops} hops × {mesh.hop_latency * 1e6:g} µs"),
+    )
+    return Estimate(0.0, factor * moved, 0.0, t_bw, channel="ICI",
+                    label=f"{kind}_{names} of {fmt_bytes(nbytes)} on {mesh}", terms=terms,
+                    t_latency=hops * mesh.hop_latency)
+
+
+def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
+    per_axis = " + ".join("W_bidi" if a.wrap else f"W_uni·{a.size}/{a.size - 1}" for a in parts)
+    if kind == "all_to_all":
+        return "V·max(X_i) / (4·N·W_bidi) per wrapped axis, V·max(X_i) / (2·N·W_uni) without wraparound"
+    base = f"V / ({per_axis})"
+    return f"2 × {base}" if kind == "all_reduce" else base
+
+
+def all_gather(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] = ()) -> Estimate:
+    """Return the `Estimate` of AllGather over `axes`: A[I_X] -> A[I]; `nbytes` is the gathered array.
+
+    `also_sharded` names mesh axes the array stays sharded over (they do not take part), which divides
+    the bytes each ring moves by their size.
+    """
+    return collective("all_gather", mesh, axes, nbytes, also_sharded)
+
+
+def reduce_scatter(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+                   also_sharded: str | Iterable[str] = ()) -> Estimate:
+    """Return the `Estimate` of ReduceScatter over `axes`: A[I]{U_X} -> A[I_X]; `nbytes` is the unreduced array."""
+    return collective("reduce_scatter", mesh, axes, nbytes, also_sharded)
+
+
+def all_reduce(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] = ()) -> Estimate:
+    """Return the `Estimate` of AllReduce over `axes` (= ReduceScatter + AllGather, twice the cost)."""
+    return collective("all_reduce", mesh, axes, nbytes, also_sharded)
+
+
+def all_to_all(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] = ()) -> Estimate:
+    """Return the `Estimate` of AllToAll over `axes`: A[I, J_X] -> A[I_X, J]; `nbytes` is the whole array."""
+    return collective("all_to_all", mesh, axes, nbytes, also_sharded)
