@@ -2,6 +2,8 @@
 
     scalebook chips [--vendor google|nvidia]
     scalebook roofline --chip v5e --shape 1024,8192,28672 [--dtype bf16] [--weight-dtype int8]
+    scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
+    scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
 
@@ -10,11 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .hardware import get_chip, list_chips
+from .collectives import KINDS, collective
+from .hardware import TpuMesh, get_chip, list_chips
 from .roofline import critical_batch, matmul
-from .units import DTYPE_BYTES
+from .sharding import sharded_matmul
+from .units import DTYPE_BYTES, parse_size
 
-__all__ = ["main", "parse_shape"]
+__all__ = ["main", "parse_shape", "parse_mesh", "parse_sizes"]
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -27,6 +31,39 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     if len(values) != 3 or min(values) <= 0:
         raise ValueError(f"--shape={text!r} must be three positive integers B,D,F such as 1024,8192,28672")
     return values  # type: ignore[return-value]
+
+
+def parse_mesh(chip: str, text: str) -> TpuMesh:
+    """Parse a slice shape such as '4x4' or '4x4x4' into a `TpuMesh` of `chip` (axes X, Y, Z)."""
+    try:
+        sizes = [int(p) for p in str(text).lower().split("x")]
+    except ValueError:
+        sizes = []
+    if not 1 <= len(sizes) <= 3:
+        raise ValueError(f"--mesh={text!r} must be a shape such as 4x4 or 4x4x4")
+    return TpuMesh(chip, **dict(zip("XYZ", sizes)))
+
+
+def parse_sizes(text: str) -> dict[str, int]:
+    """Parse 'I=1024,J=4096,K=8192' into {'I': 1024, 'J': 4096, 'K': 8192}."""
+    sizes = {}
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        name, _, value = part.partition("=")
+        if not name or not value.isdigit():
+            raise ValueError(f"--sizes={text!r} must look like I=1024,J=4096,K=8192")
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+def _collective(args: argparse.Namespace) -> str:
+    mesh = parse_mesh(args.chip, args.mesh)
+    est = collective(args.kind, mesh, args.axes, parse_size(args.bytes), args.also_sharded or ())
+    return "\n".join([str(est)] + [f"  {k:<15} {v}" for k, v in est.terms])
+
+
+def _shard(args: argparse.Namespace) -> str:
+    plan = sharded_matmul(args.expr, parse_mesh(args.chip, args.mesh), args.dtype, **parse_sizes(args.sizes))
+    return f"{plan}\n\n{plan.table()}"
 
 
 def _chips(args: argparse.Namespace) -> str:
@@ -65,6 +102,21 @@ def _parser() -> argparse.ArgumentParser:
     roof.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES), help="dtype of all arrays")
     roof.add_argument("--weight-dtype", default=None, choices=sorted(DTYPE_BYTES), help="dtype of W only")
     roof.set_defaults(run=_roofline)
+    coll = sub.add_parser("collective", help="time of a collective on a TPU slice")
+    coll.add_argument("kind", choices=KINDS)
+    coll.add_argument("--chip", required=True, help="a TPU, e.g. v5e, v5p")
+    coll.add_argument("--mesh", required=True, help="slice shape, e.g. 4x4 or 4x4x4")
+    coll.add_argument("--axes", default=None, help="mesh axes taking part, e.g. X or XY (default: all)")
+    coll.add_argument("--bytes", required=True, help="whole array size, e.g. 32MiB or 1.5e9")
+    coll.add_argument("--also-sharded", default=None, help="axes the array stays sharded over, e.g. Y")
+    coll.set_defaults(run=_collective)
+    shard = sub.add_parser("shard", help="plan a sharded matmul, e.g. 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
+    shard.add_argument("expr")
+    shard.add_argument("--chip", required=True, help="a TPU, e.g. v5p")
+    shard.add_argument("--mesh", required=True, help="slice shape, e.g. 4x4x4")
+    shard.add_argument("--sizes", required=True, help="dimension sizes, e.g. I=1024,J=4096,K=8192")
+    shard.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES))
+    shard.set_defaults(run=_shard)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
     bench.add_argument("--dtype", default=None, help="fp32 on CPU by default, bf16 on accelerators")
     bench.set_defaults(run=_bench)

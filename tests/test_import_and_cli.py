@@ -44,3 +44,27 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_cli_collective(capsys):
+    assert cli.main(["collective", "all_gather", "--chip", "v5e", "--mesh", "8x4", "--axes", "Y",
+                     "--bytes", str(2 * 2048 * 8192)]) == 0
+    out = capsys.readouterr().out
+    assert "559 µs" in out and "no wraparound" in out
+
+
+def test_cli_shard(capsys):
+    assert cli.main(["shard", "A[I, J_X] @ B[J_X, K] -> C[I_X, K]", "--chip", "v5p", "--mesh", "4x4x4",
+                     "--sizes", "I=1024,J=4096,K=8192"]) == 0
+    out = capsys.readouterr().out
+    assert "case 3" in out and "reduce_scatter" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["collective", "all_gather", "--chip", "h100", "--mesh", "8", "--bytes", "1GB"], "not a TPU"),
+    (["collective", "all_gather", "--chip", "v5e", "--mesh", "4by4", "--bytes", "1GB"], "--mesh='4by4'"),
+    (["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=a"], "--sizes="),
+])
+def test_cli_planner_errors(capsys, argv, message):
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,80 @@
+"""TPU slices: wraparound rules, hops, pod totals and point-to-point transfers (How To Scale Your Model, ch. 2)."""
+
+import pytest
+
+import scalebook as sb
+from scalebook import TpuMesh
+
+
+def test_v5e_axes_wrap_only_at_full_pod_width():
+    assert TpuMesh("v5e", X=16, Y=16).wrap == {"X": True, "Y": True}
+    assert TpuMesh("v5e", X=16, Y=4).wrap == {"X": True, "Y": False}
+    assert TpuMesh("v5e", X=4, Y=4).wrap == {"X": False, "Y": False}
+
+
+def test_v5p_slices_wrap_when_made_of_whole_cubes():
+    assert all(TpuMesh("v5p", X=4, Y=4, Z=4).wrap.values())
+    assert all(TpuMesh("v5p", X=4, Y=8, Z=16).wrap.values())
+    assert not any(TpuMesh("v5p", X=2, Y=2, Z=4).wrap.values())  # smaller than a cube: no optical switches
+
+
+def test_wraparound_can_be_overridden():
+    assert TpuMesh("v5p", X=4, Y=4, Z=4, wrap=False).wrap == {"X": False, "Y": False, "Z": False}
+    assert TpuMesh("v5e", X=8, Y=8, wrap={"X": True}).wrap == {"X": True, "Y": False}
+
+
+def test_hops_take_the_short_way_round_a_torus():
+    ring = TpuMesh("v5e", X=16, Y=16)
+    assert ring.hops((0, 0), (15, 0)) == 1
+    assert ring.diameter == 16
+    line = TpuMesh("v5e", X=4, Y=4)
+    assert line.hops((0, 0), (3, 3)) == 6 and line.diameter == 6
+
+
+def test_q2_full_pods():
+    # 2.Q2: v5e pod 16x16 -> 32 hosts, 256 cores, ~5.1e16 FLOP/s, ~4 TB; v5p 16x20x28 -> 2,240 hosts,
+    # 17,920 cores, ~4.1e18 FLOP/s, ~860 TB.
+    v5e, v5p = TpuMesh("v5e", X=16, Y=16), TpuMesh("v5p", X=16, Y=20, Z=28)
+    assert (v5e.hosts, v5e.cores) == (32, 256)
+    assert v5e.total_flops() == pytest.approx(5.1e16, rel=0.02)
+    assert v5e.total_hbm == pytest.approx(4e12, rel=0.03)
+    assert (v5p.n_chips, v5p.hosts, v5p.cores) == (8960, 2240, 17920)
+    assert v5p.total_flops() == pytest.approx(4.1e18, rel=0.01)
+    assert v5p.total_hbm == pytest.approx(860e12, rel=0.01)
+
+
+def test_q5_point_to_point_on_a_4x4_without_wraparound():
+    # 2.Q5: bf16[8,128,8192] from (0,0) to (3,3): 6 hops -> 6 µs; 2 links x 4.5e10 -> ~188 µs; ~194 µs total.
+    est = TpuMesh("v5e", X=4, Y=4).transfer_time(2 * 8 * 128 * 8192, (0, 0), (3, 3))
+    assert est.t_latency == pytest.approx(6e-6)
+    assert est.t_comms == pytest.approx(188e-6, rel=0.02)
+    assert est.time == pytest.approx(194e-6, rel=0.02)
+    assert est.bound == "comms"
+
+
+def test_q1_streaming_weights_sets_a_latency_floor():
+    # 2.Q1: 200B bf16 params over 32 v4p chips: 12.5 GB per chip at ~1.2e12 B/s -> ~10 ms.
+    per_chip = 2 * 200e9 / 32
+    assert sb.roofline.estimate(0, per_chip, "v4p").time == pytest.approx(10e-3, rel=0.05)
+
+
+@pytest.mark.parametrize("chip, shape, message", [
+    ("v5e", dict(X=32, Y=8), "does not fit"),
+    ("v5e", dict(X=4, Y=4, Z=2), "2-D"),
+    ("v5p", dict(X=32, Y=32, Z=32), "does not fit"),
+    ("h100", dict(X=8, Y=1), "not a TPU"),
+    ("v5e", dict(X=0, Y=4), "X=0"),
+])
+def test_invalid_slices_are_refused(chip, shape, message):
+    with pytest.raises(ValueError, match=message):
+        TpuMesh(chip, **shape)
+
+
+def test_bad_coordinates_and_axes():
+    mesh = TpuMesh("v5e", X=4, Y=4)
+    with pytest.raises(ValueError, match="coordinate on axis X"):
+        mesh.hops((0, 0), (4, 0))
+    with pytest.raises(ValueError, match="axes='W'"):
+        mesh.size("W")
+    with pytest.raises(ValueError, match="wrap names unknown axes"):
+        TpuMesh("v5e", X=4, Y=4, wrap={"Z": True})
