@@ -78,3 +78,39 @@ def test_bad_coordinates_and_axes():
         mesh.size("W")
     with pytest.raises(ValueError, match="wrap names unknown axes"):
         TpuMesh("v5e", X=4, Y=4, wrap={"Z": True})
+
+
+def test_q3_host_resident_weights_need_a_huge_batch():
+    # 2.Q3: bf16 weights and activations streamed over PCIe (the book uses 1.6e10 B/s) into a v6e
+    # (9.2e14 FLOP/s), F = 4D, B << D: compute-bound only for B > C / W_pcie ~ 57,500.
+    assert sb.roofline.critical_batch("v6e", bandwidth=1.6e10) == pytest.approx(57500, rel=0.001)
+
+
+def test_q4_int8_matmul_from_hbm_and_from_vmem():
+    # 2.Q4: int8[16384, 4096] weights x int8[B, 4096] on a v5e: from HBM compute-bound above B ~ 267 in the
+    # book (rounded coefficients; exact ~259); from VMEM (22 x HBM bandwidth) above B ~ 11.
+    v5e = sb.get_chip("v5e")
+    assert sb.roofline.crossover_batch(4096, 16384, v5e, "int8") == pytest.approx(259, abs=1)
+    vmem = 22 * v5e.hbm_bandwidth
+    assert sb.roofline.crossover_batch(4096, 16384, v5e, "int8", bandwidth=vmem) == pytest.approx(11, abs=0.5)
+
+
+def test_q6_stages_of_the_host_to_chip_gather():
+    # 2.Q6: int8[128·1024, 128·1024] (~16 GB) in host DRAM over a v5e 4x4; the book rounds the array to 16e9 B:
+    # PCIe in parallel on 16 chips ~63 ms; ICI into chip (0,0) over 2 links >= ~167 ms; HBM -> MXU ~20 ms;
+    # multiply by bf16[8, 128·1024] ~1.4 ms.
+    v5e, V = sb.get_chip("v5e"), 16e9
+    assert sb.roofline.estimate(0, V / 16, v5e, bandwidth=v5e.pcie_bandwidth).time == pytest.approx(63e-3, rel=0.02)
+    assert V * 15 / 16 / (2 * v5e.ici_bandwidth) == pytest.approx(167e-3, rel=0.01)
+    assert sb.roofline.estimate(0, V, v5e).time == pytest.approx(20e-3, rel=0.03)
+    flops = 2 * 8 * (128 * 1024) ** 2
+    assert sb.roofline.estimate(flops, 0, v5e).time == pytest.approx(1.4e-3, rel=0.02)
+
+
+def test_appendix_vpu_is_thirty_times_slower_than_the_mxu():
+    # ch. 2 pop quiz: v5p VPU = 8 sublanes x 128 lanes x 4 ALUs x 1.75 GHz ~ 7e12 FLOP/s per core, ~30x below
+    # the MXU's ~2.3e14 per core (4.59e14 per two-core chip).
+    v5p = sb.get_chip("v5p")
+    vpu = 8 * 128 * 4 * v5p.clock_hz
+    assert vpu == pytest.approx(7e12, rel=0.03)
+    assert (v5p.bf16_flops / v5p.cores) / vpu == pytest.approx(32, rel=0.1)
