@@ -16,10 +16,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import collectives, grading, hardware, roofline, sharding, units
+from . import collectives, grading, hardware, models, roofline, sharding, units
 from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
 from .grading import check, expect
 from .hardware import Chip, TpuMesh, get_chip, list_chips
+from .models import TransformerConfig, get_model
 from .roofline import Estimate
 from .sharding import Plan, sharded_matmul
 from .tables import Table
@@ -27,9 +28,10 @@ from .tables import Table
 __version__ = "0.1.0"
 
 __all__ = [
-    "Chip", "Estimate", "Table", "TpuMesh", "Plan", "get_chip", "list_chips", "expect", "check", "setup",
+    "Chip", "Estimate", "Table", "TpuMesh", "Plan", "TransformerConfig", "get_chip", "get_model", "list_chips",
+    "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
-    "units", "hardware", "roofline", "collectives", "sharding", "grading",
+    "units", "hardware", "roofline", "collectives", "sharding", "models", "grading",
     "runtime", "bench", "xla", "plots", "widgets", "svg", "problems", "notebooks", "cli",
 ]
 

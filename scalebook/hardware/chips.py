@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-
-import tomllib
 
 from ..tables import Table
 from ..units import fmt_bytes, fmt_rate

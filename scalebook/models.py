@@ -1,0 +1,296 @@
+"""Transformer accounting: parameters, FLOPs per token and KV-cache bytes of a decoder-only model.
+
+Letters follow the book (How To Scale Your Model, ch. 4): L layers, D model width, F MLP width, N query
+heads, K key/value heads, H head width, V vocabulary; E routed experts with k active per token (MoE).
+Attention is grouped-query (GQA) unless the multi-head-latent fields are set (MLA, as in DeepSeek-V3).
+
+FLOP conventions differ between published MFU figures, so each is an explicit option of
+`flops_per_token`: causal or full attention, whether the logits (unembedding) count, training (x3 for
+the backward pass) or inference, and which recomputation counts (model FLOPs vs hardware FLOPs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .tables import Table
+from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+
+__all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES"]
+
+# What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
+# on top of the 3x forward that the model needs (model FLOPs).
+REMAT_POLICIES = ("none", "block", "big_matmuls")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """A decoder-only Transformer. Sizes are counts (layers, widths, heads, tokens in the vocabulary).
+
+    Args:
+        L, D, F, N, K, H, V: the book's letters; K = N is multi-head attention, K = 1 multi-query.
+        tied: input embedding and unembedding share one V x D matrix.
+        gated: the MLP has three D x F matrices (SwiGLU/GeGLU) rather than two.
+        E, k, shared, F_expert, dense_layers: mixture of experts: E routed experts of width F_expert
+            (default F), k active per token, `shared` always-active experts, the first `dense_layers`
+            layers dense with width F.
+        q_rank, kv_rank, rope_dim, qk_dim: multi-head latent attention (0 = GQA): low-rank query and
+            key/value projections, a rotary part of `rope_dim` per head, query/key head width `qk_dim`
+            (values use H).
+    """
+
+    L: int
+    D: int
+    F: int
+    N: int
+    K: int
+    H: int
+    V: int
+    tied: bool = False
+    gated: bool = True
+    E: int = 1
+    k: int = 1
+    shared: int = 0
+    F_expert: int = 0
+    dense_layers: int = 0
+    q_rank: int = 0
+    kv_rank: int = 0
+    rope_dim: int = 0
+    qk_dim: int = 0
+    name: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for letter in ("L", "D", "F", "N", "K", "H", "V", "E", "k"):
+            value = getattr(self, letter)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{letter}={value!r} must be a positive integer")
+        if self.N % self.K:
+            raise ValueError(f"N={self.N} query heads must be a multiple of K={self.K} key/value heads")
+        if self.k > self.E:
+            raise ValueError(f"k={self.k} active experts cannot exceed E={self.E}")
+        if not 0 <= self.dense_layers <= self.L:
+            raise ValueError(f"dense_layers={self.dense_layers} must be between 0 and L={self.L}")
+
+    # --- shape helpers ---------------------------------------------------------------------------------------
+
+    @property
+    def is_moe(self) -> bool:
+        return self.E > 1
+
+    @property
+    def mla(self) -> bool:
+        """True when attention is multi-head latent attention (DeepSeek's low-rank keys and values)."""
+        return self.kv_rank > 0
+
+    @property
+    def head_qk(self) -> int:
+        """Width of one query/key head (H, or qk_dim under MLA)."""
+        return self.qk_dim or self.H
+
+    @property
+    def moe_layers(self) -> int:
+        return self.L - self.dense_layers if self.is_moe else 0
+
+    def _mlp(self, width: int) -> int:
+        return (3 if self.gated else 2) * self.D * width
+
+    # --- parameters --------------------------------------------------------------------------------------------
+
+    def attention_params(self) -> int:
+        """Parameters of one layer's attention projections (Q, K, V, O, or MLA's low-rank factors)."""
+        D, N, H = self.D, self.N, self.H
+        if not self.mla:
+            return 2 * D * N * H + 2 * D * self.K * H
+        q = D * self.q_rank + self.q_rank * N * self.head_qk + self.q_rank if self.q_rank else D * N * self.head_qk
+        kv = D * (self.kv_rank + self.rope_dim) + self.kv_rank + self.kv_rank * N * (self.head_qk - self.rope_dim + H)
+        return q + kv + N * H * D
+
+    def components(self) -> dict[str, tuple[int, int]]:
+        """Return {component: (parameters, active parameters per token)} for the whole model."""
+        fe = self.F_expert or self.F
+        dense_mlp = self._mlp(self.F) * (self.L - self.moe_layers)
+        expert = self._mlp(fe)
+        parts = {
+            "attention": (self.L * self.attention_params(),) * 2,
+            "MLP (dense)": (dense_mlp, dense_mlp),
+        }
+        if self.is_moe:
+            parts["MoE routed experts"] = (self.moe_layers * self.E * expert, self.moe_layers * self.k * expert)
+            parts["MoE shared experts"] = (self.moe_layers * self.shared * expert,) * 2
+            parts["MoE routers"] = (self.moe_layers * self.D * self.E,) * 2
+        parts["embedding"] = (self.V * self.D,) * 2
+        parts["unembedding"] = (0, 0) if self.tied else (self.V * self.D,) * 2
+        parts["norms"] = (2 * self.D * self.L + self.D,) * 2
+        return parts
+
+    def param_count(self, active: bool = False) -> int:
+        """Return the number of parameters (only those a token uses when `active`, for MoE)."""
+        return sum(p[1] if active else p[0] for p in self.components().values())
+
+    # --- FLOPs -------------------------------------------------------------------------------------------------
+
+    def matmul_params(self, logits: bool = True) -> int:
+        """Active parameters that take part in a matmul for every token (embedding lookups and norms don't)."""
+        parts = self.components()
+        skip = {"embedding", "norms"} | (set() if logits else {"unembedding"})
+        total = sum(active for name, (_, active) in parts.items() if name not in skip)
+        return total + (self.V * self.D if logits and self.tied else 0)
+
+    def attention_flops_per_token(self, context: float) -> float:
+        """Forward FLOPs of the two attention contractions (Q·Kᵀ and scores·V) for one query token attending
+        to `context` keys, over all layers: 2·N·(H_qk + H_v)·context·L."""
+        return 2 * self.N * (self.head_qk + self.H) * context * self.L
+
+    def flops_per_token(self, seq_len: int = 0, training: bool = True, causal: bool = True, logits: bool = True,
+                        remat: str = "none") -> float:
+        """Return FLOPs per token: a forward pass is 2 x matmul parameters + attention; training triples it.
+
+        Args:
+            seq_len: sequence length T; attention sees T keys per query, T/2 on average when `causal`.
+                0 leaves attention out (the 6 x params x tokens rule).
+            training: count the backward pass (2 more matmuls per forward matmul: x3 in all).
+            causal: count only the keys a causal mask keeps (a good kernel skips the rest).
+            logits: count the unembedding matmul (2·D·V per token); some MFU figures leave it out.
+            remat: what the backward pass recomputes (hardware FLOPs): 'none'; 'block' (a whole forward
+                pass again: 6 -> 8 x params x tokens); 'big_matmuls' (only the attention contractions).
+        """
+        if seq_len < 0:
+            raise ValueError(f"seq_len must be non-negative, got {seq_len!r}")
+        if remat not in REMAT_POLICIES:
+            raise ValueError(f"remat={remat!r}; allowed: {list(REMAT_POLICIES)}")
+        context = seq_len / 2 if causal else seq_len
+        dense = 2 * self.matmul_params(logits)
+        attention = self.attention_flops_per_token(context)
+        forward = dense + attention
+        if not training:
+            return forward
+        extra = {"none": 0.0, "block": forward, "big_matmuls": attention}[remat]
+        return 3 * forward + extra
+
+    # --- memory -------------------------------------------------------------------------------------------------
+
+    def kv_bytes_per_token(self, bytes_per_value: float = 2) -> float:
+        """Return the KV-cache bytes one token adds: 2·L·K·H values (GQA), L·(kv_rank + rope_dim) (MLA)."""
+        if bytes_per_value <= 0:
+            raise ValueError(f"bytes_per_value must be positive, got {bytes_per_value!r}")
+        values = self.L * (self.kv_rank + self.rope_dim) if self.mla else 2 * self.L * self.K * self.H
+        return values * bytes_per_value
+
+    def param_bytes(self, dtype: str = "bf16") -> float:
+        """Return the bytes of all parameters stored in `dtype`."""
+        return self.param_count() * dtype_bytes(dtype)
+
+    # --- display ------------------------------------------------------------------------------------------------
+
+    def table(self, seq_len: int = 0) -> Table:
+        """Per-component parameters (total and active) and forward FLOPs per token."""
+        rows = []
+        for name, (total, active) in self.components().items():
+            flops = 2 * active if name not in ("embedding", "norms") else 0
+            if name == "unembedding" and self.tied:
+                flops = 2 * self.V * self.D
+            rows.append({"component": name, "params": total, "active params": active, "fwd FLOPs/token": flops})
+        if seq_len:
+            rows.append({"component": f"attention scores (T={seq_len}, causal)", "params": 0, "active params": 0,
+                         "fwd FLOPs/token": self.attention_flops_per_token(seq_len / 2)})
+        rows.append({"component": "total", "params": self.param_count(),
+                     "active params": self.param_count(active=True),
+                     "fwd FLOPs/token": sum(r["fwd FLOPs/token"] for r in rows)})
+        count = lambda v: fmt_si(v, "", 4).strip()  # noqa: E731
+        return Table(rows, formats={"params": count, "active params": count, "fwd FLOPs/token": fmt_flops},
+                     title=self.name or "TransformerConfig")
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+    def __str__(self) -> str:
+        head = f"{self.name}: " if self.name else ""
+        moe = f", E={self.E}, k={self.k}" if self.is_moe else ""
+        return (f"{head}L={self.L}, D={self.D}, F={self.F}, N={self.N}, K={self.K}, H={self.H}, V={self.V}{moe}; "
+                f"{fmt_si(self.param_count(), 'params', 4)}, KV {fmt_bytes(self.kv_bytes_per_token())}/token (bf16)")
+
+
+_FIELDS = {f.name for f in fields(TransformerConfig)}
+
+
+@cache
+def _presets() -> dict[str, dict[str, Any]]:
+    text = resources.files(__package__).joinpath("data/models.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)["models"]
+
+
+def model_names() -> list[str]:
+    """Return the keys of every preset, e.g. ['llama2-13b', 'llama3-8b', ...]."""
+    return list(_presets())
+
+
+def _norm(name: str) -> str:
+    return str(name).lower().replace(" ", "").replace("_", "-").replace(".", "")
+
+
+def get_model(name: str | TransformerConfig) -> TransformerConfig:
+    """Return the preset called `name` ('llama3-70b', 'LLaMA 3 70B', 'deepseek-v3' ...); unknown names raise
+    `KeyError` listing the closest presets."""
+    if isinstance(name, TransformerConfig):
+        return name
+    table = {}
+    for key, spec in _presets().items():
+        for alias in (key, spec["name"], *spec.get("aliases", [])):
+            table[_norm(alias)] = key
+    key = _norm(name)
+    if key not in table:
+        close = sorted({table[c] for c in difflib.get_close_matches(key, table, n=4, cutoff=0.5)})
+        raise KeyError(f"model={name!r} is not a preset (closest: {', '.join(close) or 'none'}); "
+                       f"presets: {', '.join(model_names())}")
+    spec = {k: v for k, v in _presets()[table[key]].items() if k in _FIELDS}
+    return TransformerConfig(**spec)
+
+
+_HF_KEYS = {
+    "L": ("num_hidden_layers", "n_layer", "num_layers"),
+    "D": ("hidden_size", "n_embd", "d_model"),
+    "F": ("intermediate_size", "n_inner", "ffn_dim"),
+    "N": ("num_attention_heads", "n_head"),
+    "K": ("num_key_value_heads",),
+    "H": ("head_dim", "v_head_dim"),
+    "V": ("vocab_size",),
+    "E": ("n_routed_experts", "num_local_experts", "num_experts"),
+    "k": ("num_experts_per_tok",),
+    "shared": ("n_shared_experts",),
+    "F_expert": ("moe_intermediate_size",),
+    "dense_layers": ("first_k_dense_replace",),
+    "q_rank": ("q_lora_rank",),
+    "kv_rank": ("kv_lora_rank",),
+    "rope_dim": ("qk_rope_head_dim",),
+}
+_UNGATED = {"gpt2", "gpt_neox", "opt", "bloom", "gptj", "falcon"}
+
+
+def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConfig:
+    """Return the `TransformerConfig` of a Hugging Face `config.json` (given as a dict; nothing is downloaded)."""
+    def pick(letter: str) -> Any:
+        return next((config[k] for k in _HF_KEYS[letter] if config.get(k) is not None), None)
+
+    values = {letter: pick(letter) for letter in _HF_KEYS}
+    missing = [letter for letter in ("L", "D", "N", "V") if values[letter] is None]
+    if missing:
+        keys = [_HF_KEYS[m][0] for m in missing]
+        raise ValueError(f"config is missing {keys} (needed for {missing}); is it a decoder-only model's config.json?")
+    values["F"] = values["F"] or 4 * values["D"]
+    values["K"] = values["K"] or values["N"]
+    values["H"] = values["H"] or values["D"] // values["N"]
+    if values["q_rank"] is not None or values["kv_rank"] is not None:
+        values["qk_dim"] = config.get("qk_nope_head_dim", 0) + (values["rope_dim"] or 0)
+    spec = {k: v for k, v in values.items() if v is not None}
+    spec.setdefault("E", 1)
+    spec.setdefault("k", 1)
+    return TransformerConfig(**spec, tied=bool(config.get("tie_word_embeddings", False)),
+                             gated=config.get("model_type") not in _UNGATED,
+                             name=name or config.get("_name_or_path", ""))

@@ -1,0 +1,133 @@
+"""Transformer accounting against the book's worked answers (ch. 4 and 6) and the released configs."""
+
+import pytest
+
+import scalebook as sb
+from scalebook.models import TransformerConfig, from_hf_config, get_model
+
+
+@pytest.mark.parametrize("name, params", [
+    ("llama2-13b", 13_015_864_320),  # Hugging Face model card total
+    ("llama3-8b", 8_030_261_248),
+    ("llama3-70b", 70_553_706_496),
+    ("llama3-405b", 405_853_388_800),
+    ("gemma-7b", 8_537_680_896),
+])
+def test_parameter_counts_match_the_released_models_exactly(name, params):
+    assert get_model(name).param_count() == params
+
+
+def test_llama3_70b_breakdown_as_in_chapter_6():
+    # 6.A1: FFW 56.3e9, vocab 2.1e9, attention 12e9 -> ~70.4e9 (book); exact 70.55e9.
+    parts = get_model("llama3-70b").components()
+    assert parts["MLP (dense)"][0] == pytest.approx(56.3e9, rel=0.01)
+    assert parts["embedding"][0] + parts["unembedding"][0] == pytest.approx(2.1e9, rel=0.01)
+    assert parts["attention"][0] == pytest.approx(12e9, rel=0.01)
+    assert get_model("llama3-70b").param_count() == pytest.approx(70.4e9, rel=0.005)
+
+
+def test_chapter_7_model_has_18_4_billion_parameters():
+    assert get_model("ch7-model").param_count() == pytest.approx(18.4e9, rel=0.005)
+
+
+def test_deepseek_v3_total_and_active():
+    # DeepSeek-V3: 671B parameters, 37B activated per token (ch. 4 Q7 uses 37e9).
+    ds = get_model("deepseek-v3")
+    assert ds.param_count() == pytest.approx(671e9, rel=0.002)
+    assert ds.param_count(active=True) == pytest.approx(37e9, rel=0.02)
+
+
+def test_q1_small_model():
+    # 4.Q1: D=4096, F=4D, V=32,000, L=64, MHA: ~16e9 params with the book's rounded dims, 17.4e9 exact;
+    # attention holds 1/4 of the per-layer params; int8 KV cache 2·L·N·H = 512 kB per token.
+    m = TransformerConfig(L=64, D=4096, F=16384, N=32, K=32, H=128, V=32000, gated=True)
+    assert m.param_count() == pytest.approx(17.4e9, rel=0.005)
+    layer = m.attention_params() + 3 * m.D * m.F
+    assert m.attention_params() / layer == pytest.approx(1 / 4)
+    assert m.kv_bytes_per_token(bytes_per_value=1) == 512 * 1024
+
+
+def test_kv_cache_example():
+    # 4.Ex-KV: 8k context, 64 layers, K·H = 8192, int8 -> 2·8192·64·8192 bytes = 8 GiB per sequence.
+    m = TransformerConfig(L=64, D=8192, F=32768, N=64, K=64, H=128, V=32000)
+    assert 8192 * m.kv_bytes_per_token(bytes_per_value=1) == 8 * 2**30
+
+
+def test_six_flops_per_parameter_per_token_for_training():
+    # 6.A2: 6 x 70e9 ~ 4.2e11 FLOPs per token; ~1 ms per token on one v5p at peak.
+    m = get_model("llama3-70b")
+    assert m.flops_per_token() == pytest.approx(4.2e11, rel=0.01)
+    assert m.flops_per_token() / sb.get_chip("v5p").bf16_flops == pytest.approx(0.92e-3, rel=0.02)
+    assert m.flops_per_token(training=False) == pytest.approx(m.flops_per_token() / 3)
+
+
+def test_training_run_arithmetic_of_chapter_6():
+    # 6.A3/A4: 15T tokens -> 6.3e24 FLOPs; ~435 years on one v5p; ~44 days on 8960 v5p at 40% MFU.
+    total = get_model("llama3-70b").flops_per_token() * 15e12
+    assert total == pytest.approx(6.3e24, rel=0.01)
+    v5p = sb.get_chip("v5p").bf16_flops
+    assert total / v5p / (365 * 86400) == pytest.approx(435, rel=0.02)
+    assert total / (8960 * v5p * 0.4) / 86400 == pytest.approx(44, rel=0.02)
+
+
+def test_q5_attention_equals_the_projections_at_T_equal_2D():
+    # 4.Q5: full (non-causal) attention FLOPs 4·T·N·H per token per layer equal the QKVO projections' 8·D·N·H
+    # (MHA) at T = 2D.
+    m = TransformerConfig(L=1, D=4096, F=16384, N=32, K=32, H=128, V=32000)
+    projections = 2 * m.attention_params()
+    assert m.attention_flops_per_token(context=2 * m.D) == pytest.approx(projections)
+
+
+def test_q7_deepseek_v3_utilisation():
+    # 4.Q7: 2.79e6 H800-hours at 1.513e15 dense fp8 FLOP/s; 6 x 37e9 x 14.8e12 FLOPs used -> MFU ~21.7%.
+    used = 6 * get_model("deepseek-v3").param_count(active=True) * 14.8e12  # the book's 6 x params rule
+    available = 2.79e6 * 3600 * 1.513e15
+    assert used / available == pytest.approx(0.217, rel=0.03)
+
+
+def test_flop_conventions_move_the_count():
+    m = get_model("llama3-70b")
+    base = m.flops_per_token(8192)
+    assert m.flops_per_token(8192, causal=False) > base > m.flops_per_token(0)
+    assert m.flops_per_token(8192, logits=False) == pytest.approx(base - 3 * 2 * m.V * m.D)
+    assert m.flops_per_token(8192, remat="block") == pytest.approx(base * 4 / 3)
+    assert m.flops_per_token(8192, remat="big_matmuls") == pytest.approx(
+        base + m.attention_flops_per_token(4096))
+
+
+def test_from_hf_config_reads_a_llama_config():
+    cfg = {"model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192, "intermediate_size": 28672,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256,
+           "tie_word_embeddings": False}
+    m = from_hf_config(cfg, name="mine")
+    assert m.param_count() == get_model("llama3-70b").param_count() and m.H == 128
+
+
+def test_from_hf_config_reads_an_moe_with_latent_attention():
+    cfg = {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "intermediate_size": 18432,
+           "moe_intermediate_size": 2048, "num_attention_heads": 128, "num_key_value_heads": 128,
+           "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "first_k_dense_replace": 3,
+           "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+           "v_head_dim": 128, "vocab_size": 129280}
+    assert from_hf_config(cfg).param_count() == get_model("deepseek-v3").param_count()
+
+
+def test_gpt2_style_configs_are_ungated():
+    m = from_hf_config({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257,
+                        "tie_word_embeddings": True})
+    assert not m.gated and m.F == 4 * 768
+    assert m.param_count() == pytest.approx(124.4e6, rel=0.01)  # GPT-2 small, biases and positions aside
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: get_model("llama4-70b"), KeyError, "closest"),
+    (lambda: TransformerConfig(L=0, D=1, F=1, N=1, K=1, H=1, V=1), ValueError, "L=0"),
+    (lambda: TransformerConfig(L=1, D=8, F=8, N=6, K=4, H=2, V=8), ValueError, "multiple of K=4"),
+    (lambda: TransformerConfig(L=1, D=8, F=8, N=1, K=1, H=8, V=8, E=4, k=8), ValueError, "k=8"),
+    (lambda: get_model("llama3-8b").flops_per_token(remat="some"), ValueError, "remat="),
+    (lambda: get_model("llama3-8b").flops_per_token(-1), ValueError, "seq_len"),
+    (lambda: from_hf_config({"hidden_size": 8}), ValueError, "num_hidden_layers"),
+])
+def test_bad_model_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
