@@ -11,9 +11,10 @@ AllGather, the unreduced input for ReduceScatter and AllReduce, the array being 
 - several axes work in parallel, so their bandwidths add (M wrapped axes: V / (M·W_bidi)).
 
 Latency: each hop costs ~1 µs, and a ring needs X/2 hops (X-1 without wraparound); a collective takes
-max(latency, bandwidth time). AllReduce = ReduceScatter + AllGather (twice both terms); AllToAll moves a
-quarter of an AllGather's bytes on a bidirectional ring (half on a one-way one) and is limited by the
-longest axis. An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
+max(latency, bandwidth time). AllReduce = ReduceScatter + AllGather (twice both terms). AllToAll is bound
+by the bisection: a quarter of the array crosses the middle of each axis in each direction, over two links
+on a ring (V / (4·W_bidi), a quarter of an AllGather) and one link without wraparound (V / (4·W_uni)); a
+ring whose links ran one way only would need V / (2·W_uni) (ch. 3, Q10). The longest axis sets the time. An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
 """
 
 from __future__ import annotations
@@ -80,10 +81,10 @@ def collective(kind: str, mesh: TpuMesh, axes: str | Iterable[str] | None, nbyte
         return Estimate(0.0, 0.0, 0.0, 0.0, channel="ICI", label=f"{kind} over a group of one chip: free")
     hops = sum(a.hops for a in parts)
     if kind == "all_to_all":
-        # Each device sends 1/4 of its shard's bytes per unit of ring bandwidth (1/2 on a one-way ring); the
-        # longest axis, with the fewest links across its bisection per chip, sets the time.
+        # V/4 crosses each axis's bisection in each direction: over 2 links on a ring, 1 on a line. With
+        # N chips in the group, the axis of size X_i has N/X_i parallel cuts sharing that traffic.
         W = mesh.chip.ici_bandwidth
-        t_bw = max(V * a.size / (group * (4 * 2 * W if a.wrap else 2 * W)) for a in parts)
+        t_bw = max(V * a.size / (group * 4 * W * (2 if a.wrap else 1)) for a in parts)
         moved = V / 4
     else:
         t_bw = V / sum(a.bandwidth for a in parts)
@@ -111,7 +112,7 @@ def collective(kind: str, mesh: TpuMesh, axes: str | Iterable[str] | None, nbyte
 def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
     per_axis = " + ".join("W_bidi" if a.wrap else f"W_uni·{a.size}/{a.size - 1}" for a in parts)
     if kind == "all_to_all":
-        return "V·max(X_i) / (4·N·W_bidi) per wrapped axis, V·max(X_i) / (2·N·W_uni) without wraparound"
+        return "V·max(X_i) / (4·N·W_bidi) per wrapped axis, V·max(X_i) / (4·N·W_uni) without wraparound"
     base = f"V / ({per_axis})"
     return f"2 × {base}" if kind == "all_reduce" else base
 

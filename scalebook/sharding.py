@@ -306,6 +306,23 @@ def _finish(result: ArraySpec, target: ArraySpec, mesh: TpuMesh, sizes: Mapping[
     return steps  # axes the target adds beyond these are a free local slice
 
 
+def _slice_for_output(a: ArraySpec, b: ArraySpec, C: ArraySpec, J: str, I_dim: str,
+                      K_dim: str) -> tuple[ArraySpec, ArraySpec]:
+    """Slice a replicated input for free where the output wants its free dimension split over unused axes.
+
+    A device already holds every row of a replicated A, so taking its own block of I costs no communication
+    and divides the matmul's work (likewise K of B).
+    """
+    for dim, which in ((I_dim, "a"), (K_dim, "b")):
+        spec = a if which == "a" else b
+        want = C.axes_of(dim)
+        busy = set(a.used_axes) | set(b.used_axes)
+        if want and not spec.axes_of(dim) and not busy & set(want):
+            spec = spec.with_axes(dim, want)
+            a, b = (spec, b) if which == "a" else (a, spec)
+    return a, b
+
+
 def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) -> Plan:
     """Return the cheapest `Plan` for a sharded matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'.
 
@@ -332,6 +349,7 @@ def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) 
                 steps.append(step)
                 a, b = (new, b) if which == "a" else (a, new)
         else:
+            a, b = _slice_for_output(a, b, C, J, I_dim, K_dim)
             reduce_axes = a.axes_of(J) or b.axes_of(J)
             result = ArraySpec(C.name, ((I_dim, a.axes_of(I_dim)), (K_dim, b.axes_of(K_dim))), reduce_axes)
             result = replace(result, dims=tuple((d, dict(result.dims)[d]) for d in C.dim_names))

@@ -38,9 +38,10 @@ def test_pq2_gather_without_wraparound():
 def test_q10_all_to_all_is_a_quarter_of_all_gather_on_a_bidirectional_ring():
     ring = TpuMesh("v5e", X=16, Y=16)
     assert sb.all_to_all(ring, "X", 1e9).time / sb.all_gather(ring, "X", 1e9).time == pytest.approx(0.25)
+    # Without wraparound the middle link alone carries V/4 each way: V / (4 W_uni), twice the ring's time.
     line = TpuMesh("v5e", X=8, Y=8)
-    one_way = sb.all_to_all(line, "X", 1e9).time
-    assert one_way == pytest.approx(1e9 / (2 * 4.5e10))  # V / (2 W_uni) on a one-way ring (3.Q10)
+    assert sb.all_to_all(line, "X", 1e9).time == pytest.approx(1e9 / (4 * 4.5e10))
+    assert sb.all_to_all(line, "X", 1e9).time == pytest.approx(2 * sb.all_to_all(ring, "X", 1e9).time)
 
 
 def test_all_to_all_on_a_torus_is_limited_by_the_longest_axis():

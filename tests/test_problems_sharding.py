@@ -1,0 +1,105 @@
+"""Problem set 3 (sharded matrices): the answer key agrees with hand computations, and the notebook with the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import scalebook as sb
+from scalebook.grading import ExpectationError
+from scalebook.problems import get_problem, list_problems
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "03_sharding.md"
+
+# One-way ICI link bandwidths (book ch. 2): the bidirectional figure of a wrapped axis is twice these.
+V5E_UNI, V5P_UNI, V6E_UNI = 4.5e10, 9e10, 9e10
+
+# Each answer worked by hand from the raw spec numbers and the book's ch. 3 collective formulas.
+HAND: dict[str, float] = {
+    # fp32 M[F_XY, D] on 4x4x4: local fp32[28672 / 16, 8192].
+    "03.1": 28672 / 16 * 8192 * 4,
+    # bf16 E[V_Y, D] on 8x16: 128 chips x bf16[128256 / 16, 8192] = 8 copies of the table.
+    "03.2": 128 * (128256 / 16) * 8192 * 2,
+    # AllGather over a wrapped axis: V / W_bidi with V = 2 * 8192 * 32768 (latency 8 µs is smaller).
+    "03.3": 2 * 8192 * 32768 / (2 * V6E_UNI),
+    # latency 16/2 hops x 1 µs equals V / W_bidi at V = 8e-6 * 1.8e11.
+    "03.4": 8e-6 * 2 * V6E_UNI,
+    # three wrapped axes: V / (3 W_bidi) with V = 2 * 8192 * 28672.
+    "03.5": 2 * 8192 * 28672 / (3 * 2 * V5P_UNI),
+    # X = 8 without wraparound, array also split 16 ways over Y: (7/8) (V / 16) / W_uni.
+    "03.6": 7 / 8 * (2 * 16384 * 8192 / 16) / V5E_UNI,
+    # AllReduce over Z = 4: no wraparound 2 (3/4) V / W_uni against wrapped 2 V / (2 W_uni).
+    "03.7": (2 * 3 / 4 / V5P_UNI) / (2 / (2 * V5P_UNI)),
+    # AllToAll on a 16x16 torus: V max(16, 16) / (4 N W_bidi) with N = 256 (latency 16 µs is smaller).
+    "03.8": 2 * 32768 * 8192 * 16 / (4 * 256 * 2 * V6E_UNI),
+    # B = 2048 < D/2: AllReduce of the [B, F] output, 2 (2 B F) / W_bidi, beats gathering W (2 D F / W_bidi).
+    "03.9": 2 * (2 * 2048 * 32768) / (2 * V6E_UNI),
+    # gather A (2 I J / W_bidi) then AllToAll C[I, K_X] -> C[I_X, K] (2 I K / (4 W_bidi)); beats gathering B.
+    "03.10": 2 * 4096 * 8192 / (2 * V5E_UNI) + 2 * 4096 * 16384 / (4 * 2 * V5E_UNI),
+    # FSDP over 64 chips: B / 64 > C / (3 W_bidi) = 4.59e14 / (3 * 1.8e11).
+    "03.11": 64 * 4.59e14 / (3 * 2 * V5P_UNI),
+    # 4 B F / W_bidi = 2 D F / W_bidi at B = D / 2.
+    "03.12": 8192 / 2,
+}
+
+
+def notebook_ids() -> list[str]:
+    """Return the problem ids the solutions notebook checks, in order."""
+    return re.findall(r"""sb\.check\(\s*["']([^"']+)["']""", SOLUTIONS.read_text(encoding="utf-8"))
+
+
+def test_problem_set_has_at_least_eight_problems() -> None:
+    assert len(list_problems("03.")) >= 8
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_reference_matches_hand_computation(qid: str) -> None:
+    assert get_problem(qid).reference() == pytest.approx(HAND[qid], rel=1e-3)
+
+
+def test_every_registered_problem_has_a_hand_computation() -> None:
+    assert {p.qid for p in list_problems("03.")} == set(HAND)
+
+
+def test_notebook_and_key_name_the_same_problems() -> None:
+    ids = notebook_ids()
+    assert len(ids) == len(set(ids)), f"a problem is checked twice in {SOLUTIONS.name}: {ids}"
+    assert set(ids) == {p.qid for p in list_problems("03.")}
+
+
+def test_notebook_numbers_problems_in_order() -> None:
+    headings = re.findall(r"^## Problem (\d+) ", SOLUTIONS.read_text(encoding="utf-8"), re.M)
+    assert [f"03.{n}" for n in headings] == notebook_ids()
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_check_accepts_the_reference_and_rejects_a_wrong_answer(qid: str) -> None:
+    reference = get_problem(qid).reference()
+    assert sb.check(qid, reference).ok
+    with pytest.raises(ExpectationError, match="expected"):
+        sb.check(qid, 3 * reference)
+
+
+def test_the_plans_run_the_collectives_the_solutions_describe() -> None:
+    v6e = sb.TpuMesh("v6e", X=16, Y=16)
+    assert sb.sharded_matmul("X[B, D] @ W[D_X, F] -> Y[B, F]", v6e, B=2048, D=8192, F=32768).kinds == ["all_reduce"]
+    assert sb.sharded_matmul("X[B, D] @ W[D_X, F] -> Y[B, F]", v6e, B=8192, D=8192, F=32768).kinds == ["all_gather"]
+    v5e = sb.TpuMesh("v5e", X=16, Y=16)
+    case4 = sb.sharded_matmul("A[I_X, J] @ B[J, K_X] -> C[I_X, K]", v5e, I=4096, J=8192, K=16384)
+    assert case4.case == 4 and case4.kinds == ["all_gather", "all_to_all"]
+    cube = sb.TpuMesh("v5p", X=4, Y=4, Z=4)
+    fsdp = sb.sharded_matmul("In[B_XYZ, D] @ W[D_XYZ, F] -> Out[B_XYZ, F]", cube, B=65536, D=8192, F=28672)
+    assert fsdp.kinds == ["all_gather"] and fsdp.t_math > fsdp.t_comms
+
+
+def test_the_small_gather_is_latency_bound() -> None:
+    mesh = sb.TpuMesh("v6e", X=16, Y=16)
+    assert sb.all_gather(mesh, "X", 256 * 128 * 2).bound == "latency"
+    assert sb.all_gather(mesh, "X", 2 * get_problem("03.4").reference()).bound == "comms"
+
+
+def test_check_leaves_an_unanswered_problem_open(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sb.check("03.1", ...) is None
+    assert "not answered yet" in capsys.readouterr().out

@@ -1,0 +1,95 @@
+"""Problem set 2 (TPUs): the answer key agrees with hand computations, and the notebook with the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import scalebook as sb
+from scalebook.grading import ExpectationError
+from scalebook.problems import get_problem, list_problems
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "02_tpus.md"
+
+# Each answer worked by hand from the raw spec numbers (book ch. 2 tables, as in chips.toml).
+HAND: dict[str, float] = {
+    # v6e 8x16: 128 chips at 9.2e14 bf16 FLOP/s each.
+    "02.1": 8 * 16 * 9.2e14,
+    # TPU7x, 16 B/param x 1e12 params = 1.6e13 B; 4x4x4 holds 64 x 192e9 = 1.23e13 (too little),
+    # 4x4x8 holds 128 x 192e9 = 2.46e13 -> 128 chips.
+    "02.2": 128,
+    # 405e9 int8 bytes over 8 TPU7x chips, each read at 7.4e12 B/s.
+    "02.3": 405e9 / 8 / 7.4e12,
+    # 8.1e11 bf16 bytes: fit needs n >= 8.1e11 / 32e9 = 25.3, 10 ms needs n >= 8.1e11 / (1.6e12 * 0.01) = 50.6;
+    # the next host-shaped slice is 8x8 = 64 chips.
+    "02.4": 64,
+    # bf16 weights over DCN: 2BDF / C > 2DF / W_dcn -> B > 1.97e14 / 3.125e9.
+    "02.5": 1.97e14 / 3.125e9,
+    # outbound PCIe binds (F = 4D): 2BDF / C > 2BF / W_pcie -> D > 1.97e14 / 1.6e10.
+    "02.6": 1.97e14 / 1.6e10,
+    # v5e 16x16 wraps: (0,0) -> (15,15) is 2 hops; 2^26 bytes over 2 links of 4.5e10 B/s, plus 2 x 1 µs.
+    "02.7": 2 * 4 * 2048 * 4096 / (2 * 4.5e10) + 2e-6,
+    # 64 KiB over 2 links: 8x8 has no wraparound (14 hops), 16x16 does (2 hops).
+    "02.8": (14e-6 + 65536 / 9e10) / (2e-6 + 65536 / 9e10),
+    # v5p 2x2x4 has no wraparound: 1+1+3 = 5 hops; 2^20 bytes over 3 links of 9e10 B/s.
+    "02.9": 5e-6 + 2**20 / (3 * 9e10),
+    # v5p 2x4x8 is not whole cubes, no wraparound: (2-1) + (4-1) + (8-1) hops.
+    "02.10": 1 + 3 + 7,
+    # int8 weights in VMEM at 22 x 2.8e12 B/s, int8 at 9.18e14 OP/s: 2BDF / C > DF / W -> B > C / (2 W).
+    "02.11": 9.18e14 / (2 * 22 * 2.8e12),
+    # v5e VPU: 8 sublanes x 128 lanes x 4 ALUs x 1.5e9 Hz, one TensorCore.
+    "02.12": 8 * 128 * 4 * 1.5e9,
+    # k FLOPs / 6.144e12 = 4 bytes / 8.2e11 per element.
+    "02.13": 4 * 8 * 128 * 4 * 1.5e9 / 8.2e11,
+}
+
+
+def notebook_ids() -> list[str]:
+    """Return the problem ids the solutions notebook checks, in order."""
+    return re.findall(r"""sb\.check\(\s*["']([^"']+)["']""", SOLUTIONS.read_text(encoding="utf-8"))
+
+
+def test_problem_set_has_at_least_eight_problems() -> None:
+    assert len(list_problems("02.")) >= 8
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_reference_matches_hand_computation(qid: str) -> None:
+    assert get_problem(qid).reference() == pytest.approx(HAND[qid], rel=1e-3)
+
+
+def test_every_registered_problem_has_a_hand_computation() -> None:
+    assert {p.qid for p in list_problems("02.")} == set(HAND)
+
+
+def test_notebook_and_key_name_the_same_problems() -> None:
+    ids = notebook_ids()
+    assert len(ids) == len(set(ids)), f"a problem is checked twice in {SOLUTIONS.name}: {ids}"
+    assert set(ids) == {p.qid for p in list_problems("02.")}
+
+
+def test_notebook_numbers_problems_in_order() -> None:
+    headings = re.findall(r"^## Problem (\d+) ", SOLUTIONS.read_text(encoding="utf-8"), re.M)
+    assert [f"02.{n}" for n in headings] == notebook_ids()
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_check_accepts_the_reference_and_rejects_a_wrong_answer(qid: str) -> None:
+    reference = get_problem(qid).reference()
+    assert sb.check(qid, reference).ok
+    with pytest.raises(ExpectationError, match="expected"):
+        sb.check(qid, 3 * reference)
+
+
+def test_counts_are_graded_exactly() -> None:
+    for qid in ("02.2", "02.4", "02.10"):
+        assert get_problem(qid).rtol == 0.0
+        with pytest.raises(ExpectationError):
+            sb.check(qid, get_problem(qid).reference() + 1)
+
+
+def test_check_leaves_an_unanswered_problem_open(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sb.check("02.1", ...) is None
+    assert "not answered yet" in capsys.readouterr().out
