@@ -1,0 +1,217 @@
+"""Training accounting: memory per chip and the compute/communication roofline of each parallelism strategy.
+
+The strategy formulas follow the book's model of a layer as two matmuls In[B, D] · W_in[D, F] · W_out[F, D]
+(How To Scale Your Model, ch. 5), with B the global token batch, X the data/FSDP degree over M_X mesh
+axes, Y the tensor-parallel degree over M_Y axes, C peak FLOP/s and W the BIDIRECTIONAL ICI bandwidth of a
+link (the book's W_ici). Per layer, forward + backward:
+
+    strategy   compute          communication (bytes moved, per chip's rings)
+    DP         12·B·D·F / X     8·D·F             (AllReduce of the two weight gradients, backward)
+    FSDP       12·B·D·F / X     4·D·F + 8·D·F     (AllGather weights fwd and bwd, ReduceScatter grads)
+    TP         12·B·D·F / Y     4·B·D + 8·B·D     (AllGather activations in, ReduceScatter out)
+    FSDP + TP  12·B·D·F / XY    (4·B·D/X + 4·D·F/Y) + (8·B·D/X + 8·D·F/Y)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .hardware import Chip, get_chip
+from .models import TransformerConfig, get_model
+from .roofline import Estimate
+from .units import dtype_bytes, fmt_bytes
+
+__all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
+           "layer_cost", "critical_batch", "tp_limit", "x_opt", "step_time", "mfu"]
+
+# Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
+# factored second moment (about none per parameter for large matrices), SGD with momentum one.
+OPTIMIZERS = {"adam": 2, "adamw": 2, "adafactor": 0, "sgd": 1, "none": 0}
+
+# Activations saved per layer for the backward pass, in units of a [tokens, D] array (ch. 4): everything
+# (~20), only the outputs of the seven big matmuls (~7), or only each block's input (1, "block remat").
+REMAT_SAVES = {"none": 20, "big_matmuls": 7, "block": 1}
+
+STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes of training state, whole-model totals and per chip."""
+
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    n_chips: int
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer + self.activations
+
+    @property
+    def per_chip(self) -> float:
+        """Bytes per chip when everything is sharded evenly over the chips."""
+        return self.total / self.n_chips
+
+    def as_dict(self) -> dict[str, float]:
+        return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
+                "activations": self.activations, "total": self.total, "per chip": self.per_chip}
+
+    def __getitem__(self, key: str) -> float:
+        return self.as_dict()[key]
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.as_dict().items())
+
+
+def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_layer: float | str = 4,
+                     dtype: str = "bf16") -> float:
+    """Return the bytes of activations saved for the backward pass: saves x tokens x D x L x size.
+
+    `saves_per_layer` is a count of [tokens, D]-sized arrays per layer, or a remat policy name from
+    REMAT_SAVES ('none' ~ 20, 'big_matmuls' ~ 7, 'block' = 1).
+    """
+    model = get_model(model)
+    saves = REMAT_SAVES.get(saves_per_layer) if isinstance(saves_per_layer, str) else saves_per_layer
+    if saves is None or saves < 0:
+        raise ValueError(f"saves_per_layer={saves_per_layer!r}: a non-negative count or one of {list(REMAT_SAVES)}")
+    if tokens <= 0:
+        raise ValueError(f"tokens must be positive, got {tokens!r}")
+    return saves * tokens * model.D * model.L * dtype_bytes(dtype)
+
+
+def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1, saves_per_layer: float | str = 4,
+           optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32",
+           grad_dtype: str | None = None) -> Memory:
+    """Return the training memory: parameters, gradients, optimizer state and saved activations (bytes).
+
+    Gradients are not counted separately by default (`grad_dtype=None`): the book folds them into the
+    optimizer update. Adam with bf16 parameters and fp32 moments is 2 + 8 = 10 bytes per parameter.
+    """
+    model = get_model(model)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
+    if not isinstance(n_chips, int) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    P = model.param_count()
+    return Memory(
+        params=P * dtype_bytes(param_dtype),
+        grads=P * dtype_bytes(grad_dtype) if grad_dtype else 0.0,
+        optimizer=P * OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype),
+        activations=activation_bytes(model, batch_tokens, saves_per_layer),
+        n_chips=n_chips,
+    )
+
+
+def _W(chip: Chip) -> float:
+    if chip.ici_bandwidth is None:
+        raise ValueError(f"{chip.name} has no ICI bandwidth; training rooflines here are for TPU meshes")
+    return chip.ici_bidirectional
+
+
+def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X: int = 1, Y: int = 1,
+               M_X: int = 1, M_Y: int = 1, dtype: str = "bf16") -> Estimate:
+    """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
+
+    `t_comms` sums the collectives as if none overlapped one another; `time` assumes they overlap the math.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
+    for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    chip = get_chip(chip)
+    C, W, b = chip.peak_flops(dtype), _W(chip), dtype_bytes(dtype)
+    shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y}[strategy]
+    flops = 12 * B * D * F / shards
+    weights = 2 * D * F * b  # both matrices of the layer
+    acts = B * D * b
+    comms = {
+        "dp": 2 * weights / (W * M_X),
+        "fsdp": 3 * weights / (W * M_X),
+        "tp": 6 * acts / (W * M_Y),
+        "fsdp_tp": 3 * weights / (Y * W * M_X) + 6 * acts / (X * W * M_Y),
+    }[strategy]
+    nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts,
+              "fsdp_tp": 3 * weights / Y + 6 * acts / X}[strategy]
+    return Estimate(flops, nbytes, flops / C, comms, channel="ICI",
+                    label=f"{strategy} layer (B={B:g}, D={D:g}, F={F:g}, X={X}, Y={Y}) on {chip.name}",
+                    terms=(("W (bidirectional)", f"{W:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
+
+
+def critical_batch(strategy: str, chip: Chip | str, F: float | None = None, M_X: int = 1, M_Y: int = 1,
+                   dtype: str = "bf16") -> float:
+    """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W_bidi:
+
+    DP and FSDP: B/X > α / M_X. FSDP + TP at the optimal split: B/N > α² / (M_X·M_Y·F), the book's form
+    (F is needed). 'dcn': pure data parallelism across slices, per slice B > C / W_dcn. TP has no batch
+    threshold (it is a width limit: see `tp_limit`), so it raises.
+    """
+    chip = get_chip(chip)
+    if strategy == "dcn":
+        if not chip.dcn_bandwidth:
+            raise ValueError(f"{chip.name} has no DCN bandwidth figure")
+        return chip.peak_flops(dtype) / chip.dcn_bandwidth
+    alpha = chip.peak_flops(dtype) / _W(chip)
+    if strategy in ("dp", "fsdp"):
+        return alpha / M_X
+    if strategy == "fsdp_tp":
+        if not F or F <= 0:
+            raise ValueError("F (the MLP width) is needed for the FSDP + TP threshold")
+        return alpha**2 / (M_X * M_Y * F)
+    raise ValueError(f"strategy={strategy!r} has no batch threshold; allowed: dp, fsdp, fsdp_tp, dcn")
+
+
+def tp_limit(F: float, chip: Chip | str, M_Y: int = 1, dtype: str = "bf16") -> float:
+    """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · F · W / C (ch. 5)."""
+    chip = get_chip(chip)
+    return M_Y * F * _W(chip) / chip.peak_flops(dtype)
+
+
+def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
+    """Return the FSDP degree that minimises FSDP + TP communication on N chips: sqrt((B/F)·(M_X/M_Y)·N)."""
+    if min(B, F, N, M_X, M_Y) <= 0:
+        raise ValueError("B, F, N, M_X and M_Y must be positive")
+    return math.sqrt(B / F * M_X / M_Y * N)
+
+
+
+def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32") -> float:
+    """Return the most parameters whose weights and optimizer state fit one chip's HBM (pure data parallelism)."""
+    chip = get_chip(chip)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
+    per_param = dtype_bytes(param_dtype) + OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype)
+    return chip.hbm_bytes / per_param
+
+
+def step_time(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float,
+              strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
+              seq_len: int = 0, mfu: float = 1.0) -> Estimate:
+    """Return the `Estimate` of one training step (seconds), compute from the whole model's FLOPs at `mfu` of
+    peak, communication from the ch. 5 layer model with the model's D and F, times L layers.
+
+    X defaults to n_chips / Y. `time` assumes communication overlaps compute.
+    """
+    model, chip = get_model(model), get_chip(chip)
+    X = X if X is not None else n_chips // Y
+    if X * Y != n_chips:
+        raise ValueError(f"X·Y = {X}·{Y} must equal n_chips={n_chips}")
+    if not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
+    layer = layer_cost(strategy, batch_tokens, model.D, model.F, chip, X=X, Y=Y, M_X=M_X, M_Y=M_Y)
+    flops = model.flops_per_token(seq_len) * batch_tokens
+    t_math = flops / (n_chips * chip.peak_flops() * mfu)
+    return Estimate(flops / n_chips, model.L * layer.bytes, t_math, model.L * layer.t_comms, channel="ICI",
+                    label=f"{model.name or 'model'} step, {strategy} X={X} Y={Y} on {n_chips} × {chip.name}")
+
+
+def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seconds: float,
+        seq_len: int = 0) -> float:
+    """Return model FLOPs utilisation: the model's training FLOPs per step over what the chips could do."""
+    model, chip = get_model(model), get_chip(chip)
+    if seconds <= 0:
+        raise ValueError(f"seconds must be positive, got {seconds!r}")
+    return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops() * seconds)

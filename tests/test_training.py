@@ -1,0 +1,113 @@
+"""Training memory and the parallelism rooflines of chapters 5 and 6 (How To Scale Your Model)."""
+
+import pytest
+
+import scalebook as sb
+from scalebook import training as t
+
+
+def test_ex1_data_parallel_batch_per_chip_on_v5p():
+    # 5.Ex1: B/X > C/W = 4.59e14 / 1.8e11 ~ 2550 tokens per chip; 850 over 3 axes; ~7.6M tokens per pod.
+    assert t.critical_batch("dp", "v5p") == pytest.approx(2550, rel=0.001)
+    assert t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(850, rel=0.001)
+    assert 8960 * t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(7.6e6, rel=0.01)
+
+
+def test_ex2_largest_pure_dp_model():
+    # 5.Ex2: 96 GB / 10 bytes per parameter (bf16 params, fp32 Adam moments) ~ 9B parameters.
+    assert t.max_params("v5p") == pytest.approx(9.6e9)
+
+
+def test_ex3_and_ex4_chips_before_fsdp_turns_comms_bound():
+    # 5.Ex3: a 40M-token batch at 850 tokens per chip -> ~47,000 chips. 5.Ex4: 16M -> ~18,823 chips, and
+    # LLaMA 3-70B's 6.3e24 FLOPs take ~17 days on them at 50% MFU.
+    per_chip = t.critical_batch("fsdp", "v5p", M_X=3)
+    assert 40e6 / per_chip == pytest.approx(47000, rel=0.01)
+    chips = 16e6 / per_chip
+    assert chips == pytest.approx(18823, rel=0.001)
+    flops = sb.get_model("llama3-70b").flops_per_token() * 15e12
+    assert flops / (chips * 4.59e14 * 0.5) / 86400 == pytest.approx(17, rel=0.03)
+
+
+def test_ex5_tensor_parallel_limits():
+    # 5.Ex5: Y < F·W/C: LLaMA 3-70B (F = 28,672) ~11-way (8 fine, 16 comms-bound); Gemma 7B (F ~ 49k) ~19-way.
+    assert t.tp_limit(28672, "v5p") == pytest.approx(11.2, rel=0.01)
+    assert t.tp_limit(2 * 24576, "v5p") == pytest.approx(19.3, rel=0.01)
+
+
+def test_ex6_ex7_fsdp_tp_split_and_threshold():
+    # 5.Ex6: N = 64, B = 48,000, F ~ 32k, M_X/M_Y = 2 -> X_opt ~ 13.9 (choose 16 x 4).
+    # 5.Ex7: B/N > 2550^2 / (2·F) ~ 99 tokens per chip for F = 32,768.
+    assert t.x_opt(48000, 32000, 64, M_X=2) == pytest.approx(13.9, rel=0.01)
+    assert t.critical_batch("fsdp_tp", "v5p", F=32768, M_X=2) == pytest.approx(99, rel=0.01)
+
+
+def test_dcn_batch_per_slice():
+    # ch. 5: pure DP across slices needs B per slice > C / W_dcn = 4.59e14 / 6.25e9 = 73,440 (the summary says ~71k).
+    assert t.critical_batch("dcn", "v5p") == pytest.approx(73440)
+
+
+def test_q2_llama2_13b_memory_at_16m_tokens():
+    # 5.Q2: (2 + 4 + 4) x 13e9 ~ 130 GB; three saves per layer after the big matmuls, 2·L·B·(D + 2F) ~ 42 TB.
+    m13 = sb.get_model("llama2-13b")
+    mem = t.memory(m13, 16e6, saves_per_layer=(m13.D + 2 * m13.F) / m13.D)
+    assert mem.params + mem.optimizer == pytest.approx(130e9, rel=0.01)
+    assert mem.activations == pytest.approx(4.2e13, rel=0.01)
+
+
+def test_q3_fsdp_tp_for_llama2_13b_on_a_v5p_cube_of_4096():
+    # 5.Q3: threshold 2550^2/(2·13,824) ~ 235 tokens/chip; X_opt = sqrt(3e6·2·4096/13,824) ~ 1333;
+    # step ~ 6·3e6·13e9 / (4096·4.6e14·0.4) ~ 300 ms.
+    assert t.critical_batch("fsdp_tp", "v5p", F=13824, M_X=2) == pytest.approx(235, rel=0.01)
+    assert t.x_opt(3e6, 13824, 4096, M_X=2) == pytest.approx(1333, rel=0.01)
+    step = t.step_time("llama2-13b", "v5p", 4096, 3e6, "fsdp_tp", X=1024, Y=4, M_X=2, mfu=0.4)
+    assert step.t_math == pytest.approx(0.3, rel=0.04)
+    assert step.bound == "compute"
+
+
+def test_chapter_6_llama3_70b_on_a_v5p_pod():
+    # 6.A5/A6: params 140 GB + Adam 560 GB + 4 checkpoints/layer ~ 21 TB at 4M tokens -> ~225 chips' HBM;
+    # spread over 8960 chips ~2.4 GB each.
+    mem = t.memory("llama3-70b", 4e6, n_chips=8960, saves_per_layer=4)
+    assert mem.params == pytest.approx(140e9, rel=0.01) and mem.optimizer == pytest.approx(560e9, rel=0.01)
+    assert mem.activations == pytest.approx(20.9e12, rel=0.01)
+    assert mem.total / 96e9 == pytest.approx(225, rel=0.01)
+    assert mem.per_chip == pytest.approx(2.4e9, rel=0.02)
+    # 6.A8: FSDP over batch and sequence: 4·1024·1024 / 8960 ~ 468 tokens per chip < 850 -> comms-bound.
+    per_chip = 4 * 1024 * 1024 / 8960
+    assert per_chip == pytest.approx(468, rel=0.001) and per_chip < t.critical_batch("fsdp", "v5p", M_X=3)
+    # 6.A9: FSDP + TP needs only 2550^2/(2·28,672) ~ 113 tokens per chip; X_opt ~ 1618 -> 2048 x 4.
+    assert t.critical_batch("fsdp_tp", "v5p", F=28672, M_X=2) == pytest.approx(113, rel=0.01)
+    assert t.x_opt(4 * 1024 * 1024, 28672, 8960, M_X=2) == pytest.approx(1618, rel=0.01)
+
+
+def test_layer_cost_ratios_match_the_closed_forms():
+    chip = sb.get_chip("v5p")
+    B, D, F = 2_000_000, 8192, 28672
+    alpha = chip.bf16_flops / chip.ici_bidirectional
+    dp = t.layer_cost("dp", B, D, F, chip, X=1000)
+    assert dp.t_math / dp.t_comms == pytest.approx((B / 1000) / alpha * 12 / 8)  # 12BDF/X·C vs 8DF/W
+    tp = t.layer_cost("tp", B, D, F, chip, Y=8)
+    assert tp.t_math / tp.t_comms == pytest.approx(F / (8 * alpha))  # Y < F/alpha
+
+
+def test_mfu_inverts_step_time():
+    step = t.step_time("llama3-8b", "v5e", 256, 1e6, "fsdp", X=256, mfu=0.5)
+    assert t.mfu("llama3-8b", "v5e", 256, 1e6, step.t_math) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: t.layer_cost("zero", 1, 1, 1, "v5p"), "strategy="),
+    (lambda: t.layer_cost("dp", 1, 1, 1, "v5p", X=0), "X=0"),
+    (lambda: t.layer_cost("dp", 1, 1, 1, "h100"), "no ICI bandwidth"),
+    (lambda: t.critical_batch("tp", "v5p"), "no batch threshold"),
+    (lambda: t.critical_batch("fsdp_tp", "v5p"), "F "),
+    (lambda: t.memory("llama3-8b", 1e6, optimizer="lion"), "optimizer="),
+    (lambda: t.memory("llama3-8b", 1e6, n_chips=0), "n_chips"),
+    (lambda: t.activation_bytes("llama3-8b", 1e6, "some"), "saves_per_layer"),
+    (lambda: t.step_time("llama3-8b", "v5p", 64, 1e6, X=8, Y=4), "must equal n_chips"),
+    (lambda: t.mfu("llama3-8b", "v5p", 64, 1e6, 0), "seconds"),
+])
+def test_bad_training_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
