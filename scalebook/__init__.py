@@ -32,10 +32,10 @@ __all__ = [
     "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "grading",
-    "runtime", "bench", "xla", "plots", "widgets", "svg", "problems", "notebooks", "cli",
+    "runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "problems", "notebooks", "cli",
 ]
 
-_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "problems", "notebooks", "cli"}
+_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "problems", "notebooks", "cli"}
 
 
 def setup(n_cpu_devices: int = 8, quiet: bool = False):

@@ -4,6 +4,7 @@
     scalebook roofline --chip v5e --shape 1024,8192,28672 [--dtype bf16] [--weight-dtype int8]
     scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
+    scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4M [--seq 4096]
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
 
@@ -66,6 +67,13 @@ def _shard(args: argparse.Namespace) -> str:
     return f"{plan}\n\n{plan.table()}"
 
 
+def _plan(args: argparse.Namespace) -> str:
+    from .training import plan
+
+    result = plan(args.model, args.chip, args.chips, parse_size(args.batch), seq_len=args.seq)
+    return f"{result}\n\n{result.candidates}"
+
+
 def _chips(args: argparse.Namespace) -> str:
     if args.vendor not in (None, "google", "nvidia"):
         raise ValueError(f"--vendor={args.vendor!r}; allowed: google, nvidia")
@@ -117,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     shard.add_argument("--sizes", required=True, help="dimension sizes, e.g. I=1024,J=4096,K=8192")
     shard.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES))
     shard.set_defaults(run=_shard)
+    train = sub.add_parser("plan", help="choose a training layout (DP, FSDP, TP, FSDP x TP, DCN) for a model")
+    train.add_argument("--model", required=True, help="a preset, e.g. llama3-70b (see scalebook.models)")
+    train.add_argument("--chip", required=True, help="a TPU, e.g. v5p")
+    train.add_argument("--chips", required=True, type=int, help="number of chips, e.g. 8960")
+    train.add_argument("--batch", required=True, help="global batch in tokens, e.g. 4M or 4194304")
+    train.add_argument("--seq", type=int, default=4096, help="sequence length in tokens (default 4096)")
+    train.set_defaults(run=_plan)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
     bench.add_argument("--dtype", default=None, help="fp32 on CPU by default, bf16 on accelerators")
     bench.set_defaults(run=_bench)

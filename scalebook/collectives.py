@@ -14,7 +14,8 @@ Latency: each hop costs ~1 µs, and a ring needs X/2 hops (X-1 without wraparoun
 max(latency, bandwidth time). AllReduce = ReduceScatter + AllGather (twice both terms). AllToAll is bound
 by the bisection: a quarter of the array crosses the middle of each axis in each direction, over two links
 on a ring (V / (4·W_bidi), a quarter of an AllGather) and one link without wraparound (V / (4·W_uni)); a
-ring whose links ran one way only would need V / (2·W_uni) (ch. 3, Q10). The longest axis sets the time. An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
+ring whose links ran one way only would need V / (2·W_uni) (ch. 3, Q10). The longest axis sets the time.
+An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
 """
 
 from __future__ import annotations

@@ -10,20 +10,27 @@ link (the book's W_ici). Per layer, forward + backward:
     FSDP       12·B·D·F / X     4·D·F + 8·D·F     (AllGather weights fwd and bwd, ReduceScatter grads)
     TP         12·B·D·F / Y     4·B·D + 8·B·D     (AllGather activations in, ReduceScatter out)
     FSDP + TP  12·B·D·F / XY    (4·B·D/X + 4·D·F/Y) + (8·B·D/X + 8·D·F/Y)
+
+In FSDP + TP the weight collectives run over the X axes and the activation collectives over the Y axes:
+different links, so they overlap one another and the communication time is the larger of the two. That is
+the assumption behind the book's optimum X_opt = sqrt((B/F)·(M_X/M_Y)·N) and threshold B/N > α²/(M_X·M_Y·F).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from .hardware import Chip, get_chip
 from .models import TransformerConfig, get_model
 from .roofline import Estimate
-from .units import dtype_bytes, fmt_bytes
+from .tables import Table
+from .units import dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
-           "layer_cost", "critical_batch", "tp_limit", "x_opt", "step_time", "mfu"]
+           "layer_cost", "critical_batch", "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "plan",
+           "TrainingPlan"]
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -115,7 +122,8 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X:
                M_X: int = 1, M_Y: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
 
-    `t_comms` sums the collectives as if none overlapped one another; `time` assumes they overlap the math.
+    `t_comms` is the communication time (FSDP + TP: the larger of its two kinds, which run on different axes);
+    `time` assumes communication overlaps the math.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
@@ -132,7 +140,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X:
         "dp": 2 * weights / (W * M_X),
         "fsdp": 3 * weights / (W * M_X),
         "tp": 6 * acts / (W * M_Y),
-        "fsdp_tp": 3 * weights / (Y * W * M_X) + 6 * acts / (X * W * M_Y),
+        "fsdp_tp": max(3 * weights / (Y * W * M_X), 6 * acts / (X * W * M_Y)),
     }[strategy]
     nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts,
               "fsdp_tp": 3 * weights / Y + 6 * acts / X}[strategy]
@@ -187,24 +195,51 @@ def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf
     return chip.hbm_bytes / per_param
 
 
+def _axes_of(chip: Chip) -> int:
+    """Physical torus axes of a chip's slices (3 on v4p/v5p/TPU7x, 2 on v5e/v6e)."""
+    return len(chip.max_slice or (0, 0))
+
+
+def comms_time(model: TransformerConfig, chip: Chip, batch_tokens: float, strategy: str, X: int, Y: int,
+               M_X: int, M_Y: int, dtype: str = "bf16") -> float:
+    """Return the seconds of communication per step for the whole model (collectives not overlapping).
+
+    DP: AllReduce of every gradient, 2·P·b / (W·M_X). FSDP: AllGather weights forward and backward plus
+    ReduceScatter gradients, 3·P·b / (W·M_X), divided by Y when combined with TP. TP: per layer, two blocks
+    (attention and MLP) each AllGather their [B, D] input and ReduceScatter their output, forward and
+    backward: 2 · 6·B·D·b / (W·M_Y), divided by X when combined with FSDP; the two kinds run on different
+    mesh axes at once, so FSDP + TP takes the larger. W is bidirectional ICI.
+    """
+    W, b = _W(chip), dtype_bytes(dtype)
+    weights = model.param_count() * b
+    acts = 2 * 6 * batch_tokens * model.D * b * model.L
+    return {
+        "dp": 2 * weights / (W * M_X),
+        "fsdp": 3 * weights / (W * M_X),
+        "tp": acts / (W * M_Y),
+        "fsdp_tp": max(3 * weights / (Y * W * M_X), acts / (X * W * M_Y)),
+    }[strategy]
+
+
 def step_time(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float,
               strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
               seq_len: int = 0, mfu: float = 1.0) -> Estimate:
-    """Return the `Estimate` of one training step (seconds), compute from the whole model's FLOPs at `mfu` of
-    peak, communication from the ch. 5 layer model with the model's D and F, times L layers.
-
-    X defaults to n_chips / Y. `time` assumes communication overlaps compute.
+    """Return the `Estimate` of one training step in seconds: compute from the model's training FLOPs at
+    `mfu` of peak, communication from `comms_time`. X defaults to n_chips / Y; `time` assumes the
+    collectives overlap the compute.
     """
     model, chip = get_model(model), get_chip(chip)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
     X = X if X is not None else n_chips // Y
     if X * Y != n_chips:
         raise ValueError(f"X·Y = {X}·{Y} must equal n_chips={n_chips}")
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
-    layer = layer_cost(strategy, batch_tokens, model.D, model.F, chip, X=X, Y=Y, M_X=M_X, M_Y=M_Y)
     flops = model.flops_per_token(seq_len) * batch_tokens
     t_math = flops / (n_chips * chip.peak_flops() * mfu)
-    return Estimate(flops / n_chips, model.L * layer.bytes, t_math, model.L * layer.t_comms, channel="ICI",
+    t_comms = comms_time(model, chip, batch_tokens, strategy, X, Y, M_X, M_Y)
+    return Estimate(flops / n_chips, t_comms * _W(chip), t_math, t_comms, channel="ICI",
                     label=f"{model.name or 'model'} step, {strategy} X={X} Y={Y} on {n_chips} × {chip.name}")
 
 
@@ -215,3 +250,106 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
     if seconds <= 0:
         raise ValueError(f"seconds must be positive, got {seconds!r}")
     return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops() * seconds)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
+
+    Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a
+    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (1: the planner does not pipeline).
+    """
+
+    model: TransformerConfig
+    chip: Chip
+    n_chips: int
+    batch_tokens: float
+    strategy: str
+    dp: int
+    fsdp: int
+    tp: int
+    pp: int
+    estimate: Estimate
+    candidates: Table
+
+    @property
+    def mfu(self) -> float:
+        """The best MFU this layout allows: compute time over step time (1 when compute-bound)."""
+        return self.estimate.t_math / self.estimate.time
+
+    def __str__(self) -> str:
+        return (f"{self.model.name}: {self.strategy} with FSDP {self.fsdp} × TP {self.tp}"
+                f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {self.n_chips} × {self.chip.name}; "
+                f"{self.estimate}")
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self}</p>" + self.candidates._repr_html_()
+
+
+def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, X, Y, M_X, M_Y) layouts of M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
+    axes = _axes_of(chip)
+    out = [("dp", M, 1, axes, 1), ("fsdp", M, 1, axes, 1)]
+    if M <= 64:
+        out.append(("tp", 1, M, 1, axes))
+    Y = 2
+    while Y < M and Y <= 64:
+        if M % Y == 0:
+            out.append(("fsdp_tp", M // Y, Y, max(1, axes - 1), 1))
+        Y *= 2
+    return out
+
+
+def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seq_len: int = 4096,
+         saves_per_layer: float | str = 4, optimizer: str = "adam", sequence_sharding: bool = True) -> TrainingPlan:
+    """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
+    pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
+
+    Without `sequence_sharding`, the data-parallel degree cannot exceed the number of sequences.
+    """
+    model, chip = get_model(model), get_chip(chip)
+    if not isinstance(n_chips, int) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    if batch_tokens < seq_len or seq_len <= 0:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must hold at least one sequence of seq_len={seq_len!r}")
+    pod = math.prod(chip.max_slice or (n_chips,))
+    slices = max(1, math.ceil(n_chips / pod))
+    if n_chips % slices:
+        raise ValueError(f"n_chips={n_chips} does not split evenly into {slices} slices of at most {pod} chips")
+    M, sequences = n_chips // slices, batch_tokens / seq_len
+    state = memory(model, batch_tokens, n_chips, saves_per_layer, optimizer)
+    rows, best = [], None
+    for strategy, X, Y, M_X, M_Y in _layouts(chip, M):
+        est = step_time(model, chip, M, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
+                        seq_len=seq_len)
+        if slices > 1:
+            dcn = 2 * model.param_count() * 2 / (M * chip.dcn_bandwidth)
+            est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
+        sharded = 1 if strategy == "dp" else M
+        per_chip = (state.params + state.optimizer) / sharded + state.activations / n_chips
+        why = ""
+        if per_chip > chip.hbm_bytes:
+            why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM"
+        elif not sequence_sharding and X * slices > sequences:
+            why = f"batch: {X * slices}-way data parallelism but only {sequences:.0f} sequences"
+        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "memory/chip": per_chip, "T_math": est.t_math,
+                     "T_comms": est.t_comms, "step": est.time, "why not": why,
+                     "_key": (strategy, X, Y, est)})
+        if not why and (best is None or est.time < best[3].time):
+            best = (strategy, X, Y, est)
+    if best is None:
+        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
+                         + "; ".join(r["why not"] for r in rows[:3]))
+    for row in rows:
+        if not row["why not"]:
+            e = row["_key"][3]
+            row["why not"] = ("chosen" if row["_key"] == best else
+                              f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
+                              else f"{e.time / best[3].time - 1:.0%} slower")
+        del row["_key"]
+    formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
+    table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
+    strategy, X, Y, est = best
+    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, 1, est, table)
+
+

@@ -68,3 +68,9 @@ def test_cli_shard(capsys):
 def test_cli_planner_errors(capsys, argv, message):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_plan(capsys):
+    assert cli.main(["plan", "--model", "llama3-70b", "--chip", "v5p", "--chips", "8960", "--batch", "4MiB"]) == 0
+    out = capsys.readouterr().out
+    assert "fsdp_tp with FSDP 2240 × TP 4" in out and "comms-bound" in out

@@ -111,3 +111,50 @@ def test_mfu_inverts_step_time():
 def test_bad_training_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_at_x_opt_the_fsdp_tp_ratio_is_the_books_closed_form():
+    # At X_opt the FSDP and TP terms are equal; T_math / T_comms = sqrt(B·F·M_X·M_Y) / (α·sqrt(N)).
+    chip = sb.get_chip("v5p")
+    B, D, F, N, M_X, M_Y = 2**22, 8192, 28672, 4096, 2, 1
+    X = t.x_opt(B, F, N, M_X, M_Y)
+    Y = N / X
+    alpha = chip.bf16_flops / chip.ici_bidirectional
+    W = chip.ici_bidirectional
+    fsdp, tp = 3 * 4 * D * F / (Y * W * M_X), 6 * 2 * B * D / (X * W * M_Y)
+    assert fsdp == pytest.approx(tp)
+    math = 12 * B * D * F / (N * chip.bf16_flops)
+    assert math / fsdp == pytest.approx((B * F * M_X * M_Y) ** 0.5 / (alpha * N**0.5))
+
+
+def test_planner_reproduces_chapter_6_for_llama3_70b_on_a_v5p_pod():
+    # 6.A5-A9: pure DP does not fit; FSDP alone (468 tokens/chip) is comms-bound; FSDP + TP with a few-way TP
+    # is compute-bound (the book picks 2048 x 4; with 8960 chips the planner's power-of-two TP gives 2240 x 4).
+    result = t.plan("llama3-70b", "v5p", 8960, 4 * 1024 * 1024, seq_len=4096)
+    assert (result.strategy, result.tp) == ("fsdp_tp", 4) and result.fsdp == 2240
+    assert result.estimate.bound == "compute" and result.mfu == 1
+    why = {(r["strategy"], r["TP"]): r["why not"] for r in result.candidates}
+    assert why[("dp", 1)].startswith("memory") and why[("fsdp", 1)].startswith("comms-bound")
+
+
+def test_planner_without_sequence_sharding_is_limited_by_the_sequence_count():
+    # 6.A7: 4M tokens of 4096-token sequences are only 1024 sequences: no more than 1024-way data parallelism.
+    result = t.plan("llama3-70b", "v5p", 8960, 4 * 1024 * 1024, sequence_sharding=False)
+    assert result.fsdp <= 1024
+    assert any(r["why not"].startswith("batch") for r in result.candidates)
+
+
+def test_planner_crosses_pods_over_dcn_and_answers_fast():
+    import time
+
+    start = time.perf_counter()
+    result = t.plan("llama3-405b", "v5p", 8 * 8960, 16 * 2**20)
+    assert time.perf_counter() - start < 0.2
+    assert result.dp == 8 and result.fsdp * result.tp == 8960
+
+
+def test_planner_rejects_impossible_requests():
+    with pytest.raises(ValueError, match="no layout"):
+        t.plan("llama3-405b", "v5e", 16, 2**20)
+    with pytest.raises(ValueError, match="batch_tokens"):
+        t.plan("llama3-8b", "v5e", 16, 100, seq_len=4096)
