@@ -30,7 +30,7 @@ from .units import dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
            "layer_cost", "critical_batch", "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "plan",
-           "TrainingPlan"]
+           "TrainingPlan", "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction"]
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -353,3 +353,79 @@ def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_t
     return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, 1, est, table)
 
 
+
+
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virtual: int = 1) -> float:
+    """Return the fraction of a pipelined step that stages sit idle: (P-1) / (v·M + P - 1).
+
+    GPipe and 1F1B idle equally, (P-1)/(M+P-1) for P stages and M microbatches; 1F1B only keeps fewer
+    microbatches' activations alive. The interleaved schedule gives each device `virtual` chunks of layers,
+    which shrinks the bubble v-fold at the cost of v times more stage-to-stage sends.
+    """
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ValueError(f"schedule={schedule!r}; allowed: {list(PIPELINE_SCHEDULES)}")
+    for name, value in (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    v = virtual if schedule == "interleaved" else 1
+    return (stages - 1) / (v * microbatches + stages - 1)
+
+
+def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -> list[list[str]]:
+    """Return a grid [stage][time slot] of work labels ('F3' = forward of microbatch 3, 'B3' backward, '' idle).
+
+    Each slot is one microbatch through one stage; a backward pass takes one slot like a forward (a drawing
+    aid, not a timing model). GPipe runs every forward, then every backward; 1F1B starts backwards as soon as
+    the last stage finishes a forward, so at most `stages` microbatches are in flight.
+    """
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule={schedule!r}; allowed: gpipe, 1f1b")
+    pipeline_bubble(stages, microbatches, schedule)  # validates the counts
+    P, M = stages, microbatches
+    grid = [[""] * (2 * (M + P - 1)) for _ in range(P)]
+    if schedule == "gpipe":
+        for s in range(P):
+            for m in range(M):
+                grid[s][s + m] = f"F{m}"
+                grid[s][M + P - 1 + (P - 1 - s) + m] = f"B{m}"
+        return grid
+    order = []  # per stage: warm-up forwards, then one backward, one forward, ...
+    for s in range(P):
+        warm = min(P - s, M)
+        seq = [("F", m) for m in range(warm)]
+        for b in range(M):
+            seq.append(("B", b))
+            if warm + b < M:
+                seq.append(("F", warm + b))
+        order.append(seq)
+    done = {}  # (kind, stage, microbatch) -> slot
+    free, pos = [0] * P, [0] * P
+    while any(pos[s] < len(order[s]) for s in range(P)):
+        for s in range(P):
+            if pos[s] == len(order[s]):
+                continue
+            kind, m = order[s][pos[s]]
+            needs = ("F", s - 1, m) if kind == "F" else ("B", s + 1, m) if s < P - 1 else ("F", s, m)
+            if kind == "F" and s == 0:
+                ready = 0
+            elif needs in done:
+                ready = done[needs] + 1
+            else:
+                continue
+            slot = max(free[s], ready)
+            for row in grid:
+                row.extend([""] * (slot + 1 - len(row)))
+            grid[s][slot] = f"{kind}{m}"
+            done[(kind, s, m)], free[s] = slot, slot + 1
+            pos[s] += 1
+    width = max(max((i for i, c in enumerate(row) if c), default=0) for row in grid) + 1
+    return [row[:width] for row in grid]
+
+
+def idle_fraction(grid: list[list[str]]) -> float:
+    """Return the fraction of empty (idle) slots in a pipeline grid."""
+    cells = [c for row in grid for c in row]
+    return cells.count("") / len(cells)

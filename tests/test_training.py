@@ -158,3 +158,27 @@ def test_planner_rejects_impossible_requests():
         t.plan("llama3-405b", "v5e", 16, 2**20)
     with pytest.raises(ValueError, match="batch_tokens"):
         t.plan("llama3-8b", "v5e", 16, 100, seq_len=4096)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("P, M", [(2, 2), (4, 8), (8, 4), (3, 16)])
+def test_simulated_pipelines_idle_exactly_as_the_bubble_formula_says(schedule, P, M):
+    grid = t.pipeline_schedule(P, M, schedule)
+    assert t.idle_fraction(grid) == pytest.approx(t.pipeline_bubble(P, M, schedule))
+    assert all(row.count(f"F{m}") == 1 and row.count(f"B{m}") == 1 for row in grid for m in range(M))
+
+
+def test_one_f_one_b_keeps_at_most_P_microbatches_in_flight():
+    P, M = 4, 12
+    grid = t.pipeline_schedule(P, M, "1f1b")
+    first = grid[0]
+    for slot in range(len(first)):
+        started = sum(1 for c in first[: slot + 1] if c.startswith("F"))
+        finished = sum(1 for c in first[: slot + 1] if c.startswith("B"))
+        assert started - finished <= P
+
+
+def test_interleaving_shrinks_the_bubble():
+    assert t.pipeline_bubble(8, 16, "interleaved", virtual=4) < t.pipeline_bubble(8, 16, "1f1b")
+    with pytest.raises(ValueError, match="schedule="):
+        t.pipeline_bubble(8, 16, "zero-bubble")
