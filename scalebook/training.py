@@ -30,7 +30,8 @@ from .units import dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
            "layer_cost", "critical_batch", "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "plan",
-           "TrainingPlan", "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction"]
+           "TrainingPlan", "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction",
+           "expert_parallel"]
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -429,3 +430,24 @@ def idle_fraction(grid: list[list[str]]) -> float:
     """Return the fraction of empty (idle) slots in a pipeline grid."""
     cells = [c for row in grid for c in row]
     return cells.count("") / len(cells)
+
+
+def expert_parallel(model: TransformerConfig | str, chip: Chip | str, batch_tokens: float, Z: int, M: int = 1,
+                    dtype: str = "bf16") -> Estimate:
+    """Return the `Estimate` of a training step's MoE layers with the experts split Z ways (expert parallelism).
+
+    Compute: 6 FLOPs per active expert parameter per token, shared over Z chips. Communication: each MoE
+    layer sends every token's D-vector to its k experts and back, forward and backward: four AllToAlls of
+    B·k·D values, each V / (4·W_bidi·M) on a ring (ch. 3), so B·k·D·b / (W_bidi·M) per layer.
+    """
+    model, chip = get_model(model), get_chip(chip)
+    if not model.is_moe:
+        raise ValueError(f"{model.name or 'this model'} has no experts (E=1); expert parallelism needs an MoE")
+    if not isinstance(Z, int) or not 1 <= Z <= model.E:
+        raise ValueError(f"Z={Z!r} must be an integer between 1 and E={model.E}")
+    expert = model._mlp(model.F_expert or model.F)
+    flops = 6 * batch_tokens * (model.k + model.shared) * expert * model.moe_layers / Z
+    values = batch_tokens * model.k * model.D * model.moe_layers
+    t_comms = 0.0 if Z == 1 else values * dtype_bytes(dtype) / (_W(chip) * M)
+    return Estimate(flops, values * dtype_bytes(dtype), flops / chip.peak_flops(dtype), t_comms, channel="ICI",
+                    label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")

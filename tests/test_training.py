@@ -182,3 +182,18 @@ def test_interleaving_shrinks_the_bubble():
     assert t.pipeline_bubble(8, 16, "interleaved", virtual=4) < t.pipeline_bubble(8, 16, "1f1b")
     with pytest.raises(ValueError, match="schedule="):
         t.pipeline_bubble(8, 16, "zero-bubble")
+
+
+def test_expert_parallel_compute_over_comms_grows_with_expert_width():
+    # Per MoE layer: 6·B·(k+shared)·3·D·F_e / Z FLOPs against B·k·D·b / W bytes-time: the ratio is
+    # 18·(k+1)·F_e / (Z·k·b·α) for DeepSeek-V3 (shared = 1), independent of the batch.
+    ds = sb.get_model("deepseek-v3")
+    chip = sb.get_chip("v5p")
+    est = t.expert_parallel(ds, chip, 1e6, Z=8)
+    alpha = chip.bf16_flops / chip.ici_bidirectional
+    assert est.t_math / est.t_comms == pytest.approx(18 * 9 * 2048 / (8 * 8 * 2 * alpha))
+    assert t.expert_parallel(ds, chip, 1e6, Z=1).t_comms == 0
+    with pytest.raises(ValueError, match="no experts"):
+        t.expert_parallel("llama3-8b", chip, 1e6, Z=8)
+    with pytest.raises(ValueError, match="Z=512"):
+        t.expert_parallel(ds, chip, 1e6, Z=512)
