@@ -16,9 +16,10 @@ from typing import Any
 from .hardware import Chip, chip_for_device_kind
 from .roofline import matmul
 from .tables import Table
-from .units import dtype_bytes, fmt_rate, fmt_time
+from .units import dtype_bytes, fmt_bytes, fmt_rate, fmt_time
 
-__all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes"]
+__all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
+           "COLLECTIVE_MODEL"]
 
 _JNP_DTYPES = {"fp32": "float32", "f32": "float32", "bf16": "bfloat16", "fp16": "float16", "int8": "int8"}
 
@@ -164,3 +165,63 @@ def matmul_sweep(shapes: Sequence[tuple[int, int, int]], dtype: str | None = Non
     table = Table(rows, formats=formats, title=f"matmul sweep on {chip.name}, {dtype}")
     return Sweep(table, chip, dtype)
 
+
+
+COLLECTIVE_MODEL = {"all_gather": "all_gather", "psum": "all_reduce", "psum_scatter": "reduce_scatter",
+                    "all_to_all": "all_to_all"}
+
+
+def _collective_fn(kind: str, mesh: Any):
+    """A jitted shard_map running the JAX collective `kind` over mesh axis 'i' on each device's [n, m] block."""
+    jax, _ = _jax()
+    from jax.sharding import PartitionSpec as P
+
+    ops = {
+        "all_gather": lambda x: jax.lax.all_gather(x, "i", tiled=True),
+        "psum": lambda x: jax.lax.psum(x, "i"),
+        "psum_scatter": lambda x: jax.lax.psum_scatter(x, "i", scatter_dimension=0, tiled=True),
+        "all_to_all": lambda x: jax.lax.all_to_all(x, "i", 0, 0, tiled=True),
+    }
+    return jax.jit(jax.shard_map(ops[kind], mesh=mesh, in_specs=P("i"), out_specs=P("i")))
+
+
+def collective_sweep(kinds: Sequence[str] = ("all_gather", "psum", "psum_scatter", "all_to_all"),
+                     sizes: Sequence[float] = (2**10, 2**13, 2**16, 2**19), axis_size: int = 8, repeats: int = 5,
+                     progress: bool = True) -> Table:
+    """Time JAX's collectives on a 1-D mesh of the first `axis_size` devices; return one row per kind and size.
+
+    `sizes` are the bytes each device holds before the collective (rounded down to whole rows). Where
+    fewer than `axis_size` accelerators exist, the emulated CPU devices are used (timings then indicative).
+    Each row gives the array bytes V the way `scalebook.collectives` counts them (the gathered array for
+    all_gather, the unreduced array for psum and psum_scatter, the whole array for all_to_all), the median
+    time in seconds, and V / time.
+    """
+    jax, _ = _jax()
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from .xla import device_mesh
+
+    unknown = [k for k in kinds if k not in COLLECTIVE_MODEL]
+    if unknown or not kinds:
+        raise ValueError(f"kinds={list(kinds)!r}; allowed: {list(COLLECTIVE_MODEL)}")
+    if not isinstance(axis_size, int) or axis_size < 2:
+        raise ValueError(f"axis_size={axis_size!r} must be an integer of at least 2 devices")
+    mesh = device_mesh({"i": axis_size})
+    platform = mesh.devices.flat[0].platform
+    dtype = "fp32" if platform == "cpu" else "bf16"
+    item = dtype_bytes(dtype)
+    rows = []
+    cases = [(k, s) for k in kinds for s in sizes]
+    for kind, per_device in _progress(cases, len(cases), "collective sweep", progress):
+        cols = int(per_device // (item * axis_size))
+        if cols < 1:
+            raise ValueError(f"sizes: {per_device!r} bytes per device is below one row of {axis_size} elements")
+        x = jax.device_put(_array((axis_size * axis_size, cols), dtype), NamedSharding(mesh, PartitionSpec("i")))
+        seconds = median_time(_collective_fn(kind, mesh), x, repeats=repeats)
+        local = axis_size * cols * item
+        V = local * axis_size if kind in ("all_gather", "all_to_all") else local
+        rows.append({"kind": kind, "model": COLLECTIVE_MODEL[kind], "bytes per device": local, "V": V,
+                     "measured": seconds, "V / time": V / seconds})
+    formats = {"bytes per device": fmt_bytes, "V": fmt_bytes, "measured": fmt_time,
+               "V / time": lambda r: fmt_rate(r, "B/s")}
+    return Table(rows, formats=formats, title=f"JAX collectives over {axis_size} {platform} devices, {dtype}")

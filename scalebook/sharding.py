@@ -28,7 +28,7 @@ from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["ArraySpec", "parse_spec", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
-           "sharded_matmul", "partition_spec"]
+           "sharded_matmul", "partition_spec", "mesh_axes"]
 
 _ARRAY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([^\]]*)\]\s*(\{[^}]*\})?\s*$")
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*)(?:_([A-Z]+))?$")
@@ -96,21 +96,36 @@ def _as_spec(spec: ArraySpec | str) -> ArraySpec:
     return spec if isinstance(spec, ArraySpec) else parse_spec(spec)
 
 
-def _check_axes(spec: ArraySpec, mesh: TpuMesh) -> None:
-    unknown = sorted({a for a in (*spec.used_axes, *spec.unreduced) if a not in mesh.axes})
+MeshLike = TpuMesh | Mapping[str, int]
+
+
+def mesh_axes(mesh: MeshLike) -> dict[str, int]:
+    """Return {axis: size} of a `TpuMesh` or of a plain mapping such as {"X": 4, "Y": 2}."""
+    axes = dict(mesh.axes if isinstance(mesh, TpuMesh) else mesh)
+    if any(not isinstance(n, int) or n < 1 for n in axes.values()):
+        raise ValueError(f"mesh={mesh!r} must map axis names to positive sizes")
+    return axes
+
+
+def _check_axes(spec: ArraySpec, axes: Mapping[str, int]) -> None:
+    unknown = sorted({a for a in (*spec.used_axes, *spec.unreduced) if a not in axes})
     if unknown:
-        raise ValueError(f"{spec} uses mesh axes {unknown} that {mesh} does not have (axes {list(mesh.axes)})")
+        raise ValueError(f"{spec} uses mesh axes {unknown} that the mesh does not have (axes {list(axes)})")
 
 
-def local_shape(spec: ArraySpec | str, mesh: TpuMesh, sizes: Mapping[str, int]) -> dict[str, int]:
-    """Return the shape each device holds: every dimension divided by the sizes of its mesh axes."""
+def local_shape(spec: ArraySpec | str, mesh: MeshLike, sizes: Mapping[str, int]) -> dict[str, int]:
+    """Return the shape each device holds: every dimension divided by the sizes of its mesh axes.
+
+    `mesh` is a `TpuMesh` or a plain {axis: size} mapping.
+    """
     spec = _as_spec(spec)
-    _check_axes(spec, mesh)
+    axes_of = mesh_axes(mesh)
+    _check_axes(spec, axes_of)
     shape = {}
     for dim, axes in spec.dims:
         if dim not in sizes:
             raise ValueError(f"sizes has no size for dimension {dim!r} of {spec}")
-        n, parts = sizes[dim], mesh.size(axes) if axes else 1
+        n, parts = sizes[dim], math.prod(axes_of[a] for a in axes)
         if not isinstance(n, int) or n <= 0 or n % parts:
             raise ValueError(f"dimension {dim}={n!r} of {spec} must be a positive multiple of {parts} "
                              f"(the size of mesh axes {''.join(axes)})")
@@ -118,14 +133,14 @@ def local_shape(spec: ArraySpec | str, mesh: TpuMesh, sizes: Mapping[str, int]) 
     return shape
 
 
-def bytes_per_device(spec: ArraySpec | str, mesh: TpuMesh, sizes: Mapping[str, int], dtype: str = "bf16") -> float:
+def bytes_per_device(spec: ArraySpec | str, mesh: MeshLike, sizes: Mapping[str, int], dtype: str = "bf16") -> float:
     """Return the bytes of the shard each device holds."""
     return math.prod(local_shape(spec, mesh, sizes).values()) * dtype_bytes(dtype)
 
 
-def total_bytes(spec: ArraySpec | str, mesh: TpuMesh, sizes: Mapping[str, int], dtype: str = "bf16") -> float:
+def total_bytes(spec: ArraySpec | str, mesh: MeshLike, sizes: Mapping[str, int], dtype: str = "bf16") -> float:
     """Return the bytes held across the whole mesh (one shard per chip, replicas counted)."""
-    return bytes_per_device(spec, mesh, sizes, dtype) * mesh.n_chips
+    return bytes_per_device(spec, mesh, sizes, dtype) * math.prod(mesh_axes(mesh).values())
 
 
 def partition_spec(spec: ArraySpec | str) -> tuple[str | tuple[str, ...] | None, ...]:
@@ -262,8 +277,9 @@ def _candidates(A: ArraySpec, B: ArraySpec, J: str) -> list[tuple[str, tuple[boo
         reduce_axes = a_j or b_j
         if set(a_free) & set(b_free) or set(reduce_axes) & (set(a_free) | set(b_free)):
             continue  # a mesh axis would shard two dimensions of the output
-        gathered = [n for n, g in zip(("A's contracting dim", "A's free dim", "B's contracting dim",
-                                       "B's free dim"), (gaj, gaf, gbj, gbf)) if g]
+        labels = (f"{A.name}'s contracting dim", f"{A.name}'s free dim", f"{B.name}'s contracting dim",
+                  f"{B.name}'s free dim")
+        gathered = [n for n, g in zip(labels, (gaj, gaf, gbj, gbf)) if g]
         name = ("gather " + ", ".join(gathered) if gathered else "no gather") + (
             f", multiply locally → partial sums over {''.join(reduce_axes)}" if reduce_axes else ", multiply locally")
         options.append((name, (gaj, gaf, gbj, gbf)))

@@ -291,7 +291,7 @@ def matmul_collectives(expr: str, axes: dict[str, int], dtype: str = "bf16", **s
         unknown = sorted(set(spec.used_axes) - set(names))
         if unknown:
             raise ValueError(f"{spec} uses axes {unknown} that axes={axes!r} does not define")
-        local_shape(spec, _SizesMesh(names), sizes)
+        local_shape(spec, names, sizes)
     letters = {d: chr(ord("a") + i) for i, d in enumerate(dict.fromkeys((*A.dim_names, *B.dim_names)))}
     subscripts = ",".join("".join(letters[d] for d in s.dim_names) for s in (A, B))
     subscripts += "->" + "".join(letters[d] for d in C.dim_names)
@@ -305,14 +305,4 @@ def matmul_collectives(expr: str, axes: dict[str, int], dtype: str = "bf16", **s
     args = [jax.ShapeDtypeStruct(tuple(sizes[d] for d in s.dim_names), dt, sharding=sharding(s)) for s in (A, B)]
     fn = jax.jit(lambda a, b: jnp.einsum(subscripts, a, b), out_shardings=sharding(C))
     return collectives(fn, *args)
-
-
-class _SizesMesh:
-    """The little of a TpuMesh that `sharding.local_shape` needs, for a plain {axis: size} mapping."""
-
-    def __init__(self, axes: dict[str, int]) -> None:
-        self.axes = axes
-
-    def size(self, axes: Iterable[str]) -> int:
-        return math.prod(self.axes[a] for a in axes)
 

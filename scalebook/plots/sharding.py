@@ -1,0 +1,379 @@
+"""Figures for the sharding chapter: which device holds which block of an array, a ring collective step by
+step, and a collective's time against the array size (latency floor and bandwidth line).
+
+The bookkeeping behind the pictures (`device_blocks`, `ring_schedule`) is plain Python, shared with the
+chapter's explorers, which draw the same states as HTML instead of matplotlib.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..collectives import KINDS, collective
+from ..hardware import TpuMesh
+from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
+from ..units import fmt_bytes, fmt_time
+from .base import figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", "busiest_link_share", "sharding_grid",
+           "ring_steps", "collective_vs_size", "PALETTE"]
+
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
+RING_KINDS = ("all_gather", "reduce_scatter", "all_to_all")
+Coord = tuple[int, ...]
+Measured = Sequence[tuple[float, float]]
+
+
+def _axis_sizes(mesh: TpuMesh | Mapping[str, int]) -> dict[str, int]:
+    sizes = dict(mesh.axes if isinstance(mesh, TpuMesh) else mesh)
+    if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes.values()):
+        raise ValueError(f"mesh={mesh!r} must be a TpuMesh or map axis names to positive sizes, e.g. {{'X': 4}}")
+    return sizes
+
+
+def device_blocks(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int]) -> dict[tuple[int, ...], list[Coord]]:
+    """Return, for each block of the array (its index along every dimension), the device coordinates holding it.
+
+    A dimension split over axes 'XY' has |X|·|Y| blocks, X the major axis; a mesh axis the spec does not
+    mention replicates the array, so several devices hold the same block.
+    """
+    spec = spec if isinstance(spec, ArraySpec) else parse_spec(spec)
+    sizes = _axis_sizes(mesh)
+    unknown = sorted({a for a in spec.used_axes if a not in sizes})
+    if unknown:
+        raise ValueError(f"{spec} uses mesh axes {unknown}; the mesh has {list(sizes)}")
+    names = list(sizes)
+    owners: dict[tuple[int, ...], list[Coord]] = {}
+    for coord in itertools.product(*(range(n) for n in sizes.values())):
+        at = dict(zip(names, coord))
+        block = []
+        for _, axes in spec.dims:
+            index = 0
+            for a in axes:
+                index = index * sizes[a] + at[a]
+            block.append(index)
+        owners.setdefault(tuple(block), []).append(coord)
+    return dict(sorted(owners.items()))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece of the array on one device: `chunk` picks its colour, `fill` (0..1) how complete it is."""
+
+    chunk: int
+    fill: float
+    label: str
+
+
+@dataclass(frozen=True)
+class RingStep:
+    """The state of a ring collective after `step` steps: what each device holds, and what crossed each link.
+
+    `held[i]` lists the pieces on device i; `links[(i, j)]` counts the pieces sent from i to its neighbour j
+    during this step; `piece_fraction` is one piece's share of the whole array V (1/n, or 1/n² for AllToAll).
+    """
+
+    step: int
+    held: tuple[tuple[Piece, ...], ...]
+    links: dict[tuple[int, int], int]
+    piece_fraction: float
+
+
+def _sides(n: int, owner: int, bidirectional: bool, wrap: bool) -> list[tuple[int, list[int]]]:
+    """The devices on each side of `owner`, nearest first, with the direction (+1 or -1) pieces travel."""
+    if wrap:
+        right = n // 2 if bidirectional else n - 1
+        return [(+1, [(owner + d) % n for d in range(1, right + 1)]),
+                (-1, [(owner - d) % n for d in range(1, n - right)])]
+    return [(+1, list(range(owner + 1, n))), (-1, list(range(owner - 1, -1, -1)))]
+
+
+def _check_ring(n: int, kind: str, bidirectional: bool, wrap: bool) -> None:
+    if not isinstance(n, int) or not 2 <= n <= 16:
+        raise ValueError(f"n={n!r} must be an integer number of devices from 2 to 16")
+    if kind not in RING_KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(RING_KINDS)}")
+    if not wrap and not bidirectional:
+        raise ValueError("a one-way line cannot reach its first device: a one-way ring needs wraparound (wrap=True)")
+
+
+def ring_schedule(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> list[RingStep]:
+    """Return the states of a ring collective over `n` devices, from step 0 (the start) to the last step.
+
+    AllGather: shard j spreads from device j one hop per step in each direction. ReduceScatter: chunk j's
+    partial sums flow towards device j, each device adding its own before passing them on (a piece's fill
+    is the share of the n contributions it holds). AllToAll: device i's piece for device k moves one hop per
+    step along the shortest way. Without `wrap` the devices form a line; without `bidirectional` every
+    piece travels the same way round.
+    """
+    _check_ring(n, kind, bidirectional, wrap)
+    if kind == "all_to_all":
+        return _all_to_all_schedule(n, bidirectional, wrap)
+    sides = {j: _sides(n, j, bidirectional, wrap) for j in range(n)}
+    last = max(len(devs) for s in sides.values() for _, devs in s)
+    if kind == "all_gather":
+        have = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+    else:
+        have = [[1.0] * n for _ in range(n)]
+    states = [_ring_state(0, have, {}, kind, n)]
+    for step in range(1, last + 1):
+        links: dict[tuple[int, int], int] = {}
+        for j, side_list in sides.items():
+            for _, devs in side_list:
+                if step > len(devs):
+                    continue
+                if kind == "all_gather":
+                    src, dst = ([j] + devs)[step - 1], devs[step - 1]
+                    have[dst][j] = 1.0
+                else:
+                    far = len(devs) - step
+                    src, dst = devs[far], ([j] + devs)[far]
+                    have[dst][j] += have[src][j]
+                    have[src][j] = 0.0
+                links[(src, dst)] = links.get((src, dst), 0) + 1
+        states.append(_ring_state(step, have, links, kind, n))
+    return states
+
+
+def _ring_state(step: int, have: list[list[float]], links: dict[tuple[int, int], int], kind: str,
+                n: int) -> RingStep:
+    if kind == "all_gather":
+        held = tuple(tuple(Piece(j, 1.0, str(j)) for j in range(n) if row[j]) for row in have)
+    else:
+        held = tuple(tuple(Piece(j, row[j] / n, f"{j}:{row[j]:.0f}") for j in range(n) if row[j]) for row in have)
+    return RingStep(step, held, dict(links), 1 / n)
+
+
+def _all_to_all_schedule(n: int, bidirectional: bool, wrap: bool) -> list[RingStep]:
+    def direction(src: int, dst: int) -> int:
+        if not wrap:
+            return 1 if dst > src else -1
+        ahead = (dst - src) % n
+        return 1 if not bidirectional or ahead <= n // 2 else -1
+
+    at = {(s, d): s for s in range(n) for d in range(n)}
+
+    def state(step: int, links: dict[tuple[int, int], int]) -> RingStep:
+        held = tuple(tuple(Piece(d, 1.0, f"{s}→{d}") for (s, d), where in sorted(at.items(), key=lambda kv: kv[0][::-1])
+                           if where == i) for i in range(n))
+        return RingStep(step, held, links, 1 / n**2)
+
+    states, step = [state(0, {})], 0
+    while any(where != d for (_, d), where in at.items()):
+        step += 1
+        links: dict[tuple[int, int], int] = {}
+        for (s, d), where in at.items():
+            if where != d:
+                nxt = (where + direction(s, d)) % n
+                links[(where, nxt)] = links.get((where, nxt), 0) + 1
+                at[(s, d)] = nxt
+        states.append(state(step, links))
+    return states
+
+
+# --- figures ---------------------------------------------------------------------------------------------------
+
+
+def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], sizes: Mapping[str, int],
+                  dtype: str = "bf16", title: str | None = None) -> Figure:
+    """Draw a 2-D array's blocks labelled with the devices holding them, beside the mesh coloured by block.
+
+    `mesh` is a `TpuMesh` or a mapping of at most two axes of size > 1 (rows = first axis, columns =
+    second); `sizes` gives the array's dimensions, for the local shape and bytes per device in the title.
+    """
+    spec = spec if isinstance(spec, ArraySpec) else parse_spec(spec)
+    axes = _axis_sizes(mesh)
+    if len(spec.dims) != 2:
+        raise ValueError(f"spec={spec} must be a 2-D array such as 'A[I_X, J_Y]'")
+    if sum(n > 1 for n in axes.values()) > 2 or len(axes) > 3:
+        raise ValueError(f"mesh={mesh!r}: the grid draws meshes with at most two axes longer than 1")
+    local = local_shape(spec, axes, sizes)
+    owners = device_blocks(spec, axes)
+    rows_n = max(b[0] for b in owners) + 1
+    cols_n = max(b[1] for b in owners) + 1
+    colour = {block: PALETTE[k % len(PALETTE)] for k, block in enumerate(owners)}
+    fig, (left, right) = figure((10.0, 4.6), ncols=2)
+    for (r, c), devices in owners.items():
+        left.add_patch(_rect(c, rows_n - 1 - r, colour[(r, c)]))
+        text = "\n".join(_coord(d) for d in devices[:6]) + ("\n…" if len(devices) > 6 else "")
+        left.text(c + 0.5, rows_n - 0.5 - r, text, ha="center", va="center", fontsize=_font(rows_n, cols_n, devices))
+    dims = [d for d, _ in spec.dims]
+    left.set_xlim(0, cols_n)
+    left.set_ylim(0, rows_n)
+    left.set_xticks([])
+    left.set_yticks([])
+    left.set_xlabel(f"{dims[1]} (columns): {sizes[dims[1]]} elements in {cols_n} block(s) of {local[dims[1]]}")
+    left.set_ylabel(f"{dims[0]} (rows): {sizes[dims[0]]} elements in {rows_n} block(s) of {local[dims[0]]}")
+    left.set_title(f"{spec}: devices ({', '.join(axes)}) holding each block", fontsize=10)
+    names = [a for a in axes]
+    big = [a for a in names if axes[a] > 1] or names[:1]
+    row_axis, col_axis = (big + [None])[:2]
+    R, C = axes[row_axis], axes[col_axis] if col_axis else 1
+    block_of = {d: b for b, ds in owners.items() for d in ds}
+    for coord, block in block_of.items():
+        at = dict(zip(names, coord))
+        x, y = (at[col_axis] if col_axis else 0), R - 1 - at[row_axis]
+        right.add_patch(_rect(x, y, colour[block]))
+        right.text(x + 0.5, y + 0.5, f"{_coord(coord)}\nblock {block}", ha="center", va="center",
+                   fontsize=7 if max(R, C) <= 8 else 5)
+    right.set_xlim(0, C)
+    right.set_ylim(0, R)
+    right.set_xticks([i + 0.5 for i in range(C)], [str(i) for i in range(C)])
+    right.set_yticks([i + 0.5 for i in range(R)], [str(R - 1 - i) for i in range(R)])
+    right.set_xlabel(f"mesh axis {col_axis} (device index)" if col_axis else "(one column)")
+    right.set_ylabel(f"mesh axis {row_axis} (device index)")
+    right.set_title("devices, coloured by the block they hold", fontsize=10)
+    for ax in (left, right):
+        ax.set_aspect("equal")
+    nbytes = bytes_per_device(spec, axes, sizes, dtype)
+    copies = len(next(iter(owners.values())))
+    shape = ", ".join(str(local[d]) for d in dims)
+    fig.suptitle(title or f"{spec} on mesh {_mesh_text(axes)}: local {dtype}[{shape}] = {fmt_bytes(nbytes)} "
+                          f"per device, {copies} cop{'y' if copies == 1 else 'ies'} of each block")
+    return fig
+
+
+def _rect(x: float, y: float, colour: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x + 0.03, y + 0.03), 0.94, 0.94, facecolor=colour, alpha=0.55, edgecolor="k", lw=0.8)
+
+
+def _coord(coord: Coord) -> str:
+    return "(" + ",".join(map(str, coord)) + ")"
+
+
+def _font(rows: int, cols: int, devices: Sequence[Coord]) -> float:
+    return max(5.0, min(9.0, 40 / max(rows, cols) / max(1.0, min(len(devices), 6) ** 0.5)))
+
+
+def _mesh_text(axes: Mapping[str, int]) -> str:
+    return "{" + ", ".join(f"{a}: {n}" for a, n in axes.items()) + "}"
+
+
+def _busiest(states: Sequence[RingStep]) -> int:
+    totals: dict[tuple[int, int], int] = {}
+    for s in states:
+        for link, k in s.links.items():
+            totals[link] = totals.get(link, 0) + k
+    return max(totals.values(), default=0)
+
+
+def busiest_link_share(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> float:
+    """Return the share of the array V that crosses the busiest link (one direction) during a ring collective.
+
+    In the bandwidth-bound regime the collective takes this share × V / (one-way link bandwidth): 1/2 for an
+    AllGather on a bidirectional ring, (n-1)/n on a one-way ring; for an AllToAll (n+2)/(8n) on a bidirectional
+    ring and (n-1)/(2n) on a one-way one.
+    """
+    states = ring_schedule(n, kind, bidirectional, wrap)
+    return _busiest(states) * states[0].piece_fraction
+
+
+def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True,
+               nbytes: float | None = None, title: str | None = None) -> Figure:
+    """Draw a ring collective step by step: one panel per step, pieces on each device, pieces on each link.
+
+    Columns are devices; a device's squares are the pieces it holds (colour = the shard, or for AllToAll
+    the destination; pale = a partial sum still missing contributions). Under each gap, `k→` and `←k` count
+    the pieces crossing that link in each direction during the step; `nbytes` (the whole array V) turns the
+    counts into bytes in the titles.
+    """
+    states = ring_schedule(n, kind, bidirectional, wrap)
+    ncols = min(len(states), 3)
+    nrows = math.ceil(len(states) / ncols)
+    fig, axes = figure((4.2 * ncols, 2.9 * nrows + 0.6), ncols=ncols, nrows=nrows)
+    axes = np.atleast_1d(axes).ravel()
+    slots = max(n, *(len(p) for s in states for p in s.held))
+    for ax, state in zip(axes, states):
+        _draw_ring_state(ax, state, n, slots, kind, wrap)
+    for ax in axes[len(states):]:
+        ax.set_axis_off()
+    piece = fmt_bytes(nbytes * states[0].piece_fraction) if nbytes else f"1/{round(1 / states[0].piece_fraction)} of V"
+    busiest = _busiest(states)
+    how = ("bidirectional" if bidirectional else "one-way") + (" ring" if wrap else " line (no wraparound)")
+    fig.suptitle(title or f"{kind} over {n} devices on a {how}: {len(states) - 1} steps; one piece = {piece}; "
+                          f"busiest link carries {busiest} pieces "
+                          f"(= {busiest * states[0].piece_fraction:.3g} V) one way")
+    return fig
+
+
+def _draw_ring_state(ax, state: RingStep, n: int, slots: int, kind: str, wrap: bool) -> None:
+    from matplotlib.patches import Rectangle
+
+    for i, pieces in enumerate(state.held):
+        ax.add_patch(Rectangle((i + 0.05, -0.02), 0.9, slots + 0.04, fill=False, edgecolor="#888", lw=0.6))
+        for k, p in enumerate(pieces):
+            y = p.chunk if kind != "all_to_all" else k
+            ax.add_patch(Rectangle((i + 0.12, y + 0.06), 0.76, 0.88, facecolor=PALETTE[p.chunk % len(PALETTE)],
+                                   alpha=0.2 + 0.75 * p.fill, edgecolor="none"))
+            if n <= 8:
+                size = 7 if kind == "all_gather" else 5.5
+                ax.text(i + 0.5, y + 0.5, p.label, ha="center", va="center", fontsize=size)
+    for i in range(n):
+        j = (i + 1) % n
+        if j == 0 and not wrap:
+            continue
+        right, left = state.links.get((i, j), 0), state.links.get((j, i), 0)
+        x = i + 1 if j else n + 0.1
+        label = "\n".join(t for t in (f"{right}→" if right else "", f"←{left}" if left else "") if t)
+        if label:
+            ax.text(x, -0.6, label, ha="center", va="top", fontsize=6.5, color="#c0392b")
+    ax.set_xlim(-0.1, n + 0.5)
+    ax.set_ylim(-2.2, slots + 0.2)
+    ax.set_xticks([i + 0.5 for i in range(n)], [str(i) for i in range(n)], fontsize=7)
+    ax.set_yticks([])
+    ax.set_xlabel("device", fontsize=8)
+    ax.set_title("start" if state.step == 0 else f"after step {state.step}", fontsize=9)
+    for spine in ("left", "right", "top"):
+        ax.spines[spine].set_visible(False)
+
+
+def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, kind: str = "all_gather",
+                       sizes: Sequence[float] | None = None,
+                       measured: Measured | Mapping[str, Measured] | None = None, title: str | None = None) -> Figure:
+    """Plot a collective's modelled time against the array bytes V, log-log: the latency floor (hops × 1 µs),
+    the bandwidth line, and the model (their max). `measured` adds points (V in bytes, seconds), or several
+    labelled series as {label: points}.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
+    V = np.asarray(sizes if sizes is not None else np.geomspace(1e3, 1e10, 120), dtype=float)
+    if V.size == 0 or V.min() <= 0:
+        raise ValueError("sizes must be a non-empty sequence of positive byte counts")
+    ests = [collective(kind, mesh, axes, v) for v in V]
+    t = np.array([e.time for e in ests])
+    bw = np.array([e.t_comms for e in ests])
+    floor = ests[0].t_latency
+    fig, ax = figure()
+    ax.loglog(V, t, lw=2.5, color="k", label="model: max(latency, bandwidth)")
+    ax.loglog(V, bw, ls=":", lw=1.5, color="tab:blue", label="bandwidth term")
+    if floor:
+        ax.axhline(floor, ls="--", lw=1.2, color="tab:red", label=f"latency floor: {fmt_time(floor)}")
+        slope = bw[-1] / V[-1]
+        knee = floor / slope
+        ax.axvline(knee, ls="-.", lw=0.8, color="#777")
+        ax.annotate(f"latency-bound below ≈ {fmt_bytes(knee)}", (knee, floor), textcoords="offset points",
+                    xytext=(10, 24), fontsize=8)
+    series = measured if isinstance(measured, Mapping) else {"measured": measured} if measured else {}
+    for k, (label, pts) in enumerate(series.items()):
+        if pts:
+            xs, ys = zip(*pts)
+            ax.loglog(xs, ys, "os^Dv"[k % 5], ms=6, alpha=0.8, color=PALETTE[(k + 1) % len(PALETTE)], label=label)
+    ax.set_xlabel("array size V (bytes)")
+    ax.set_ylabel("time (s)")
+    names = "".join(mesh.resolve_axes(axes))
+    ax.set_title(title or f"{kind}_{names} on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: time vs array size")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
