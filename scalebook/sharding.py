@@ -288,13 +288,27 @@ def _candidates(A: ArraySpec, B: ArraySpec, J: str) -> list[tuple[str, tuple[boo
 
 def _finish(result: ArraySpec, target: ArraySpec, mesh: TpuMesh, sizes: Mapping[str, int],
             dtype: str) -> list[Step]:
-    """Collectives that turn the local result's sharding into the requested output's."""
+    """Collectives that turn the local result's sharding into the requested output's: the cheaper of
+    all-reducing the partial sums the output does not split, or reduce-scattering every partial sum at once
+    (more axes, more bandwidth) and gathering back what the output keeps whole."""
+    options = [_finish_with(result, target, mesh, sizes, dtype, scatter_all) for scatter_all in (False, True)]
+    return min(options, key=lambda steps: sum(s.estimate.time for s in steps))
+
+
+def _finish_with(result: ArraySpec, target: ArraySpec, mesh: TpuMesh, sizes: Mapping[str, int], dtype: str,
+                 scatter_all: bool) -> list[Step]:
     steps: list[Step] = []
     V = math.prod(sizes[d] for d in target.dim_names) * dtype_bytes(dtype)
     target_of = {a: d for d, axes in target.dims for a in axes}
     current = dict(result.dims)
-    scatter = tuple(a for a in result.unreduced if a in target_of and a not in current[target_of[a]])
+    scatter = tuple(a for a in result.unreduced if a in target_of)
     reduce = tuple(a for a in result.unreduced if a not in scatter)
+    if scatter_all and reduce:
+        spare = target_of[scatter[0]] if scatter else target.dim_names[0]
+        scatter_to = {**target_of, **dict.fromkeys(reduce, spare)}
+        scatter, reduce = result.unreduced, ()
+    else:
+        scatter_to = target_of
     if reduce:
         others = tuple(a for a in result.used_axes)
         steps.append(Step("all_reduce", reduce, V, collective("all_reduce", mesh, reduce, V, others),
@@ -304,7 +318,7 @@ def _finish(result: ArraySpec, target: ArraySpec, mesh: TpuMesh, sizes: Mapping[
         steps.append(Step("reduce_scatter", scatter, V, collective("reduce_scatter", mesh, scatter, V, others),
                           "sum the partial results, each device keeping the slice of the sharded output"))
         for a in scatter:
-            current[target_of[a]] = (*current[target_of[a]], a)
+            current[scatter_to[a]] = (*current[scatter_to[a]], a)
     moving = [(d, a) for d, axes in current.items() for a in axes if target_of.get(a) not in (None, d)]
     if moving:
         axes = tuple(a for _, a in moving)
