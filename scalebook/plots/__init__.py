@@ -6,6 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
+from .models import attention_share, param_breakdown
 from .roofline import batch_roofline, roofline, sweep
 from .sharding import collective_vs_size, ring_steps, sharding_grid
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, torus
@@ -13,3 +14,4 @@ from .tpu import bandwidth_ladder, stage_breakdown, systolic, torus
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
 __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
+__all__ += ["attention_share", "param_breakdown"]

@@ -4,9 +4,24 @@
 from __future__ import annotations
 
 from .core import Explorer, Log, explore, roofline_chart, roofline_explorer
+from .models import (
+    attention_estimate,
+    attention_roofline_explorer,
+    attention_share,
+    attention_share_explorer,
+    flop_conventions,
+    kv_cache_explorer,
+    kv_cache_table,
+    model_explorer,
+    remat_explorer,
+    remat_table,
+)
 from .sharding import collective_explorer, matmul_explorer, memory_explorer, ring_explorer, sharding_grid_explorer
 from .tpu import offload_explorer, systolic_explorer, torus_explorer, transfer_explorer
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 __all__ += ["torus_explorer", "transfer_explorer", "systolic_explorer", "offload_explorer"]
 __all__ += ["collective_explorer", "matmul_explorer", "ring_explorer", "sharding_grid_explorer", "memory_explorer"]
+__all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "remat_explorer",
+            "attention_roofline_explorer", "flop_conventions", "attention_share", "kv_cache_table", "remat_table",
+            "attention_estimate"]

@@ -1,0 +1,92 @@
+"""Problem set 4 (Transformer math): the answer key agrees with hand computations, and the notebook with the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import scalebook as sb
+from scalebook.grading import ExpectationError
+from scalebook.problems import get_problem, list_problems
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "04_transformers.md"
+
+# LLaMA 3.1-405B (public config.json): matmul parameters per layer and the unembedding, by hand.
+_L405, _D405, _N405, _H405 = 126, 16384, 128, 128
+_MATMUL_405 = _L405 * (2 * _D405 * _N405 * _H405 + 2 * _D405 * 8 * _H405 + 3 * _D405 * 53248) + 128256 * _D405
+_ATTN_405_FULL = 3 * 4 * _N405 * _H405 * 131072 * _L405  # training: 3 x (QKᵀ and AV, 2·T·N·H each) per layer
+# LLaMA 3-8B: L = 32, D = 4096, F = 14336, N = 32, K = 8, H = 128, V = 128256.
+_MATMUL_8B = 32 * (2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 3 * 4096 * 14336) + 128256 * 4096
+# LLaMA 3-70B training FLOPs per token at T = 8192, causal: 6 x matmul params + 3 x 4·N·H·(T/2)·L.
+_MATMUL_70B = 80 * (2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672) + 128256 * 8192
+_FLOPS_70B = 6 * _MATMUL_70B + 3 * 4 * 64 * 128 * 4096 * 80
+
+# Each answer worked by hand from the models' public configs and the chips' spec numbers (book ch. 1, 4; chips.toml).
+HAND: dict[str, float] = {
+    # LLaMA 2-13B: L(3DF + 4D² + 2D norms) + 2DV (untied) + D (final norm).
+    "04.1": 40 * (3 * 5120 * 13824 + 4 * 5120**2 + 2 * 5120) + 2 * 5120 * 32000 + 5120,
+    # a contraction: 2 x the product of every distinct dimension B·T·S·K·G·H.
+    "04.2": 2 * 8 * 4096 * 4096 * 8 * 8 * 128,
+    # (6 x matmul params + 3 x 4·N·H·(T/2)·L causal attention) x 15e12 tokens.
+    "04.3": (6 * _MATMUL_8B + 3 * 4 * 32 * 128 * 4096 * 32) * 15e12,
+    # causal attention 4·N·H·(T/2) = 2·D·T per layer-token (N·H = D) equals the MLP's 2·3·D·F -> T = 3F.
+    "04.4": 3 * 28672,
+    # 2 (K and V) · L · K · H values x 2 bytes x 131072 tokens.
+    "04.5": 2 * 126 * 8 * 128 * 2 * 131072,
+    # 128 heads x (192 + 128) values per layer over the 512 + 64 latent values per layer.
+    "04.6": 128 * (192 + 128) / (512 + 64),
+    # 7 saved [tokens, D] arrays x 2**22 tokens x D = 8192 x L = 80 x 2 bytes, over 256 chips.
+    "04.7": 7 * 2**22 * 8192 * 80 * 2 / 256,
+    # the causal kernel skips half the attention FLOPs: (attention / 2) / (matmuls + full attention).
+    "04.8": (_ATTN_405_FULL / 2) / (6 * _MATMUL_405 + _ATTN_405_FULL),
+    # training FLOPs of a 2**22-token step over 2048 x 9.89e14 FLOP/s x 2.4 s.
+    "04.9": _FLOPS_70B * 2**22 / (2048 * 9.89e14 * 2.4),
+    # H100, 1-byte weights, bf16 compute: B > (C/W)/2 for a dense layer, times E/k = 32 for the MoE.
+    "04.10": 9.89e14 / 3.35e12 / 2 * 128 / 4,
+    # 4 bytes x 64 heads x 32768² scores.
+    "04.11": 4 * 64 * 32768**2,
+}
+
+
+def notebook_ids() -> list[str]:
+    """Return the problem ids the solutions notebook checks, in order."""
+    return re.findall(r"""sb\.check\(\s*["']([^"']+)["']""", SOLUTIONS.read_text(encoding="utf-8"))
+
+
+def test_problem_set_has_at_least_eight_problems() -> None:
+    assert len(list_problems("04.")) >= 8
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_reference_matches_hand_computation(qid: str) -> None:
+    assert get_problem(qid).reference() == pytest.approx(HAND[qid], rel=1e-3)
+
+
+def test_every_registered_problem_has_a_hand_computation() -> None:
+    assert {p.qid for p in list_problems("04.")} == set(HAND)
+
+
+def test_notebook_and_key_name_the_same_problems() -> None:
+    ids = notebook_ids()
+    assert len(ids) == len(set(ids)), f"a problem is checked twice in {SOLUTIONS.name}: {ids}"
+    assert set(ids) == {p.qid for p in list_problems("04.")}
+
+
+def test_notebook_numbers_problems_in_order() -> None:
+    headings = re.findall(r"^## Problem (\d+) ", SOLUTIONS.read_text(encoding="utf-8"), re.M)
+    assert [f"04.{n}" for n in headings] == notebook_ids()
+
+
+@pytest.mark.parametrize("qid", sorted(HAND))
+def test_check_accepts_the_reference_and_rejects_a_wrong_answer(qid: str) -> None:
+    reference = get_problem(qid).reference()
+    assert sb.check(qid, reference).ok
+    with pytest.raises(ExpectationError, match="expected"):
+        sb.check(qid, 3 * reference)
+
+
+def test_check_leaves_an_unanswered_problem_open(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sb.check("04.1", ...) is None
+    assert "not answered yet" in capsys.readouterr().out
