@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from problemsets import hand_answer_test
-
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "01_rooflines.md"
 
 # Each answer worked by hand from the raw spec numbers (book ch. 1-2 tables, NVIDIA datasheets as in chips.toml).
 HAND: dict[str, float] = {

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from problemsets import hand_answer_test
 
 import scalebook as sb
 from scalebook.problems import get_problem
-
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "03_sharding.md"
 
 # One-way ICI link bandwidths (book ch. 2): the bidirectional figure of a wrapped axis is twice these.
 V5E_UNI, V5P_UNI, V6E_UNI = 4.5e10, 9e10, 9e10

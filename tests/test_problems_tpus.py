@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from problemsets import hand_answer_test
 
 import scalebook as sb
 from scalebook.grading import ExpectationError
 from scalebook.problems import get_problem
-
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "02_tpus.md"
 
 # Each answer worked by hand from the raw spec numbers (book ch. 2 tables, as in chips.toml).
 HAND: dict[str, float] = {

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from problemsets import hand_answer_test
-
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions" / "04_transformers.md"
 
 # LLaMA 3.1-405B (public config.json): matmul parameters per layer and the unembedding, by hand.
 _L405, _D405, _N405, _H405 = 126, 16384, 128, 128
