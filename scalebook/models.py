@@ -22,7 +22,7 @@ from typing import Any
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 
-__all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES"]
+__all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -253,7 +253,8 @@ def get_model(name: str | TransformerConfig) -> TransformerConfig:
     return TransformerConfig(**spec)
 
 
-_HF_KEYS = {
+# Which Hugging Face config.json keys hold each letter (the first one present wins).
+HF_CONFIG_KEYS = {
     "L": ("num_hidden_layers", "n_layer", "num_layers"),
     "D": ("hidden_size", "n_embd", "d_model"),
     "F": ("intermediate_size", "n_inner", "ffn_dim"),
@@ -276,12 +277,12 @@ _UNGATED = {"gpt2", "gpt_neox", "opt", "bloom", "gptj", "falcon"}
 def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConfig:
     """Return the `TransformerConfig` of a Hugging Face `config.json` (given as a dict; nothing is downloaded)."""
     def pick(letter: str) -> Any:
-        return next((config[k] for k in _HF_KEYS[letter] if config.get(k) is not None), None)
+        return next((config[k] for k in HF_CONFIG_KEYS[letter] if config.get(k) is not None), None)
 
-    values = {letter: pick(letter) for letter in _HF_KEYS}
+    values = {letter: pick(letter) for letter in HF_CONFIG_KEYS}
     missing = [letter for letter in ("L", "D", "N", "V") if values[letter] is None]
     if missing:
-        keys = [_HF_KEYS[m][0] for m in missing]
+        keys = [HF_CONFIG_KEYS[m][0] for m in missing]
         raise ValueError(f"config is missing {keys} (needed for {missing}); is it a decoder-only model's config.json?")
     values["F"] = values["F"] or 4 * values["D"]
     values["K"] = values["K"] or values["N"]

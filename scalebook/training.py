@@ -315,11 +315,14 @@ def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_t
         raise ValueError(f"batch_tokens={batch_tokens!r} must hold at least one sequence of seq_len={seq_len!r}")
     pod = math.prod(chip.max_slice or (n_chips,))
     slices = max(1, math.ceil(n_chips / pod))
+    if slices > 1 and not chip.dcn_bandwidth:
+        raise ValueError(f"n_chips={n_chips} needs {slices} slices of {chip.name} joined over DCN, and its "
+                         "dcn_bandwidth is unknown; use at most one pod or a chip with a DCN figure")
     if n_chips % slices:
         raise ValueError(f"n_chips={n_chips} does not split evenly into {slices} slices of at most {pod} chips")
     M, sequences = n_chips // slices, batch_tokens / seq_len
     state = memory(model, batch_tokens, n_chips, saves_per_layer, optimizer)
-    rows, best = [], None
+    rows, best, best_memory = [], None, 0.0
     for strategy, X, Y, M_X, M_Y in _layouts(chip, M):
         est = step_time(model, chip, M, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
                         seq_len=seq_len)
@@ -336,8 +339,8 @@ def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_t
         rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "memory/chip": per_chip, "T_math": est.t_math,
                      "T_comms": est.t_comms, "step": est.time, "why not": why,
                      "_key": (strategy, X, Y, est)})
-        if not why and (best is None or est.time < best[3].time):
-            best = (strategy, X, Y, est)
+        if not why and (best is None or (est.time, per_chip) < (best[3].time, best_memory)):
+            best, best_memory = (strategy, X, Y, est), per_chip
     if best is None:
         raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
                          + "; ".join(r["why not"] for r in rows[:3]))

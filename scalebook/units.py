@@ -12,7 +12,7 @@ import re
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
     "KiB", "MiB", "GiB", "TiB",
-    "ns", "us", "ms",
+    "ns", "us", "ms", "DAY", "YEAR",
     "DTYPE_BYTES", "dtype_bytes",
     "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
 ]
@@ -47,6 +47,8 @@ def fmt_si(value: float, unit: str, digits: int = 3) -> str:
     if value == 0:
         return f"0 {unit}"
     mag = abs(value)
+    if mag >= 1e18:  # beyond peta, prefixes (E, Z, Y) read worse than a plain exponent
+        return f"{value:.{digits}g} {unit}"
     for scale, prefix in _PREFIXES:
         if mag >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}"
@@ -63,11 +65,18 @@ def fmt_bytes(nbytes: float, binary: bool = False, digits: int = 3) -> str:
     return f"{nbytes:.{digits}g} B"
 
 
+DAY, YEAR = 86400.0, 365.25 * 86400.0
+
+
 def fmt_time(seconds: float, digits: int = 3) -> str:
-    """Format a duration in seconds as ns, µs, ms, s, min or h, whichever reads best."""
+    """Format a duration in seconds as ns, µs, ms, s, min, h, days or years, whichever reads best."""
     if seconds is None or not math.isfinite(seconds):
         return f"{seconds} s"
     mag = abs(seconds)
+    if mag >= YEAR:
+        return f"{seconds / YEAR:.{digits}g} years"
+    if mag >= DAY:
+        return f"{seconds / DAY:.{digits}g} days"
     if mag >= 3600:
         return f"{seconds / 3600:.{digits}g} h"
     if mag >= 60:

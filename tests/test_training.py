@@ -197,3 +197,14 @@ def test_expert_parallel_compute_over_comms_grows_with_expert_width():
         t.expert_parallel("llama3-8b", chip, 1e6, Z=8)
     with pytest.raises(ValueError, match="Z=512"):
         t.expert_parallel(ds, chip, 1e6, Z=512)
+
+
+def test_planner_needs_a_dcn_figure_to_cross_pods():
+    with pytest.raises(ValueError, match="dcn_bandwidth"):
+        t.plan("llama3-70b", "v4p", 8192, 4 * 2**20)
+
+
+def test_planner_breaks_ties_by_memory():
+    # Pure DP and FSDP are equally fast here, but FSDP holds a 1/1024 share of the weights and optimizer.
+    result = t.plan("llama3-8b", "v5p", 1024, 2**20)
+    assert result.strategy != "dp"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .core import Explorer, Log, explore, roofline_chart, roofline_explorer
+from .llama import bounds_explorer, plan_explorer, run_explorer
 from .models import (
     attention_estimate,
     attention_roofline_explorer,
@@ -25,3 +26,4 @@ __all__ += ["collective_explorer", "matmul_explorer", "ring_explorer", "sharding
 __all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "remat_explorer",
             "attention_roofline_explorer", "flop_conventions", "attention_share", "kv_cache_table", "remat_table",
             "attention_estimate"]
+__all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]
