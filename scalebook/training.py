@@ -253,7 +253,7 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
     return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops() * seconds)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TrainingPlan:
     """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
 
@@ -282,6 +282,8 @@ class TrainingPlan:
         return (f"{self.model.name}: {self.strategy} with FSDP {self.fsdp} × TP {self.tp}"
                 f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {self.n_chips} × {self.chip.name}; "
                 f"{self.estimate}")
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return f"<p>{self}</p>" + self.candidates._repr_html_()

@@ -10,8 +10,10 @@ from .models import attention_share, param_breakdown
 from .roofline import batch_roofline, roofline, sweep
 from .sharding import collective_vs_size, ring_steps, sharding_grid
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, torus
+from .training import memory_bars, pipeline, strategy_times
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
 __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
 __all__ += ["attention_share", "param_breakdown"]
+__all__ += ["strategy_times", "memory_bars", "pipeline"]

@@ -19,6 +19,7 @@ from .models import (
 )
 from .sharding import collective_explorer, matmul_explorer, memory_explorer, ring_explorer, sharding_grid_explorer
 from .tpu import offload_explorer, systolic_explorer, torus_explorer, transfer_explorer
+from .training import pipeline_explorer, training_memory_explorer, training_roofline_explorer
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 __all__ += ["torus_explorer", "transfer_explorer", "systolic_explorer", "offload_explorer"]
@@ -26,4 +27,5 @@ __all__ += ["collective_explorer", "matmul_explorer", "ring_explorer", "sharding
 __all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "remat_explorer",
             "attention_roofline_explorer", "flop_conventions", "attention_share", "kv_cache_table", "remat_table",
             "attention_estimate"]
+__all__ += ["training_roofline_explorer", "training_memory_explorer", "pipeline_explorer"]
 __all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]

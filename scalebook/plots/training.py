@@ -1,0 +1,217 @@
+"""Figures for the training chapter: communication time of each parallelism strategy against the batch, training
+memory per chip, and a pipeline schedule.
+
+The bookkeeping behind the first picture (`strategy_curves`) is plain Python on `training.layer_cost`, shared with
+the chapter's explorer, which draws the same curves as SVG instead of matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..hardware import Chip, get_chip
+from ..roofline import Estimate
+from ..training import Memory, idle_fraction, layer_cost, x_opt
+from .base import figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["STRATEGY_LABELS", "StrategyCurves", "tokens", "best_split", "strategy_cost", "strategy_curves",
+           "strategy_times", "per_chip", "memory_bars", "pipeline"]
+
+STRATEGY_LABELS = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp_tp": "FSDP + TP"}
+_COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
+_LABEL_OFFSETS = {"dp": (8, -16), "fsdp": (-12, 10), "tp": (8, -16), "fsdp_tp": (8, -16)}
+_MEMORY_PARTS = {"params": "#4e79a7", "grads": "#76b7b2", "optimizer": "#f28e2b", "activations": "#e15759"}
+
+
+@dataclass(frozen=True)
+class StrategyCurves:
+    """Per-layer times of each strategy over a range of global batches B (tokens), all on N chips.
+
+    `t_math[i]` is the compute time at `batches[i]` (the same for every strategy); `t_comms[s][i]` the
+    communication time of strategy s; `splits[i]` the (X, Y) that FSDP + TP uses there; `crossovers[s]` the
+    batch where s stops being communication-bound (None when it never changes bound inside the range).
+    """
+
+    batches: list[float]
+    t_math: list[float]
+    t_comms: dict[str, list[float]]
+    splits: list[tuple[int, int]]
+    crossovers: dict[str, float | None]
+
+
+def tokens(n: float) -> str:
+    """Format a token count the way the text quotes it: '650k', '3.5M'."""
+    return f"{n / 1e6:.2g}M" if n >= 1e6 else f"{n / 1e3:.3g}k" if n >= 1e3 else f"{n:.3g}"
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def best_split(B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
+               M_Y: int = 1) -> tuple[Estimate, int, int]:
+    """Return (the FSDP + TP layer `Estimate`, X, Y) at the divisor of N nearest X_opt = sqrt((B/F)(M_X/M_Y)N).
+
+    The two divisors either side of X_opt are tried and the one with less communication kept.
+    """
+    target = x_opt(B, F, N, M_X, M_Y)
+    divisors = _divisors(N)
+    below = max((d for d in divisors if d <= target), default=1)
+    above = min((d for d in divisors if d >= target), default=N)
+    options = [(layer_cost("fsdp_tp", B, D, F, chip, X=X, Y=N // X, M_X=M_X, M_Y=M_Y), X, N // X)
+               for X in {below, above}]
+    return min(options, key=lambda o: (o[0].t_comms, o[1]))
+
+
+def strategy_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
+                  M_Y: int = 1) -> tuple[Estimate, int, int]:
+    """Return (the layer `Estimate`, X, Y) of `strategy` on N chips: DP, FSDP and TP use every chip over all
+    M_X + M_Y mesh axes; FSDP + TP splits N = X·Y near X_opt (`best_split`)."""
+    if strategy == "fsdp_tp":
+        return best_split(B, D, F, chip, N, M_X, M_Y)
+    if strategy == "tp":
+        return layer_cost("tp", B, D, F, chip, Y=N, M_Y=M_X + M_Y), 1, N
+    return layer_cost(strategy, B, D, F, chip, X=N, M_X=M_X + M_Y), N, 1
+
+
+def _crossover(batches: Sequence[float], t_math: Sequence[float], t_comms: Sequence[float]) -> float | None:
+    """Batch where t_math overtakes t_comms, interpolated on log axes; None if it never happens in the range."""
+    for i in range(1, len(batches)):
+        if t_math[i - 1] < t_comms[i - 1] and t_math[i] >= t_comms[i]:
+            lo = math.log(t_comms[i - 1] / t_math[i - 1])
+            hi = math.log(t_comms[i] / t_math[i])
+            f = lo / (lo - hi)
+            return math.exp(math.log(batches[i - 1]) + f * math.log(batches[i] / batches[i - 1]))
+    return None
+
+
+def strategy_curves(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
+                    M_Y: int = 1, batches: Sequence[float] | None = None) -> StrategyCurves:
+    """Return every strategy's per-layer times against the global batch (ch. 5's training roofline).
+
+    DP, FSDP and TP use all N chips over all M_X + M_Y mesh axes; FSDP + TP puts X (over M_X axes) times
+    Y (over M_Y axes) = N, with X the divisor of N nearest X_opt at each batch.
+    """
+    if not isinstance(N, int) or N < 1:
+        raise ValueError(f"N={N!r} must be a positive integer number of chips")
+    bs = list(batches) if batches is not None else list(np.geomspace(1e4, 1e8, 81))
+    if not bs or min(bs) <= 0:
+        raise ValueError(f"batches must be positive token counts, got {batches!r}")
+    t_comms: dict[str, list[float]] = {s: [] for s in STRATEGY_LABELS}
+    t_math, splits = [], []
+    for B in bs:
+        for strategy in STRATEGY_LABELS:
+            est, X, Y = strategy_cost(strategy, B, D, F, chip, N, M_X, M_Y)
+            t_comms[strategy].append(est.t_comms)
+        t_math.append(est.t_math)
+        splits.append((X, Y))
+    crossovers = {s: _crossover(bs, t_math, t) for s, t in t_comms.items()}
+    return StrategyCurves(bs, t_math, t_comms, splits, crossovers)
+
+
+def strategy_times(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
+                   M_Y: int = 1, batches: Sequence[float] | None = None) -> Figure:
+    """Plot per-layer compute time and each strategy's communication time against the global batch B
+    (log-log), with the batch where each strategy turns compute-bound marked."""
+    curves = strategy_curves(chip, N, D, F, M_X, M_Y, batches)
+    name = get_chip(chip).name
+    fig, ax = figure((7.5, 4.8))
+    ax.loglog(curves.batches, curves.t_math, color="black", lw=2.5, label="compute (every strategy)")
+    for s, label in STRATEGY_LABELS.items():
+        ax.loglog(curves.batches, curves.t_comms[s], color=_COLORS[s], lw=1.8, ls="--", label=f"{label} comms")
+        at = curves.crossovers[s]
+        if at is not None:
+            t = float(np.interp(math.log(at), np.log(curves.batches), curves.t_math))
+            ax.plot(at, t, "o", color=_COLORS[s], ms=7)
+            ax.annotate(f"{label}: B ≈ {tokens(at)}", (at, t), textcoords="offset points",
+                        xytext=_LABEL_OFFSETS[s], ha="right" if _LABEL_OFFSETS[s][0] < 0 else "left", fontsize=8,
+                        color=_COLORS[s])
+    ax.set_xlabel("global batch B (tokens)")
+    ax.set_ylabel("time per layer, forward + backward (s)")
+    ax.set_title(f"Compute vs communication per strategy: {N} × {name}, D = {D:g}, F = {F:g}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def _hbm_bytes(hbm: float | str | Chip | None) -> tuple[float | None, str]:
+    if hbm is None:
+        return None, ""
+    if isinstance(hbm, (int, float)):
+        return float(hbm), "HBM"
+    chip = get_chip(hbm)
+    return chip.hbm_bytes, f"{chip.name} HBM"
+
+
+def per_chip(memory: Memory, replicated: bool = False) -> dict[str, float]:
+    """Return each part of `memory` per chip (bytes): everything split evenly over its chips (FSDP), or with
+    `replicated` the parameters, gradients and optimizer state whole on every chip (pure data parallelism)."""
+    return {part: memory[part] / (1 if replicated and part != "activations" else memory.n_chips)
+            for part in _MEMORY_PARTS}
+
+
+def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None = None,
+                replicated: Sequence[str] = ()) -> Figure:
+    """Draw one stacked horizontal bar per entry of `memories`: parameters, gradients, optimizer state and
+    saved activations per chip, in GB, with a chip's HBM marked. Entries named in `replicated` keep their
+    parameters and optimizer state whole on every chip (pure DP); the rest are split evenly (FSDP)."""
+    if not memories:
+        raise ValueError("memories must name at least one Memory")
+    fig, ax = figure((7.5, 0.7 * len(memories) + 1.8))
+    labels = list(memories)
+    ys = np.arange(len(labels))[::-1]
+    left = np.zeros(len(labels))
+    parts = [per_chip(memories[k], k in replicated) for k in labels]
+    for part, color in _MEMORY_PARTS.items():
+        gb = np.array([p[part] / 1e9 for p in parts])
+        if gb.any():
+            ax.barh(ys, gb, left=left, color=color, label=part)
+        left += gb
+    for y, total in zip(ys, left):
+        ax.text(total, y, f" {total:.3g} GB", va="center", fontsize=9)
+    limit, name = _hbm_bytes(hbm)
+    if limit:
+        ax.axvline(limit / 1e9, color="black", ls="--", lw=1.2, label=f"{name}: {limit / 1e9:.0f} GB")
+    ax.set_yticks(ys, labels)
+    ax.set_xlabel("memory per chip (GB)")
+    ax.set_title("Training memory per chip")
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
+    """Draw a pipeline schedule (from `training.pipeline_schedule`): one row per stage, one column per time
+    slot, forward passes in blue, backward passes in orange, idle slots (the bubble) hatched grey."""
+    if not grid or not grid[0]:
+        raise ValueError("grid must have at least one stage and one time slot")
+    stages, slots = len(grid), len(grid[0])
+    fig, ax = figure((max(6.0, 0.32 * slots + 1.5), 0.45 * stages + 1.6))
+    for s, row in enumerate(grid):
+        for t, cell in enumerate(row):
+            kind = cell[:1]
+            face = {"F": "#4e79a7", "B": "#f28e2b"}.get(kind, "#eeeeee")
+            ax.add_patch(_rect((t, stages - 1 - s), face, hatch="" if kind else "///"))
+            if cell:
+                ax.text(t + 0.5, stages - 0.5 - s, cell, ha="center", va="center", fontsize=7, color="white")
+    ax.set_xlim(0, slots)
+    ax.set_ylim(0, stages)
+    ax.set_xticks(range(0, slots + 1, max(1, slots // 12)))
+    ax.set_yticks(np.arange(stages) + 0.5, [f"stage {s}" for s in range(stages)][::-1])
+    ax.set_xlabel("time slot (one microbatch through one stage)")
+    ax.set_title(title or f"Pipeline schedule: {stages} stages, idle fraction {idle_fraction(grid):.0%}")
+    return fig
+
+
+def _rect(corner: tuple[float, float], face: str, hatch: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(corner, 1, 1, facecolor=face, edgecolor="white", hatch=hatch, lw=1)

@@ -1,0 +1,92 @@
+"""Problem set 5 — parallelizing training: the reference solutions of `solutions/05_training.md`.
+
+Each function computes its answer with scalebook from the inputs the problem states, so the key moves
+with the package (and with `chips.toml` and `models.toml`) instead of freezing numbers. Answers are in SI
+base units; counts of chips, slices or microbatches are integers and must match exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..models import get_model
+from ..training import critical_batch, expert_parallel, max_params, memory, pipeline_bubble, step_time, tp_limit, x_opt
+from . import problem
+
+# LLaMA 3-405B's MLP width and a full TPU v5p pod (16 x 20 x 28 chips), shared by several problems.
+F_405B = 53248
+V5P_POD = 8960
+
+
+@problem("05.1", title="Data parallelism on a two-axis v6e slice", unit="tokens per chip")
+def dp_batch_v6e() -> float:
+    """Per-chip batch above which pure DP is compute-bound on a TPU v6e slice, gradients reduced over both axes."""
+    return critical_batch("dp", "v6e", M_X=2)
+
+
+@problem("05.2", title="The largest model pure DP can train on a TPU7x", unit="parameters")
+def dp_max_params_tpu7x() -> float:
+    """Parameters whose bf16 weights and fp32 Adam moments (10 bytes each) fill one TPU7x's 192 GB."""
+    return max_params("tpu7x")
+
+
+@problem("05.3", title="ZeRO-1: sharding only the optimizer", unit="B")
+def zero1_state_per_chip() -> float:
+    """Bytes per chip of LLaMA 3-8B's bf16 weights (replicated) plus fp32 Adam moments sharded over 64 chips."""
+    state = memory("llama3-8b", 4096, 64)
+    return state.params + state.optimizer / 64
+
+
+@problem("05.4", title="FSDP memory per chip with block remat", unit="B")
+def fsdp_memory_per_chip() -> float:
+    """LLaMA 3-70B on 1024 chips, 4,194,304 tokens, one saved [B, D] per layer, everything sharded evenly."""
+    return memory("llama3-70b", 2**22, 1024, saves_per_layer="block").per_chip
+
+
+@problem("05.5", title="Tensor parallelism for LLaMA 3-405B over two axes", unit="chips", rtol=0.01)
+def tp_limit_405b() -> float:
+    """The bound on the TP degree Y for F = 53,248 on v5p with activations moved over two mesh axes."""
+    return tp_limit(F_405B, "v5p", M_Y=2)
+
+
+@problem("05.6", title="The FSDP degree that minimises communication", unit="chips")
+def x_opt_llama3_8b() -> float:
+    """X_opt for LLaMA 3-8B (F = 14,336) on 1024 v5p chips, B = 2^20 tokens, FSDP over 2 axes, TP over 1."""
+    return x_opt(2**20, get_model("llama3-8b").F, 1024, M_X=2, M_Y=1)
+
+
+@problem("05.7", title="The smallest batch for LLaMA 3-405B on a full pod", unit="tokens")
+def fsdp_tp_min_batch_405b() -> float:
+    """Global batch above which FSDP + TP at X_opt is compute-bound on 8960 v5p chips (M_X = 2, M_Y = 1)."""
+    return V5P_POD * critical_batch("fsdp_tp", "v5p", F=F_405B, M_X=2, M_Y=1)
+
+
+@problem("05.8", title="Step time of LLaMA 3-8B under FSDP", unit="s")
+def fsdp_step_time() -> float:
+    """LLaMA 3-8B, 2048 v5p chips, 2^22 tokens, FSDP over 3 axes, 45% MFU, attention FLOPs left out."""
+    return step_time("llama3-8b", "v5p", 2048, 2**22, "fsdp", M_X=3, mfu=0.45).time
+
+
+@problem("05.9", title="How many slices over the data-centre network", unit="slices", rtol=0.0)
+def dcn_max_slices() -> int:
+    """Most v5p slices a 2,000,000-token batch can be split over (pure DP across slices) and stay compute-bound."""
+    return math.floor(2e6 / critical_batch("dcn", "v5p"))
+
+
+@problem("05.10", title="Microbatches for a small bubble", unit="microbatches", rtol=0.0)
+def microbatches_1f1b() -> int:
+    """Fewest microbatches that keep a 16-stage 1F1B pipeline idle less than 5% of the step."""
+    return next(m for m in range(1, 10_000) if pipeline_bubble(16, m, "1f1b") < 0.05)
+
+
+@problem("05.11", title="The same bubble with interleaved stages", unit="microbatches", rtol=0.0)
+def microbatches_interleaved() -> int:
+    """Fewest microbatches for a bubble under 5% with 16 devices, each holding 4 interleaved chunks of layers."""
+    return next(m for m in range(1, 10_000) if pipeline_bubble(16, m, "interleaved", virtual=4) < 0.05)
+
+
+@problem("05.12", title="How wide can expert parallelism go?", unit="chips", rtol=0.0)
+def expert_parallel_limit() -> int:
+    """Largest expert-parallel degree Z over one v5p axis that keeps DeepSeek-V3's MoE layers compute-bound."""
+    model = get_model("deepseek-v3")
+    return max(z for z in range(1, model.E + 1) if expert_parallel(model, "v5p", 2**20, Z=z).bound == "compute")

@@ -1,0 +1,155 @@
+"""Explorers for the training chapter: the training roofline (compute against each strategy's communication as the
+batch grows), training memory per chip, and a pipeline schedule with its bubble.
+
+Every answer is an SVG `Chart`, a `Table` or a little hand-written HTML, so a redraw takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import html
+
+from ..hardware import get_chip
+from ..models import get_model
+from ..plots.training import STRATEGY_LABELS, per_chip, strategy_cost, strategy_curves, tokens
+from ..svg import Chart
+from ..tables import Table
+from ..training import PIPELINE_SCHEDULES, REMAT_SAVES, idle_fraction, memory, pipeline_bubble, pipeline_schedule
+from ..units import fmt_bytes, fmt_time
+from .core import Explorer, Log, explore
+from .sharding import TPU_CHIPS, _first
+from .tpu import Picture
+
+__all__ = ["training_roofline_chart", "training_roofline_explorer", "memory_picture", "training_memory_explorer",
+           "pipeline_html", "pipeline_explorer"]
+
+CHIP_COUNTS = [64, 256, 1024, 4096, 8192, 8960, 16384]
+_COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
+
+
+# --- the training roofline -------------------------------------------------------------------------------------
+
+
+def training_roofline_chart(chip: str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
+                            M_Y: int = 1, B: float = 4e5) -> tuple[Chart, Table]:
+    """Return an SVG chart of per-layer compute and each strategy's communication time against the global batch,
+    and a table of every strategy at batch `B` (its split, both clocks, which one wins)."""
+    curves = strategy_curves(chip, N, D, F, M_X, M_Y)
+    name = get_chip(chip).name
+    chart = Chart(title=f"Training roofline: {N} × {name}, D = {D:g}, F = {F:g}", xlabel="global batch B (tokens)",
+                  ylabel="time per layer (s)", xlog=True, ylog=True)
+    chart.line(curves.batches, curves.t_math, label="compute", color="#000")
+    for s, label in STRATEGY_LABELS.items():
+        at = curves.crossovers[s]
+        suffix = f", fine above {tokens(at)}" if at else ""
+        chart.line(curves.batches, curves.t_comms[s], label=f"{label} comms{suffix}", color=_COLORS[s], dash=True)
+    chart.vline(B, label=f"B = {tokens(B)}")
+    rows = []
+    for s, label in STRATEGY_LABELS.items():
+        est, X, Y = strategy_cost(s, B, D, F, chip, N, M_X, M_Y)
+        rows.append({"strategy": label, "X (FSDP/DP)": X, "Y (TP)": Y, "T_math": est.t_math, "T_comms": est.t_comms,
+                     "bound": est.bound})
+    table = Table(rows, formats={"T_math": fmt_time, "T_comms": fmt_time},
+                  title=f"one layer at B = {tokens(B)} tokens ({B / N:.0f} per chip)")
+    return chart, table
+
+
+def training_roofline_explorer(chip: str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
+                               M_Y: int = 1, B: float = 4e5) -> Explorer:
+    """Return an explorer of the training roofline (ch. 5's interactive figure); opens on the book's v5p
+    16x16x16 example, where every strategy is communication-bound below about 4e5 tokens."""
+    return explore(
+        lambda chip, N, D, F, M_X, M_Y, B: training_roofline_chart(chip, N, round(D), round(F), M_X, M_Y, B),
+        title="Compute vs communication per strategy",
+        chip=_first(TPU_CHIPS, chip), N=_first(CHIP_COUNTS, N), D=Log(1024, 65536, D), F=Log(1024, 262144, F),
+        M_X=(1, 3, 1, M_X), M_Y=(1, 3, 1, M_Y), B=Log(1e4, 1e8, B),
+    )
+
+
+# --- memory ----------------------------------------------------------------------------------------------------
+
+_REMAT_MENU = ["checkpoint In, Tmp (D + 2F)", *REMAT_SAVES]
+
+
+def _saves(policy: str, D: int, F: int) -> float | str:
+    """Arrays of [tokens, D] saved per layer: a REMAT_SAVES name, or the D + 2F checkpoints of ch. 5's problems."""
+    return (D + 2 * F) / D if policy not in REMAT_SAVES else policy
+
+
+def memory_picture(parts: dict[str, float], hbm: float, width: int = 560) -> Picture:
+    """Return an SVG stacked bar of the bytes per chip in `parts`, with the chip's `hbm` drawn as a line."""
+    colors = {"params": "#4e79a7", "grads": "#76b7b2", "optimizer": "#f28e2b", "activations": "#e15759"}
+    total = sum(parts.values())
+    scale = (width - 20) / max(total, hbm)
+    out, x = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='70' font-family='sans-serif' "
+              f"font-size='11'>"], 10.0
+    for i, (part, value) in enumerate(parts.items()):
+        w = value * scale
+        out.append(f"<rect x='{x:.1f}' y='10' width='{w:.1f}' height='26' fill='{colors.get(part, '#999')}'/>")
+        out.append(f"<rect x='{10 + 110 * i}' y='48' width='10' height='10' fill='{colors.get(part, '#999')}'/>"
+                   f"<text x='{24 + 110 * i}' y='57'>{html.escape(part)}</text>")
+        x += w
+    hx = 10 + hbm * scale
+    out.append(f"<line x1='{hx:.1f}' y1='4' x2='{hx:.1f}' y2='42' stroke='#000' stroke-dasharray='4 3'/>"
+               f"<text x='{min(hx, width - 70):.1f}' y='66' font-weight='bold'>HBM</text></svg>")
+    return Picture("".join(out))
+
+
+def _memory_view(model: str, B: float, N: int, chip: str, remat: str, optimizer: str,
+                 layout: str) -> tuple[Picture, Table]:
+    cfg, c = get_model(model), get_chip(chip)
+    mem = memory(cfg, B, N, saves_per_layer=_saves(remat, cfg.D, cfg.F), optimizer=optimizer)
+    parts = {k: v for k, v in per_chip(mem, replicated=layout.startswith("DP")).items() if mem[k]}
+    rows = [{"part": k, "whole model": mem[k], "per chip": v} for k, v in parts.items()]
+    rows.append({"part": "total", "whole model": mem.total, "per chip": sum(parts.values())})
+    fits = "fits" if sum(parts.values()) <= c.hbm_bytes else "does NOT fit"
+    table = Table(rows, formats={"whole model": fmt_bytes, "per chip": fmt_bytes},
+                  title=f"{cfg.name}, {tokens(B)} tokens on {N} chips ({layout}): {fits} in "
+                        f"{fmt_bytes(c.hbm_bytes)} of {c.name} HBM")
+    return memory_picture(parts, c.hbm_bytes), table
+
+
+def training_memory_explorer(model: str = "llama2-13b", B: float = 16e6, N: int = 4096, chip: str = "v5p",
+                             remat: str = _REMAT_MENU[0], optimizer: str = "adam",
+                             layout: str = "FSDP (state sharded)") -> Explorer:
+    """Return an explorer of training memory (`training.memory`) per chip against a chip's HBM; opens on ch. 5's
+    problem 2 (LLaMA 2-13B, 16M tokens, checkpoints of In and the two [B, F] activations per layer)."""
+    return explore(
+        _memory_view, title="Training memory per chip",
+        model=_first(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b"], model),
+        B=Log(1e5, 1e8, B), N=_first(CHIP_COUNTS + [1, 16], N), chip=_first(TPU_CHIPS, chip),
+        remat=_first(_REMAT_MENU, remat), optimizer=_first(["adam", "adafactor", "sgd", "none"], optimizer),
+        layout=_first(["FSDP (state sharded)", "DP (state replicated)"], layout),
+    )
+
+
+# --- pipelining ------------------------------------------------------------------------------------------------
+
+
+def pipeline_html(grid: list[list[str]]) -> str:
+    """Return an HTML table of a pipeline grid: forward cells blue, backward orange, idle cells shaded grey."""
+    style = {"F": "background:#4e79a7;color:#fff", "B": "background:#f28e2b;color:#fff", "": "background:#ddd"}
+    rows = []
+    for s, row in enumerate(grid):
+        cells = "".join(f"<td style='{style[c[:1]]};width:22px;text-align:center;font-size:10px'>"
+                        f"{html.escape(c)}</td>" for c in row)
+        rows.append(f"<tr><th style='font-size:11px'>stage {s}</th>{cells}</tr>")
+    return f"<table style='border-collapse:separate;border-spacing:1px'>{''.join(rows)}</table>"
+
+
+def _pipeline_view(stages: int, microbatches: int, schedule: str, virtual: int) -> tuple[Picture, Table]:
+    grid = pipeline_schedule(stages, microbatches, schedule)
+    rows = [{"schedule": "this grid", "bubble": idle_fraction(grid)}]
+    rows += [{"schedule": s if s != "interleaved" else f"interleaved, {virtual} chunks per device",
+              "bubble": pipeline_bubble(stages, microbatches, s, virtual)} for s in PIPELINE_SCHEDULES]
+    table = Table(rows, formats={"bubble": lambda f: f"{f:.1%}"},
+                  title=f"idle fraction, {stages} stages × {microbatches} microbatches: (P − 1) / (v·M + P − 1)")
+    return Picture(pipeline_html(grid)), table
+
+
+def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1f1b", virtual: int = 2) -> Explorer:
+    """Return an explorer of a pipeline schedule: the stage × time grid with idle slots shaded, and the bubble."""
+    return explore(
+        _pipeline_view, title="Pipeline schedule and its bubble",
+        stages=(2, 16, 1, stages), microbatches=(1, 32, 1, microbatches), schedule=_first(["1f1b", "gpipe"], schedule),
+        virtual=(1, 8, 1, virtual),
+    )
