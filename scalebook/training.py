@@ -46,13 +46,19 @@ STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp")
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes of training state, whole-model totals and per chip."""
+    """Bytes of training state: whole-model totals, and per chip under ZeRO stage `zero`.
+
+    ZeRO (the data-parallel degree being all `n_chips`): stage 0 replicates everything (plain DP), stage 1
+    shards the optimizer state, stage 2 also the gradients, stage 3 (FSDP) also the parameters. Saved
+    activations are always split with the batch.
+    """
 
     params: float
     grads: float
     optimizer: float
     activations: float
     n_chips: int
+    zero: int = 3
 
     @property
     def total(self) -> float:
@@ -60,8 +66,10 @@ class Memory:
 
     @property
     def per_chip(self) -> float:
-        """Bytes per chip when everything is sharded evenly over the chips."""
-        return self.total / self.n_chips
+        """Bytes each chip holds under the ZeRO stage."""
+        n = self.n_chips
+        return (self.params / (n if self.zero >= 3 else 1) + self.grads / (n if self.zero >= 2 else 1)
+                + self.optimizer / (n if self.zero >= 1 else 1) + self.activations / n)
 
     def as_dict(self) -> dict[str, float]:
         return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
@@ -92,12 +100,15 @@ def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_la
 
 def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1, saves_per_layer: float | str = 4,
            optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32",
-           grad_dtype: str | None = None) -> Memory:
+           grad_dtype: str | None = None, zero: int = 3) -> Memory:
     """Return the training memory: parameters, gradients, optimizer state and saved activations (bytes).
 
     Gradients are not counted separately by default (`grad_dtype=None`): the book folds them into the
     optimizer update. Adam with bf16 parameters and fp32 moments is 2 + 8 = 10 bytes per parameter.
+    `zero` (0-3) says which of them are sharded over the chips (see `Memory`).
     """
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"zero={zero!r} must be a ZeRO stage: 0 (replicate), 1, 2 or 3 (fully sharded)")
     model = get_model(model)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
@@ -110,6 +121,7 @@ def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1
         optimizer=P * OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype),
         activations=activation_bytes(model, batch_tokens, saves_per_layer),
         n_chips=n_chips,
+        zero=zero,
     )
 
 

@@ -131,3 +131,41 @@ def test_gpt2_style_configs_are_ungated():
 def test_bad_model_input(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_ex_remat_saved_activations():
+    # 4.Ex-remat: B·T = 4M tokens, L = 64, D = 8192, bf16: ~20 saves per layer -> ~84 TB; block remat ~4.2 TB.
+    m = TransformerConfig(L=64, D=8192, F=32768, N=64, K=64, H=128, V=32000)
+    assert sb.training.activation_bytes(m, 4e6, "none") == pytest.approx(84e12, rel=0.01)
+    assert sb.training.activation_bytes(m, 4e6, "block") == pytest.approx(4.2e12, rel=0.01)
+
+
+def test_q2_flops_of_a_sharded_contraction():
+    # 4.Q2: A[B_X, D_Y] ·_D W[D_Y, F] on {X:4, Y:8, Z:4}: 2BDF/(X·Y) per chip; the Z copies make 2BDF·Z in all.
+    B, D, F = 4096, 8192, 32768
+    plan = sb.sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", sb.TpuMesh("v5p", X=4, Y=8, Z=4), B=B, D=D, F=F)
+    assert plan.local.flops == 2 * B * D * F / (4 * 8)
+    assert plan.local.flops * 4 * 8 * 4 == 2 * B * D * F * 4
+
+
+def test_q3_contraction_without_batch_dims():
+    # 4.Q3: A[I,J,K,L] · B[I,J,M,N,O] -> C[K,L,M,N,O] costs 2·I·J·K·L·M·N·O.
+    sizes = dict(zip("IJKLMNO", range(2, 9)))
+    assert sb.roofline.einsum_flops("IJKL,IJMNO->KLMNO", sizes) == 2 * 2 * 3 * 4 * 5 * 6 * 7 * 8
+
+
+def test_q4_attention_intensity_prefill_and_decode():
+    # 4.Q4: intensity T·S·G/(T·G + S): prefill (S = T) ~ T·G/(G+1); decode (T = 1) -> G, never compute-bound.
+    G, H, K = 8, 128, 8
+    def intensity(T, S):  # noqa: E306
+        flops = 4 * T * S * G * K * H
+        nbytes = 2 * (2 * T * G * K * H + 2 * S * K * H)  # bf16 Q and O, K and V
+        return flops / nbytes
+    assert intensity(1, 8192) == pytest.approx(G, rel=0.01)
+    assert intensity(4096, 4096) == pytest.approx(4096 * G / (G + 1), rel=1e-9)
+
+
+def test_q8_moe_critical_batch():
+    # 4.Q8: int8 weights, bf16 FLOPs on v5e: B > 120·E/k; DeepSeek-V3 (E = 256, k = 8): 3840 tokens.
+    ds = get_model("deepseek-v3")
+    assert sb.roofline.critical_batch("v5e", weight_dtype="int8") * ds.E / ds.k == pytest.approx(3840, rel=0.01)

@@ -114,3 +114,15 @@ def test_plan_renders_and_lists_alternatives():
 def test_bad_expressions(expr, message):
     with pytest.raises(ValueError, match=message):
         sb.sharded_matmul(expr, MESH, **SIZES)
+
+
+def test_q9_gather_first_or_scatter_after_costs_in_the_ratio_M_over_K():
+    # 3.Q9: A[N, M_X] @ B[M, K] with a sharded output: gathering A moves N·M, multiplying locally and
+    # reduce-scattering the output moves N·K, so the comms differ by M/K; the planner picks the smaller.
+    N, M, K = 2048, 16384, 4096
+    mesh = TpuMesh("v5p", X=4, Y=4, Z=4)
+    gather = sb.all_gather(mesh, "X", 2 * N * M).time
+    scatter = sb.reduce_scatter(mesh, "X", 2 * N * K).time
+    assert gather / scatter == pytest.approx(M / K)
+    plan = sb.sharded_matmul("A[N, M_X] @ B[M, K] -> C[N_X, K]", mesh, N=N, M=M, K=K)
+    assert plan.kinds == ["reduce_scatter"]

@@ -208,3 +208,35 @@ def test_planner_breaks_ties_by_memory():
     # Pure DP and FSDP are equally fast here, but FSDP holds a 1/1024 share of the weights and optimizer.
     result = t.plan("llama3-8b", "v5p", 1024, 2**20)
     assert result.strategy != "dp"
+
+
+def test_zero_stages_shard_more_and_more_state():
+    # 8B with Adam and fp32 gradients on 64 chips: stage 0 keeps all of it on every chip; each stage shards more.
+    per_chip = [t.memory("llama3-8b", 2**20, 64, grad_dtype="fp32", zero=z).per_chip for z in range(4)]
+    assert per_chip == sorted(per_chip, reverse=True)
+    m = t.memory("llama3-8b", 2**20, 64, grad_dtype="fp32", zero=1)
+    assert m.per_chip == pytest.approx(m.params + m.grads + m.optimizer / 64 + m.activations / 64)
+    with pytest.raises(ValueError, match="zero=4"):
+        t.memory("llama3-8b", 2**20, 64, zero=4)
+
+
+def test_ex8_all_strategies_comms_bound_below_400k_tokens_on_a_full_v5p_cube():
+    # 5.Ex8: on 16x16x16 (4096 chips) with F = 8192·4, FSDP + TP is compute-bound only above
+    # N · α² / (M_X·M_Y·F) = 4096 · 2550² / (2 · 8192 · 4) ~ 4e5 tokens.
+    assert 4096 * t.critical_batch("fsdp_tp", "v5p", F=4 * 8192, M_X=2) == pytest.approx(4.06e5, rel=0.01)
+
+
+def test_ex9_llama3_70b_at_2m_tokens():
+    # 5.Ex9 (F ~ 30k): TP up to ~11 per axis; FSDP on 3 axes up to 2M/850 ~ 2,400 chips; FSDP + TP down to
+    # ~108 tokens per chip, i.e. ~18k chips.
+    assert t.tp_limit(30000, "v5p") == pytest.approx(11.8, rel=0.01)
+    assert 2e6 / t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(2400, rel=0.03)
+    assert t.critical_batch("fsdp_tp", "v5p", F=30000, M_X=2) == pytest.approx(108, rel=0.01)
+
+
+def test_q1_llama2_13b_components():
+    # 5.Q1: FFW 3LDF = 8.5e9; attention 4DNHL = 4.2e9; vocabulary 2VD = 0.33e9; ~13.0e9 in all.
+    parts = sb.get_model("llama2-13b").components()
+    assert parts["MLP (dense)"][0] == pytest.approx(8.5e9, rel=0.01)
+    assert parts["attention"][0] == pytest.approx(4.2e9, rel=0.01)
+    assert parts["embedding"][0] + parts["unembedding"][0] == pytest.approx(0.33e9, rel=0.01)
