@@ -4,7 +4,7 @@
     scalebook roofline --chip v5e --shape 1024,8192,28672 [--dtype bf16] [--weight-dtype int8]
     scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
-    scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4M [--seq 4096]
+    scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
 
@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--model", required=True, help="a preset, e.g. llama3-70b (see scalebook.models)")
     train.add_argument("--chip", required=True, help="a TPU, e.g. v5p")
     train.add_argument("--chips", required=True, type=int, help="number of chips, e.g. 8960")
-    train.add_argument("--batch", required=True, help="global batch in tokens, e.g. 4M or 4194304")
+    train.add_argument("--batch", required=True, help="global batch in tokens, e.g. 4Mi (= 4·2**20) or 4194304")
     train.add_argument("--seq", type=int, default=4096, help="sequence length in tokens (default 4096)")
     train.set_defaults(run=_plan)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")

@@ -290,9 +290,15 @@ class TrainingPlan:
         """The best MFU this layout allows: compute time over step time (1 when compute-bound)."""
         return self.estimate.t_math / self.estimate.time
 
+    @property
+    def chips_used(self) -> int:
+        """Chips the layout occupies: the data-parallel degree must divide the batch, so some may sit out."""
+        return self.dp * self.fsdp * self.tp * self.pp
+
     def __str__(self) -> str:
+        used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
         return (f"{self.model.name}: {self.strategy} with FSDP {self.fsdp} × TP {self.tp}"
-                f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {self.n_chips} × {self.chip.name}; "
+                f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {used} × {self.chip.name}; "
                 f"{self.estimate}")
 
     __repr__ = __str__
@@ -301,18 +307,22 @@ class TrainingPlan:
         return f"<p>{self}</p>" + self.candidates._repr_html_()
 
 
-def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
-    """(strategy, X, Y, M_X, M_Y) layouts of M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
+def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int]]:
+    """(strategy, Y, M_X, M_Y) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
     axes = _axes_of(chip)
-    out = [("dp", M, 1, axes, 1), ("fsdp", M, 1, axes, 1)]
+    out = [("dp", 1, axes, 1), ("fsdp", 1, axes, 1)]
     if M <= 64:
-        out.append(("tp", 1, M, 1, axes))
+        out.append(("tp", M, 1, axes))
     Y = 2
     while Y < M and Y <= 64:
-        if M % Y == 0:
-            out.append(("fsdp_tp", M // Y, Y, max(1, axes - 1), 1))
+        out.append(("fsdp_tp", Y, max(1, axes - 1), 1))
         Y *= 2
     return out
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    """The largest d <= cap that divides n (1 at worst)."""
+    return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
 
 
 def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seq_len: int = 4096,
@@ -320,38 +330,40 @@ def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_t
     """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
     pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
 
-    Without `sequence_sharding`, the data-parallel degree cannot exceed the number of sequences.
+    The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
+    layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
     """
     model, chip = get_model(model), get_chip(chip)
     if not isinstance(n_chips, int) or n_chips < 1:
         raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
-    if batch_tokens < seq_len or seq_len <= 0:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must hold at least one sequence of seq_len={seq_len!r}")
+    if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
     pod = math.prod(chip.max_slice or (n_chips,))
     slices = max(1, math.ceil(n_chips / pod))
     if slices > 1 and not chip.dcn_bandwidth:
         raise ValueError(f"n_chips={n_chips} needs {slices} slices of {chip.name} joined over DCN, and its "
                          "dcn_bandwidth is unknown; use at most one pod or a chip with a DCN figure")
-    if n_chips % slices:
-        raise ValueError(f"n_chips={n_chips} does not split evenly into {slices} slices of at most {pod} chips")
-    M, sequences = n_chips // slices, batch_tokens / seq_len
-    state = memory(model, batch_tokens, n_chips, saves_per_layer, optimizer)
+    units = int(batch_tokens if sequence_sharding else batch_tokens // seq_len)
+    if units % slices:
+        raise ValueError(f"the batch ({units} {'tokens' if sequence_sharding else 'sequences'}) does not split "
+                         f"evenly over {slices} slices")
+    M = n_chips // slices
     rows, best, best_memory = [], None, 0.0
-    for strategy, X, Y, M_X, M_Y in _layouts(chip, M):
-        est = step_time(model, chip, M, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
+    for strategy, Y, M_X, M_Y in _layouts(chip, M):
+        X = _largest_divisor(units // slices, M // Y) if strategy != "tp" else 1
+        used = X * Y
+        est = step_time(model, chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
                         seq_len=seq_len)
         if slices > 1:
-            dcn = 2 * model.param_count() * 2 / (M * chip.dcn_bandwidth)
+            dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
             est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
-        sharded = 1 if strategy == "dp" else M
-        per_chip = (state.params + state.optimizer) / sharded + state.activations / n_chips
-        why = ""
-        if per_chip > chip.hbm_bytes:
-            why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM"
-        elif not sequence_sharding and X * slices > sequences:
-            why = f"batch: {X * slices}-way data parallelism but only {sequences:.0f} sequences"
-        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "memory/chip": per_chip, "T_math": est.t_math,
-                     "T_comms": est.t_comms, "step": est.time, "why not": why,
+        state = memory(model, batch_tokens, used * slices, saves_per_layer, optimizer, zero=0 if Y == 1 and
+                       strategy == "dp" else 3)
+        per_chip = state.per_chip
+        why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM" \
+            if per_chip > chip.hbm_bytes else ""
+        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "chips": used * slices, "memory/chip": per_chip,
+                     "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time, "why not": why,
                      "_key": (strategy, X, Y, est)})
         if not why and (best is None or (est.time, per_chip) < (best[3].time, best_memory)):
             best, best_memory = (strategy, X, Y, est), per_chip

@@ -101,12 +101,17 @@ _SIZE_UNITS = {
     "": 1.0, "b": 1.0,
     "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB, "p": PB, "pb": PB,
     "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+    "ki": KiB, "mi": MiB, "gi": GiB, "ti": TiB,
 }
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | float) -> float:
-    """Return the number of bytes in a size such as '16GiB', '1.5 GB', '512k' or 4096."""
+    """Return the number in a size such as '16GiB', '1.5 GB', '512k', '4Mi' (4·2**20) or 4096.
+
+    Decimal prefixes (k, M, G, T, P) and binary ones (Ki, Mi, Gi, Ti), with or without a trailing B; the
+    same parser reads token counts ('4Mi' tokens).
+    """
     if isinstance(text, (int, float)):
         if text < 0:
             raise ValueError(f"size={text!r} must be non-negative")

@@ -71,6 +71,6 @@ def test_cli_planner_errors(capsys, argv, message):
 
 
 def test_cli_plan(capsys):
-    assert cli.main(["plan", "--model", "llama3-70b", "--chip", "v5p", "--chips", "8960", "--batch", "4MiB"]) == 0
+    assert cli.main(["plan", "--model", "llama3-70b", "--chip", "v5p", "--chips", "8960", "--batch", "4Mi"]) == 0
     out = capsys.readouterr().out
-    assert "fsdp_tp with FSDP 2240 × TP 4" in out and "comms-bound" in out
+    assert "fsdp_tp with FSDP 2048 × TP 4 on 8192 of 8960" in out and "comms-bound" in out

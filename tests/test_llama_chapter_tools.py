@@ -104,7 +104,16 @@ def test_bounds_explorer_opens_on_468_tokens_per_chip():
 
 def test_plan_explorer_opens_on_the_planners_choice_for_one_pod():
     ex = sb.widgets.plan_explorer()
-    assert (ex.result.strategy, ex.result.fsdp, ex.result.tp) == ("fsdp_tp", 2240, 4)
+    # ch. 6: the book's 2048 x 4; the 4M batch splits evenly over 2048 replicas, so 768 of the 8960 chips sit out.
+    assert (ex.result.strategy, ex.result.fsdp, ex.result.tp, ex.result.chips_used) == ("fsdp_tp", 2048, 4, 8192)
+
+
+def test_plan_explorer_offers_only_batches_the_planner_can_split():
+    ex = sb.widgets.plan_explorer()
+    options = ex.controls["batch_tokens"].options
+    assert options[0] == 4 * 2**20 and all(b & (b - 1) == 0 for b in options)
+    ex.update(batch_tokens=2**21)
+    assert (ex.result.fsdp, ex.result.tp) == (1024, 8)  # ch. 6: at 2M tokens only 8-way TP stays compute-bound
 
 
 def test_explorers_reject_a_chip_without_dcn():
@@ -122,6 +131,7 @@ def test_explorers_reject_a_chip_without_dcn():
     (sb.widgets.plan_explorer, {"model": "llama3-405b"}),
     (sb.widgets.plan_explorer, {"sequence_sharding": False}),
     (sb.widgets.plan_explorer, {"chip": "v5e"}),
+    (sb.widgets.plan_explorer, {"batch_tokens": 2**21}),
 ])
 def test_explorers_redraw_fast(make, change):
     ex = make()

@@ -49,10 +49,12 @@ HAND: dict[str, float] = {
     "06.9": 4 * 2**20 / (V5P_C / V5P_W / 3),
     # floor(B / (α² / 2F) / 8960).
     "06.10": math.floor(16 * 2**20 / ((V5P_C / V5P_W) ** 2 / (2 * F405)) / POD),
-    # 140 × 64 (TP collectives: 2 blocks · 6·B·D·2 bytes per layer over X·W) vs 1120 × 8's compute at T = 8192.
-    "06.11": (2 * 6 * 2 * 2**21 * D405 * L405 / (140 * V5P_W))
-    / (2**21 * (6 * MATMUL_405B + 3 * 2 * N405 * 2 * H * 4096 * L405) / (POD * V5P_C)),
-    # 128 × 8: compute (with causal attention at T = 8192) over the TP collectives.
+    # Per pod, 2^21 tokens. Without sequence sharding (256 sequences a pod): 256-way FSDP × 32-way TP on 8192
+    # chips, comms-bound by the TP collectives, 2 blocks · 6·B·D·2 bytes per layer over X·W with X = 256. With it:
+    # 1024 × 8 on 8192 chips (2^21 tokens split over 1024, not 1120), compute-bound, causal attention at T = 8192.
+    "06.11": (2 * 6 * 2 * 2**21 * D405 * L405 / (256 * V5P_W))
+    / (2**21 * (6 * MATMUL_405B + 3 * 2 * N405 * 2 * H * 4096 * L405) / (8192 * V5P_C)),
+    # 128 × 8 on all 1024 chips (128 sequences): compute (causal attention at T = 8192) over the TP collectives.
     "06.12": (2**20 * (6 * MATMUL_8B + 3 * 2 * N8 * 2 * H * 4096 * L8) / (1024 * V5P_C))
     / (2 * 6 * 2 * 2**20 * D8 * L8 / (128 * V5P_W)),
 }

@@ -129,9 +129,9 @@ def test_at_x_opt_the_fsdp_tp_ratio_is_the_books_closed_form():
 
 def test_planner_reproduces_chapter_6_for_llama3_70b_on_a_v5p_pod():
     # 6.A5-A9: pure DP does not fit; FSDP alone (468 tokens/chip) is comms-bound; FSDP + TP with a few-way TP
-    # is compute-bound (the book picks 2048 x 4; with 8960 chips the planner's power-of-two TP gives 2240 x 4).
+    # is compute-bound: 2048-way FSDP x 4-way TP, the book's choice, on the 8192 chips the 4M batch divides.
     result = t.plan("llama3-70b", "v5p", 8960, 4 * 1024 * 1024, seq_len=4096)
-    assert (result.strategy, result.tp) == ("fsdp_tp", 4) and result.fsdp == 2240
+    assert (result.strategy, result.fsdp, result.tp, result.chips_used) == ("fsdp_tp", 2048, 4, 8192)
     assert result.estimate.bound == "compute" and result.mfu == 1
     why = {(r["strategy"], r["TP"]): r["why not"] for r in result.candidates}
     assert why[("dp", 1)].startswith("memory") and why[("fsdp", 1)].startswith("comms-bound")
@@ -141,7 +141,8 @@ def test_planner_without_sequence_sharding_is_limited_by_the_sequence_count():
     # 6.A7: 4M tokens of 4096-token sequences are only 1024 sequences: no more than 1024-way data parallelism.
     result = t.plan("llama3-70b", "v5p", 8960, 4 * 1024 * 1024, sequence_sharding=False)
     assert result.fsdp <= 1024
-    assert any(r["why not"].startswith("batch") for r in result.candidates)
+    assert all(r["FSDP/DP"] <= 1024 for r in result.candidates)
+    assert [r["chips"] for r in result.candidates if r["strategy"] == "fsdp"] == [1024]
 
 
 def test_planner_crosses_pods_over_dcn_and_answers_fast():
@@ -150,7 +151,7 @@ def test_planner_crosses_pods_over_dcn_and_answers_fast():
     start = time.perf_counter()
     result = t.plan("llama3-405b", "v5p", 8 * 8960, 16 * 2**20)
     assert time.perf_counter() - start < 0.2
-    assert result.dp == 8 and result.fsdp * result.tp == 8960
+    assert result.dp == 8 and result.fsdp * result.tp == 8192
 
 
 def test_planner_rejects_impossible_requests():
@@ -158,6 +159,8 @@ def test_planner_rejects_impossible_requests():
         t.plan("llama3-405b", "v5e", 16, 2**20)
     with pytest.raises(ValueError, match="batch_tokens"):
         t.plan("llama3-8b", "v5e", 16, 100, seq_len=4096)
+    with pytest.raises(ValueError, match="whole number of sequences"):
+        t.plan("llama3-8b", "v5e", 16, 4e6, seq_len=4096)
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])

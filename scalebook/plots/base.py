@@ -12,3 +12,20 @@ def figure(figsize: tuple[float, float] = (7.0, 4.5), ncols: int = 1, nrows: int
     fig, ax = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained")
     plt.close(fig)
     return fig, ax
+
+
+def positive_range(name: str, pair: tuple[float, float]) -> tuple[float, float]:
+    """Return `pair` if it is an increasing pair of positive numbers, else raise `ValueError` naming `name`."""
+    lo, hi = pair
+    if not 0 < lo < hi:
+        raise ValueError(f"{name} must be an increasing pair of positive numbers, got {pair!r}")
+    return lo, hi
+
+
+def finish(ax: Any, xlabel: str, ylabel: str, title: str, legend: str = "lower right") -> None:
+    """Label an axes with units, title it, grid it and place its legend (the same on every figure)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc=legend)

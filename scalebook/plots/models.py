@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..models import TransformerConfig, get_model
-from .base import figure
+from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,9 +32,7 @@ def attention_share(models: Sequence[TransformerConfig | str] = PRESETS, T: tupl
                     causal: bool = True) -> Figure:
     """Plot the fraction of each model's training FLOPs spent in the two attention contractions against the
     sequence length T (log axis), with the 50% line where attention overtakes all the matmuls."""
-    lo, hi = T
-    if not 0 < lo < hi:
-        raise ValueError(f"T must be an increasing pair of positive lengths, got {T!r}")
+    lo, hi = positive_range("T", T)
     fig, ax = figure()
     Ts = np.geomspace(lo, hi, 200)
     for model in models:
@@ -48,11 +46,8 @@ def attention_share(models: Sequence[TransformerConfig | str] = PRESETS, T: tupl
     ax.axhline(0.5, color="#555", ls=":", lw=1, label="attention = all matmuls")
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("sequence length T (tokens)")
-    ax.set_ylabel("share of training FLOPs in attention")
-    ax.set_title(f"Dot-product attention's share of the FLOPs ({'causal' if causal else 'full'} attention)")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    finish(ax, "sequence length T (tokens)", "share of training FLOPs in attention",
+           f"Dot-product attention's share of the FLOPs ({'causal' if causal else 'full'} attention)", "upper left")
     return fig
 
 

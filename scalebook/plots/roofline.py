@@ -9,7 +9,7 @@ import numpy as np
 
 from ..hardware import Chip, get_chip
 from ..roofline import Estimate, achievable_flops, matmul
-from .base import figure
+from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,9 +50,7 @@ def roofline(
     tinted red and the compute-bound region green.
     """
     chips = _as_chips(chips)
-    lo, hi = intensity
-    if not 0 < lo < hi:
-        raise ValueError(f"intensity must be an increasing pair of positive numbers, got {intensity!r}")
+    lo, hi = positive_range("intensity", intensity)
     fig, ax = figure()
     x = np.geomspace(lo, hi, 400)
     for chip in chips:
@@ -68,11 +66,8 @@ def roofline(
         px, py = _point_xy(point)
         ax.plot(px, py, "o", ms=7, label=label)
     ax.set_xlim(lo, hi)
-    ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
-    ax.set_ylabel("attainable FLOP/s")
-    ax.set_title(title or "Roofline: " + ", ".join(c.name for c in chips))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    finish(ax, "arithmetic intensity (FLOPs per byte)", "attainable FLOP/s",
+           title or "Roofline: " + ", ".join(c.name for c in chips))
     return fig
 
 
@@ -99,11 +94,7 @@ def batch_roofline(
         ax.plot(batches, [e.achieved_flops for e in ests], lw=2, label=f"D = F = {D}" if D == F else f"D={D}, F={F}")
         peak = ests[0].flops / ests[0].t_math
     ax.axhline(peak, color="k", ls="--", lw=1, label=f"peak {peak:.3g} FLOP/s")
-    ax.set_xlabel("batch B (tokens)")
-    ax.set_ylabel("attainable FLOP/s")
-    ax.set_title(title or f"Matmul throughput against batch on {chip.name}")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    finish(ax, "batch B (tokens)", "attainable FLOP/s", title or f"Matmul throughput against batch on {chip.name}")
     return fig
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..hardware import Chip, get_chip
 from ..roofline import Estimate
 from ..training import Memory, idle_fraction, layer_cost, x_opt
-from .base import figure
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -135,11 +135,8 @@ def strategy_times(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: 
             ax.annotate(f"{label}: B ≈ {tokens(at)}", (at, t), textcoords="offset points",
                         xytext=_LABEL_OFFSETS[s], ha="right" if _LABEL_OFFSETS[s][0] < 0 else "left", fontsize=8,
                         color=_COLORS[s])
-    ax.set_xlabel("global batch B (tokens)")
-    ax.set_ylabel("time per layer, forward + backward (s)")
-    ax.set_title(f"Compute vs communication per strategy: {N} × {name}, D = {D:g}, F = {F:g}")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    finish(ax, "global batch B (tokens)", "time per layer, forward + backward (s)",
+           f"Compute vs communication per strategy: {N} × {name}, D = {D:g}, F = {F:g}", "upper left")
     return fig
 
 

@@ -169,6 +169,7 @@ def _chip_menu(chip: str) -> list[str]:
 
 
 _CHIP_COUNTS = (256, 1024, 2048, 4096, 8192, 8960, 17920, 35840, 71680, 143360)
+_BATCHES = tuple(2**k for k in range(16, 27))  # tokens per step for the planner: 64Ki ... 64Mi
 
 
 def run_explorer(model: str = "llama3-70b", tokens: float = 15e12, n_chips: int = 8960, chip: str = "v5p",
@@ -193,10 +194,14 @@ def bounds_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int =
 
 def plan_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int = 8960, batch_tokens: float = 4 * 2**20,
                   seq_len: int = 4096, sequence_sharding: bool = True) -> Explorer:
-    """Return an explorer of `training.plan`: the chosen layout and every candidate with why it lost."""
+    """Return an explorer of `training.plan`: the chosen layout and every candidate with why it lost.
+
+    The batch is a menu of powers of two (64Ki to 64Mi tokens), not a slider: the planner needs a whole number of
+    sequences that splits evenly over its data-parallel replicas, which a log slider's values almost never are.
+    """
     return explore(lambda model, chip, n_chips, batch_tokens, seq_len, sequence_sharding:
                    plan(model, chip, int(n_chips), batch_tokens, int(seq_len), sequence_sharding=sequence_sharding),
                    title="The planner's layouts", model=_model_menu(model), chip=_chip_menu(chip),
-                   n_chips=_menu(n_chips, _CHIP_COUNTS), batch_tokens=Log(2**16, 2**26, batch_tokens),
+                   n_chips=_menu(n_chips, _CHIP_COUNTS), batch_tokens=_menu(batch_tokens, _BATCHES),
                    seq_len=_menu(seq_len, (2048, 4096, 8192, 16384)),
                    sequence_sharding=_menu(sequence_sharding, (True, False)))
