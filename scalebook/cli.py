@@ -5,6 +5,7 @@
     scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
+    scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
 
@@ -17,7 +18,7 @@ from .collectives import KINDS, collective
 from .hardware import TpuMesh, get_chip, list_chips
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
-from .units import DTYPE_BYTES, parse_size
+from .units import DTYPE_BYTES, fmt_time, parse_size
 
 __all__ = ["main", "parse_shape", "parse_mesh", "parse_sizes"]
 
@@ -72,6 +73,28 @@ def _plan(args: argparse.Namespace) -> str:
 
     result = plan(args.model, args.chip, args.chips, parse_size(args.batch), seq_len=args.seq)
     return f"{result}\n\n{result.candidates}"
+
+
+def _serve(args: argparse.Namespace) -> str:
+    from . import inference
+
+    b = DTYPE_BYTES[args.dtype]
+    X, Y = inference.smallest_topology(args.model, args.chip, param_bytes=b)
+    n = X * Y
+    batch = inference.max_batch(args.model, args.chip, n, args.context, param_bytes=b, kv_bytes=b)
+    if batch < 1:
+        raise ValueError(f"no sequence of {args.context} tokens fits beside the weights on {X}x{Y}; "
+                         "try a shorter --context or a smaller --dtype")
+    step = inference.decode_step(args.model, args.chip, n, batch, args.context, param_bytes=b, kv_bytes=b)
+    rate = step.tokens_per_second / n
+    lines = [f"smallest topology   {X}x{Y} ({n} chips, weights only)", f"max batch           {batch} sequences",
+             f"decode step         {fmt_time(step.time)} ({step.bound}-bound)", f"tokens/s per chip   {rate:.4g}"]
+    try:
+        lines.append(f"$ per M tokens      {inference.cost_per_million_tokens(args.chip, rate):.3g}"
+                     f" (prices of {inference.prices()['date']})")
+    except KeyError:
+        lines.append("$ per M tokens      (no price listed for this chip)")
+    return "\n".join(lines)
 
 
 def _chips(args: argparse.Namespace) -> str:
@@ -132,6 +155,13 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--batch", required=True, help="global batch in tokens, e.g. 4Mi (= 4·2**20) or 4194304")
     train.add_argument("--seq", type=int, default=4096, help="sequence length in tokens (default 4096)")
     train.set_defaults(run=_plan)
+    serve = sub.add_parser("serve", help="smallest topology, max batch, step time and cost of serving a model")
+    serve.add_argument("--model", required=True, help="a preset, e.g. llama3-70b")
+    serve.add_argument("--chip", required=True, help="e.g. v5e")
+    serve.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
+    serve.add_argument("--dtype", default="bf16", choices=["bf16", "int8", "int4", "fp8"],
+                       help="weights and KV cache dtype")
+    serve.set_defaults(run=_serve)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
     bench.add_argument("--dtype", default=None, help="fp32 on CPU by default, bf16 on accelerators")
     bench.set_defaults(run=_bench)

@@ -74,3 +74,10 @@ def test_cli_plan(capsys):
     assert cli.main(["plan", "--model", "llama3-70b", "--chip", "v5p", "--chips", "8960", "--batch", "4Mi"]) == 0
     out = capsys.readouterr().out
     assert "fsdp_tp with FSDP 2048 × TP 4 on 8192 of 8960" in out and "comms-bound" in out
+
+
+def test_cli_serve(capsys):
+    # ch. 8: LLaMA 3-70B in int8 fits a v5e 4x2; with the rest of HBM full of 8k caches a step takes ~19 ms.
+    assert cli.main(["serve", "--model", "llama3-70b", "--chip", "v5e", "--context", "8192", "--dtype", "int8"]) == 0
+    out = capsys.readouterr().out
+    assert "4x2 (8 chips" in out and "19.3 ms" in out and "$ per M tokens" in out

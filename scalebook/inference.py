@@ -1,0 +1,260 @@
+"""Inference accounting: KV caches, prefill and decode step times, batch limits, latency/throughput, cost.
+
+A decode step (How To Scale Your Model, ch. 7) reads every parameter and every sequence's KV cache from
+HBM and does 2 FLOPs per parameter per sequence. The attention reads cannot hide behind the MLP, while the
+parameter reads and the MLP arithmetic overlap, so with W and C summed over the chips
+
+    T_step = B·KV / W  +  max(2·B·P / C,  P·b / W)        (B sequences, P parameters, b bytes per parameter)
+
+and, when the model is split over chips, the per-layer collectives of tensor parallelism run at the same
+time: the step takes the larger of that and their time. Prefill is compute-bound: 2·P·T / (N·C·MFU).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from .collectives import all_gather, reduce_scatter
+from .hardware import Chip, TpuMesh, get_chip
+from .models import TransformerConfig, get_model
+from .roofline import Estimate, critical_batch
+from .tables import Table
+from .units import fmt_time
+
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
+           "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
+           "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
+
+
+@dataclass(frozen=True)
+class StepEstimate(Estimate):
+    """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs) and
+    `t_ici` (model-parallel collectives), in seconds. `time` = max(t_kv + max(t_math, t_params), t_ici)."""
+
+    t_params: float = 0.0
+    t_kv: float = 0.0
+    t_ici: float = 0.0
+    batch: int = 1
+
+    @property
+    def time(self) -> float:
+        return max(self.t_kv + max(self.t_math, self.t_params), self.t_ici)
+
+    @property
+    def upper(self) -> float:
+        return self.t_kv + self.t_math + self.t_params + self.t_ici
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the step: 'ici', 'kv' (cache reads), 'params' (weight reads) or 'compute'."""
+        if self.t_ici >= self.t_kv + max(self.t_math, self.t_params):
+            return "ici"
+        if self.t_kv >= max(self.t_math, self.t_params):
+            return "kv"
+        return "compute" if self.t_math >= self.t_params else "params"
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Tokens generated per second by the whole batch (one per sequence per step)."""
+        return self.batch / self.time
+
+    def summary(self) -> dict[str, str]:
+        return {"batch": str(self.batch), "weights from HBM": fmt_time(self.t_params),
+                "KV caches from HBM": fmt_time(self.t_kv), "FLOPs": fmt_time(self.t_math),
+                "ICI collectives": fmt_time(self.t_ici), "step": fmt_time(self.time), "bound": self.bound,
+                "tokens/s": f"{self.tokens_per_second:.4g}"}
+
+    def __str__(self) -> str:
+        s = self.summary()
+        head = f"{self.label}: " if self.label else ""
+        return (f"{head}{s['step']} per step ({self.bound}-bound; weights {s['weights from HBM']}, "
+                f"KV {s['KV caches from HBM']}, FLOPs {s['FLOPs']}, ICI {s['ICI collectives']})")
+
+
+def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 1, bytes_per_value: float = 2,
+                   local_layers: float = 0.0, window: float = 0, share: int = 1) -> float:
+    """Return the KV-cache bytes of `batch` sequences of `context` tokens.
+
+    Variants: a fraction `local_layers` of the layers attends to only the last `window` tokens (local/sliding
+    attention), and groups of `share` consecutive layers may share one cache (cross-layer sharing). MHA, GQA
+    and MQA are the model's K (K = N, 1 < K < N, K = 1).
+    """
+    model = get_model(model)
+    if context < 0 or batch < 1 or share < 1 or not 0 <= local_layers <= 1:
+        raise ValueError(f"need context >= 0, batch >= 1, share >= 1 and 0 <= local_layers <= 1; got context="
+                         f"{context!r}, batch={batch!r}, share={share!r}, local_layers={local_layers!r}")
+    local_context = min(context, window) if window else context
+    tokens = (1 - local_layers) * context + local_layers * local_context
+    return batch * tokens * model.kv_bytes_per_token(bytes_per_value) / share
+
+
+def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip | str, n_chips: int,
+                param_bytes: float = 2, compute_dtype: str = "bf16", t_ici: float = 0.0,
+                label: str = "") -> StepEstimate:
+    """Return the `StepEstimate` of one decode step from raw counts: `params` parameters of `param_bytes`
+    bytes each, `kv_bytes_per_seq` bytes of KV cache per sequence, `batch` sequences, on `n_chips` chips
+    that split weights and caches evenly."""
+    chip = get_chip(chip)
+    if batch < 1 or n_chips < 1:
+        raise ValueError(f"batch and n_chips must be positive, got batch={batch!r}, n_chips={n_chips!r}")
+    W, C = n_chips * chip.hbm_bandwidth, n_chips * chip.peak_flops(compute_dtype)
+    flops = 2 * batch * params
+    nbytes = params * param_bytes + batch * kv_bytes_per_seq
+    return StepEstimate(flops, nbytes, flops / C, nbytes / W, channel="HBM", label=label,
+                        t_params=params * param_bytes / W, t_kv=batch * kv_bytes_per_seq / W, t_ici=t_ici,
+                        batch=batch)
+
+
+def _tp_collectives(model: TransformerConfig, mesh: TpuMesh, batch: int, act_bytes: float) -> float:
+    """Seconds of tensor-parallel collectives per decode step: per layer, two blocks each all-gather their
+    [B, D] input and reduce-scatter their output over the whole mesh (latency floors included)."""
+    V = batch * model.D * act_bytes
+    per_block = all_gather(mesh, None, V).time + reduce_scatter(mesh, None, V).time
+    return 2 * model.L * per_block
+
+
+def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
+                param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
+                mesh: TpuMesh | None = None) -> StepEstimate:
+    """Return the `StepEstimate` of a decode step of `batch` sequences at `context` tokens each.
+
+    Every weight is counted as read each step (the book's convention; the embedding table's lookups read
+    far less) and as doing 2 FLOPs per sequence.
+
+    `param_bytes` and `kv_bytes` are bytes per weight and per cached value (1 for int8). With a `mesh` (of
+    `n_chips` chips), the tensor-parallel collectives of the bf16 activations are added as `t_ici`.
+    """
+    model = get_model(model)
+    if mesh is not None and mesh.n_chips != n_chips:
+        raise ValueError(f"mesh has {mesh.n_chips} chips but n_chips={n_chips}")
+    kv = kv_cache_bytes(model, context, 1, kv_bytes)
+    t_ici = _tp_collectives(model, mesh, batch, 2) if mesh is not None and n_chips > 1 else 0.0
+    return decode_time(model.param_count(), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
+                       label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
+                             f"{get_chip(chip).name}")
+
+
+def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float = 0.4,
+            compute_dtype: str = "bf16", attention: bool = True) -> Estimate:
+    """Return the `Estimate` of prefilling `tokens` prompt tokens at `mfu` of the chips' peak (prefill is
+    compute-bound): 2 FLOPs per matmul parameter per token, plus causal attention unless `attention=False`
+    (the book's 2·P·T)."""
+    model, chip = get_model(model), get_chip(chip)
+    if not 0 < mfu <= 1 or tokens <= 0:
+        raise ValueError(f"need 0 < mfu <= 1 and tokens > 0, got mfu={mfu!r}, tokens={tokens!r}")
+    flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens
+    C = n_chips * chip.peak_flops(compute_dtype) * mfu
+    return Estimate(flops, 0.0, flops / C, 0.0, label=f"{model.name} prefill of {tokens:g} tokens")
+
+
+def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
+              param_bytes: float = 2, kv_bytes: float = 2) -> int:
+    """Return the most sequences of `context` tokens whose KV caches fit beside the weights in HBM."""
+    model, chip = get_model(model), get_chip(chip)
+    free = n_chips * chip.hbm_bytes - model.param_count() * param_bytes
+    per_seq = kv_cache_bytes(model, context, 1, kv_bytes)
+    return max(0, math.floor(free / per_seq)) if per_seq else 0
+
+
+def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
+           batches: Sequence[int] | None = None, param_bytes: float = 2, kv_bytes: float = 2,
+           mesh: TpuMesh | None = None) -> Table:
+    """Return the latency/throughput trade-off over batch: per batch (up to what fits), the step time
+    (per-token latency) and the tokens/s per chip."""
+    limit = max_batch(model, chip, n_chips, context, param_bytes, kv_bytes)
+    batches = [b for b in (batches or [2**i for i in range(12)]) if b <= limit] or ([limit] if limit else [])
+    rows = []
+    for b in batches:
+        step = decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes, mesh=mesh)
+        rows.append({"batch": b, "step": step.time, "tokens/s/chip": step.tokens_per_second / n_chips,
+                     "bound": step.bound})
+    return Table(rows, formats={"step": fmt_time, "tokens/s/chip": lambda v: f"{v:.4g}"},
+                 title=f"latency vs throughput, context {context:g}, {n_chips} × {get_chip(chip).name}")
+
+
+def smallest_topology(model: TransformerConfig | str, chip: Chip | str, param_bytes: float = 2, context: float = 0,
+                      batch: int = 1, kv_bytes: float = 2,
+                      shapes: Sequence[tuple[int, int]] = ((1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (4, 8),
+                                                           (8, 8), (8, 16), (16, 16))) -> tuple[int, int]:
+    """Return the smallest slice shape whose HBM holds the weights and `batch` KV caches of `context` tokens
+    (with the default context 0 the caches are left out, as the book sizes the slice)."""
+    model, chip = get_model(model), get_chip(chip)
+    need = model.param_count() * param_bytes + kv_cache_bytes(model, context, batch, kv_bytes)
+    for X, Y in shapes:
+        if X * Y * chip.hbm_bytes >= need:
+            return X, Y
+    raise ValueError(f"{model.name} at {param_bytes} bytes per weight does not fit any of the shapes {shapes}")
+
+
+@cache
+def prices() -> dict[str, dict]:
+    """Return the chip-hour price table (USD per chip-hour, with its date and source) from data/prices.toml."""
+    text = resources.files(__package__).joinpath("data/prices.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float) -> float:
+    """Return US dollars per million generated tokens at the listed chip-hour price."""
+    chip = get_chip(chip)
+    table = prices()["chips"]
+    key = next((k for k in table if get_chip(k) is chip), None)
+    if key is None:
+        raise KeyError(f"no price for {chip.name}; priced chips: {sorted(table)}")
+    if tokens_per_second_per_chip <= 0:
+        raise ValueError(f"tokens_per_second_per_chip must be positive, got {tokens_per_second_per_chip!r}")
+    return table[key]["usd_per_hour"] / 3600 / tokens_per_second_per_chip * 1e6
+
+
+def moe_critical_batch(model: TransformerConfig | str, chip: Chip | str, param_dtype: str = "bf16",
+                       compute_dtype: str = "bf16") -> float:
+    """Return the tokens per step an MoE layer needs to be compute-bound: the dense critical batch x E/k."""
+    model = get_model(model)
+    return critical_batch(chip, compute_dtype, weight_dtype=param_dtype) * model.E / model.k
+
+
+def weight_stationary(B: float, D: float, F: float, chip: Chip | str, N: int) -> dict[str, float]:
+    """Return the communication seconds of 1-D and 2-D weight-stationary sharding of an MLP on N chips (ch. 7, Q7).
+
+    1-D: 4·B·D / (3·W). 2-D (weights W_in[D_X, F_YZ]): 2·B·D/(X·W) + 4·B·F/(YZ·W) with X·YZ = N, smallest at
+    X = sqrt(N·D / (2F)) (sqrt(N/8) for F = 4D), where it is 2·B·sqrt(8·D·F) / (W·sqrt(N)). W is bidirectional.
+    Also returns the MLP's arithmetic time 4·B·D·F / (N·C) for comparison.
+    """
+    chip = get_chip(chip)
+    W = chip.ici_bidirectional
+    X = math.sqrt(N * D / (2 * F))
+    YZ = N / X
+    return {"1d": 4 * B * D / (3 * W), "2d": 2 * B * D / (X * W) + 4 * B * F / (YZ * W), "X": X, "YZ": YZ,
+            "math": 4 * B * D * F / (N * chip.bf16_flops)}
+
+
+def speculative_speedup(acceptance: float, draft_tokens: int, draft_cost: float) -> float:
+    """Return the expected speed-up of speculative decoding (Leviathan et al., 2023).
+
+    Each step drafts `draft_tokens` tokens at `draft_cost` (a fraction of a target step each) and verifies
+    them in one target step; with per-token acceptance rate a, the step yields (1 - a^(γ+1)) / (1 - a) tokens.
+    """
+    if not 0 <= acceptance < 1 or draft_tokens < 0 or draft_cost < 0:
+        raise ValueError("need 0 <= acceptance < 1, draft_tokens >= 0 and draft_cost >= 0")
+    tokens = (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
+    return tokens / (draft_tokens * draft_cost + 1)
+
+
+def disaggregation_ratio(prefill_seconds: float, step_seconds: float, batch: int, decode_tokens: int) -> float:
+    """Return prefill servers per decode server so neither waits: each decode server finishes `batch`
+    sequences every `step_seconds · decode_tokens` seconds, and each needed one prefill."""
+    if min(prefill_seconds, step_seconds, batch, decode_tokens) <= 0:
+        raise ValueError("all arguments must be positive")
+    return prefill_seconds * batch / (step_seconds * decode_tokens)
+
+
+def evicted_per_step(batch: int, prompt_tokens: float, decode_tokens: float) -> float:
+    """Return KV-cache tokens freed per decode step: B/G sequences finish, each holding P + G tokens."""
+    if batch < 1 or decode_tokens <= 0 or prompt_tokens < 0:
+        raise ValueError("need batch >= 1, decode_tokens > 0 and prompt_tokens >= 0")
+    return batch * (prompt_tokens + decode_tokens) / decode_tokens
+

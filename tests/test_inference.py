@@ -1,0 +1,130 @@
+"""Inference accounting against chapters 7 and 8 of How To Scale Your Model, including both LLaMA 2-13B tables."""
+
+import dataclasses
+
+import pytest
+
+import scalebook as sb
+from scalebook import inference as inf
+
+LLAMA2 = sb.get_model("llama2-13b")
+BATCHES = [1, 8, 16, 32, 64, 240]
+
+# ch. 7: LLaMA 2-13B on 8 v5e at 8192 tokens of context, bf16. The book labels memory in GiB but divides by
+# 8 x 8.2e11 B/s treating them as 1e9 bytes, so the values below are decimal GB.
+TABLE_FULL = {  # batch: (KV GB, total GB, step ms, tokens/s)
+    1: (6.7, 32.7, 4.98, 200.61), 8: (53.6, 79.6, 12.13, 659.30), 16: (107.2, 133.2, 20.30, 787.99),
+    32: (214.4, 240.4, 36.65, 873.21), 64: (428.8, 454.8, 69.33, 923.13), 240: (1608, 1634, 249.09, 963.53),
+}
+TABLE_SMALL_KV = {  # the same model with a 5x smaller KV cache (8 KV heads for 40 query heads)
+    1: (1.34, 27.34, 4.17, 239.94), 8: (10.72, 36.72, 5.60, 1429.19), 16: (21.44, 47.44, 7.23, 2212.48),
+    32: (42.88, 68.88, 10.50, 3047.62), 64: (85.76, 111.76, 17.04, 3756.62), 240: (321.6, 347.6, 52.99, 4529.34),
+}
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_llama2_13b_generation_table(batch):
+    kv, total, step_ms, tokens = TABLE_FULL[batch]
+    assert inf.kv_cache_bytes(LLAMA2, 8192, batch) == pytest.approx(kv * 1e9, rel=0.005)
+    step = inf.decode_step(LLAMA2, "v5e", 8, batch, 8192)
+    assert step.bytes == pytest.approx(total * 1e9, rel=0.005)
+    assert step.time * 1e3 == pytest.approx(step_ms, rel=0.005)
+    assert step.tokens_per_second == pytest.approx(tokens, rel=0.005)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_llama2_13b_table_with_a_five_times_smaller_cache(batch):
+    kv, total, step_ms, tokens = TABLE_SMALL_KV[batch]
+    per_seq = inf.kv_cache_bytes(LLAMA2, 8192) / 5
+    step = inf.decode_time(LLAMA2.param_count(), per_seq, batch, "v5e", 8)
+    assert batch * per_seq == pytest.approx(kv * 1e9, rel=0.005)
+    assert step.time * 1e3 == pytest.approx(step_ms, rel=0.005)
+    assert step.tokens_per_second == pytest.approx(tokens, rel=0.005)
+
+
+def test_pop_quiz_30b_on_a_4x4():
+    # 7.PQ: 30B int8 weights, 16 v5e, 8192 tokens at 100 kB/token: batch 4 ~2.5 ms; batch 256 ~21 ms.
+    kv = 100e3 * 8192
+    assert inf.decode_time(30e9, kv, 4, "v5e", 16, param_bytes=1).time == pytest.approx(2.5e-3, rel=0.02)
+    big = inf.decode_time(30e9, kv, 256, "v5e", 16, param_bytes=1)
+    assert big.time == pytest.approx(21e-3, rel=0.01)
+    assert big.t_math > big.t_params  # at batch 256 the FLOPs, not the weight reads, sit beside the KV reads
+
+
+def test_q1_to_q3_the_chapter_7_model():
+    # 7.Q1: ~18.4e9 params; int8 KV 2·L·K·H = 262 kB/token. 7.Q2: 128k (the book: 128,000) tokens of context
+    # on 16 v5e, int8: 33.5 GB per sequence -> 7 sequences; with K = 1, 56. 7.Q3: reading 18.4 GB of int8
+    # weights on 16 v5e takes ~1.4 ms.
+    m = sb.get_model("ch7-model")
+    assert m.kv_bytes_per_token(1) == 262144
+    assert inf.kv_cache_bytes(m, 128_000, 1, 1) == pytest.approx(33.5e9, rel=0.01)
+    assert inf.max_batch(m, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1) == 7
+    mqa = dataclasses.replace(m, K=1)
+    assert inf.max_batch(mqa, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1) == 56
+    assert inf.decode_step(m, "v5e", 16, 1, 0, param_bytes=1).t_params == pytest.approx(1.4e-3, rel=0.02)
+
+
+def test_q5_moe_version_of_the_chapter_7_model():
+    # 7.Q5: E = 16, k = 2 -> ~212e9 total, ~31.2e9 active; compute-bound above 240·16/2 = 1920 tokens.
+    m = dataclasses.replace(sb.get_model("ch7-model"), E=16, k=2)
+    assert m.param_count() == pytest.approx(212e9, rel=0.01)
+    assert m.param_count(active=True) == pytest.approx(31.2e9, rel=0.01)
+    assert inf.moe_critical_batch(m, "v5e") == pytest.approx(1920, rel=0.01)
+
+
+def test_q7_two_dimensional_weight_stationary_wins_beyond_72_chips():
+    # 7.Q7: with F = 4D the 2-D layout's comms are ~11.3·B·D/(sqrt(N)·W), below 1-D's 4·B·D/(3·W) once N > 72.
+    B, D = 1024, 8192
+    at = {N: inf.weight_stationary(B, D, 4 * D, "v5e", N) for N in (64, 72, 81, 256)}
+    assert at[72]["2d"] == pytest.approx(at[72]["1d"], rel=1e-9)
+    assert at[64]["2d"] > at[64]["1d"] and at[256]["2d"] < at[256]["1d"]
+    assert at[256]["X"] == pytest.approx((256 / 8) ** 0.5)
+
+
+def test_chapter_8_llama3_70b_numbers():
+    m = sb.get_model("llama3-70b")
+    # 8.A1: int8 KV 2·K·H·L = 160 KiB per token; 5.3 GB per 32k sequence.
+    assert m.kv_bytes_per_token(1) == 163840
+    assert inf.kv_cache_bytes(m, 32768, 1, 1) == pytest.approx(5.37e9, rel=0.01)
+    # 8.A3: batch 32 at 8192 context, int8 on a v5e 4x2: ~17 ms per step, ~235 tokens/s per chip.
+    step = inf.decode_step(m, "v5e", 8, 32, 8192, param_bytes=1, kv_bytes=1)
+    assert step.time == pytest.approx(17e-3, rel=0.03)
+    assert step.tokens_per_second / 8 == pytest.approx(235, rel=0.03)
+    # 8.A5: smallest slices for bf16 / int8 / int4 weights: 4x4, 4x2, 2x2.
+    assert [inf.smallest_topology(m, "v5e", b) for b in (2, 1, 0.5)] == [(4, 4), (4, 2), (2, 2)]
+    # 8.A10: prefill of 8192 tokens on 16 v5e at 40% MFU ~ 0.91 s by the book's 2·P·T; causal attention adds ~8%.
+    assert inf.prefill(m, "v5e", 16, 8192, attention=False).time == pytest.approx(0.91, rel=0.01)
+    assert inf.prefill(m, "v5e", 16, 8192).time / inf.prefill(m, "v5e", 16, 8192, attention=False).time < 1.1
+    # 8.A11: 32 sequences of 8192 + 4096 tokens finishing over 4096 steps free 96 tokens per step.
+    assert inf.evicted_per_step(32, 8192, 4096) == 96
+    # 8.A12: 0.91 s prefills against 19 ms steps of batch 32 and 512 decode tokens: ~3 prefill servers each.
+    assert inf.disaggregation_ratio(0.91, 0.019, 32, 512) == pytest.approx(3, rel=0.02)
+
+
+def test_cost_per_million_tokens_uses_the_dated_price_table():
+    assert inf.prices()["date"] == "2025-02"
+    assert inf.cost_per_million_tokens("v5e", 1000) == pytest.approx(1.2 / 3.6, rel=1e-9)
+    with pytest.raises(KeyError, match="no price"):
+        inf.cost_per_million_tokens("b200", 1000)
+
+
+def test_speculative_decoding():
+    assert inf.speculative_speedup(0.0, 4, 0.0) == 1  # nothing accepted, free drafts: no gain, no loss
+    assert inf.speculative_speedup(0.8, 4, 0.05) == pytest.approx((1 - 0.8**5) / 0.2 / 1.2)
+    with pytest.raises(ValueError):
+        inf.speculative_speedup(1.0, 4, 0.1)
+
+
+def test_tensor_parallel_collectives_add_a_latency_floor():
+    mesh = sb.TpuMesh("v5e", X=4, Y=4)
+    step = inf.decode_step("llama3-70b", "v5e", 16, 8, 4096, param_bytes=1, kv_bytes=1, mesh=mesh)
+    assert step.t_ici > 0 and step.time >= step.t_ici
+    with pytest.raises(ValueError, match="mesh has 16 chips"):
+        inf.decode_step("llama3-70b", "v5e", 8, 8, 4096, mesh=mesh)
+
+
+def test_pareto_stops_at_the_largest_batch_that_fits():
+    table = inf.pareto("llama3-70b", "v5e", 16, 8192, param_bytes=1, kv_bytes=1)
+    assert max(table.column("batch")) <= inf.max_batch("llama3-70b", "v5e", 16, 8192, 1, 1)
+    steps, rates = table.column("step"), table.column("tokens/s/chip")
+    assert steps == sorted(steps) and rates == sorted(rates)  # bigger batches: slower steps, more throughput
