@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import collectives, grading, hardware, inference, models, roofline, sharding, training, units
+from . import collectives, grading, hardware, inference, models, roofline, serving, sharding, training, units
 from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
 from .grading import check, expect
 from .hardware import Chip, TpuMesh, get_chip, list_chips
@@ -31,7 +31,8 @@ __all__ = [
     "Chip", "Estimate", "Table", "TpuMesh", "Plan", "TransformerConfig", "get_chip", "get_model", "list_chips",
     "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
-    "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "grading",
+    "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
+    "grading",
     "runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "problems", "notebooks", "cli",
 ]
 

@@ -17,6 +17,7 @@ from .models import (
     remat_explorer,
     remat_table,
 )
+from .serving import serving_explorer
 from .sharding import collective_explorer, matmul_explorer, memory_explorer, ring_explorer, sharding_grid_explorer
 from .tpu import offload_explorer, systolic_explorer, torus_explorer, transfer_explorer
 from .training import pipeline_explorer, training_memory_explorer, training_roofline_explorer
@@ -29,3 +30,4 @@ __all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "
             "attention_estimate"]
 __all__ += ["training_roofline_explorer", "training_memory_explorer", "pipeline_explorer"]
 __all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]
+__all__ += ["serving_explorer"]

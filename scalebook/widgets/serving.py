@@ -1,0 +1,56 @@
+"""An explorer of the serving simulator (`scalebook.serving`): move the arrival rate, the decode slots, the mode and
+the lengths, and watch time to first token and time per output token respond.
+
+`serving_chart` and `serving_view` are plain functions too, so a chapter can draw one run without a widget. A redraw
+simulates a few hundred requests and draws an SVG `Chart`: it takes milliseconds.
+"""
+
+from __future__ import annotations
+
+from ..inference import max_batch
+from ..serving import MODES, Engine, Lengths, Report, Workload, simulate
+from ..svg import Chart
+from .core import Explorer, Log, explore
+
+__all__ = ["serving_chart", "serving_view", "serving_explorer"]
+
+
+def serving_chart(report: Report) -> Chart:
+    """Return an SVG chart of each request's TTFT and TPOT (s, log scale) against its arrival time (s)."""
+    arrival = report.requests.arrival
+    chart = Chart(title=f"Latency per request ({report.engine.mode}, {report.workload.rate:g} requests/s)",
+                  xlabel="arrival time (s)", ylabel="latency (s)", ylog=True)
+    chart.line(arrival, report.ttft, label=f"time to first token, p99 {report.percentile('ttft', 99):.3g} s")
+    chart.line(arrival, report.tpot, label=f"time per output token, p99 {report.percentile('tpot', 99):.3g} s")
+    return chart
+
+
+def serving_view(rate: float, slots: int, mode: str, prompt: float, output: float, prefix_hit: float = 0.0,
+                 model: str = "llama3-70b", chip: str = "v5e", n_chips: int = 16, param_bytes: float = 1,
+                 kv_bytes: float = 1, sigma: float = 0.5, n_requests: int = 400, seed: int = 0) -> tuple:
+    """Return the latency chart and the `Report` of one run (after a note when `slots` KV caches overflow HBM):
+    `rate` requests/s, lognormal lengths of median `prompt` and `output` tokens (shape `sigma`)."""
+    workload = Workload(rate, Lengths(prompt, sigma), Lengths(output, sigma), prefix_hit=prefix_hit)
+    engine = Engine(model, chip, n_chips, param_bytes, kv_bytes, slots=round(slots), mode=mode)
+    report = simulate(workload, engine, n_requests, seed)
+    fit = max_batch(engine.model, engine.chip, engine.pools()[1], workload.typical_context(), param_bytes, kv_bytes)
+    notes = [f"Note: {report.slots} KV caches of {workload.typical_context():.0f} tokens do not fit in HBM beside the "
+             f"weights; at most {fit} do."] if report.slots > fit else []
+    return (*notes, serving_chart(report), report)
+
+
+def serving_explorer(rate: float = 2.0, mode: str = "interleaved", prompt: float = 1024, output: float = 256,
+                     slots: int | None = None, model: str = "llama3-70b", chip: str = "v5e", n_chips: int = 16,
+                     param_bytes: float = 1, kv_bytes: float = 1, n_requests: int = 400) -> Explorer:
+    """Return an explorer of the serving simulator; it opens on LLaMA 3-70B in int8 on 16 v5e chips, with as many
+    slots as fit at the typical context (median prompt + median output)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got mode={mode!r}")
+    if slots is None:
+        engine = Engine(model, chip, n_chips, param_bytes, kv_bytes, mode=mode)
+        slots = engine.batch_slots(Workload(rate, prompt, output))
+    return explore(serving_view, title="Serving: queueing turns step times into latency",
+                   rate=Log(0.05, 100, rate), slots=(1, max(1024, slots), 1, slots),
+                   mode=[mode, *[m for m in MODES if m != mode]], prompt=Log(16, 32768, prompt),
+                   output=Log(1, 4096, output), prefix_hit=(0.0, 1.0, 0.05, 0.0), model=model, chip=chip,
+                   n_chips=n_chips, param_bytes=param_bytes, kv_bytes=kv_bytes, n_requests=n_requests)

@@ -1,0 +1,177 @@
+"""The serving simulator: determinism and speed, agreement with chapter 7's step times, queueing, the two modes,
+prefix caching, bad inputs, and its explorer."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from scalebook import inference, serving
+from scalebook.serving import MODES, Engine, Lengths, Report, Workload, simulate
+
+INT8 = {"model": "llama3-70b", "chip": "v5e", "n_chips": 16, "param_bytes": 1, "kv_bytes": 1}
+CHAT = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5))
+
+
+def same(a: Report, b: Report) -> bool:
+    return all(np.array_equal(x, y, equal_nan=True) for x, y in
+               [(a.requests.arrival, b.requests.arrival), (a.first_token, b.first_token), (a.finish, b.finish)])
+
+
+def test_same_seed_same_report_and_another_seed_another():
+    engine = Engine(**INT8)
+    a, b = simulate(CHAT, engine, 500, seed=3), simulate(CHAT, engine, 500, seed=3)
+    assert same(a, b) and str(a) == str(b)
+    assert not same(a, simulate(CHAT, engine, 500, seed=4))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ten_thousand_requests_simulate_in_under_two_seconds(mode):
+    engine = Engine(**INT8, mode=mode)
+    serving._decode_cost.cache_clear()  # time a cold run: every step time computed afresh
+    serving._prefill_cost.cache_clear()
+    start = time.perf_counter()
+    report = simulate(CHAT, engine, 10_000)
+    assert time.perf_counter() - start < 2.0
+    assert len(report.ttft) == 10_000 and np.all(report.e2e >= report.ttft) and np.all(report.ttft > 0)
+
+
+def test_one_request_alone_costs_one_prefill_then_chapter_7_decode_steps():
+    engine = Engine(**INT8)
+    report = simulate(Workload(0.01, 1024, 2), engine, n_requests=1)
+    assert report.ttft[0] == pytest.approx(inference.prefill("llama3-70b", "v5e", 16, 1024).time)
+    step = inference.decode_step("llama3-70b", "v5e", 16, 1, 1025, param_bytes=1, kv_bytes=1).time
+    assert report.tpot[0] == pytest.approx(step, rel=0.02)  # the context bucket is ~3% wide
+    assert report.decode_steps == 1 and report.mean_batch == 1
+
+
+def test_unsaturated_throughput_is_arrival_rate_times_mean_output():
+    report = simulate(CHAT, Engine(**INT8), 3000)
+    arrived = len(report.requests) / report.requests.arrival[-1]  # the sampled rate, not the nominal one
+    assert report.throughput == pytest.approx(arrived * report.requests.output.mean(), rel=0.01)
+    assert report.throughput_per_chip == pytest.approx(report.throughput / 16)
+
+
+def test_time_to_first_token_grows_sharply_as_the_rate_nears_capacity():
+    engine = Engine(**INT8, slots=32)
+    def workload(rate):
+        return Workload(rate, Lengths(1024, 0.5), Lengths(256, 0.5))
+    saturated = simulate(workload(math.inf), engine, 3000)
+    capacity = saturated.throughput / saturated.requests.output.mean()  # requests/s with every slot busy
+    p99 = {f: simulate(workload(f * capacity), engine, 3000).percentile("ttft", 99) for f in (0.3, 0.95, 1.1)}
+    assert p99[0.95] > 5 * p99[0.3]
+    assert p99[1.1] > 5 * p99[0.95]  # past capacity the queue, and the wait, grow without bound
+
+
+def test_saturated_interleaved_engine_matches_prefill_plus_shared_decode_steps():
+    # All requests wait at t = 0: each cycle prefills B prompts (decoding paused), then decodes them G - 1 steps
+    # together, so tokens/s = B·G / (B·t_prefill + (G - 1)·t_step) with t_step at the mean context P + G/2.
+    B, P, G = 64, 1024, 256
+    report = simulate(Workload(math.inf, P, G), Engine(**INT8, slots=B), n_requests=20 * B)
+    t_prefill = inference.prefill("llama3-70b", "v5e", 16, P).time
+    t_step = inference.decode_step("llama3-70b", "v5e", 16, B, P + G / 2, param_bytes=1, kv_bytes=1).time
+    assert report.throughput == pytest.approx(B * G / (B * t_prefill + (G - 1) * t_step), rel=0.01)
+    assert report.mean_batch == B
+
+
+def test_saturated_disaggregated_engine_approaches_slots_over_step_time():
+    # Prefill chips outpace the decode chips, so every slot stays full: B tokens per step, and the prefill adds
+    # each request's first token, G / (G - 1) more.
+    B, P, G = 64, 256, 512
+    engine = Engine(**INT8, slots=B, mode="disaggregated", prefill_chips=8, decode_chips=8)
+    report = simulate(Workload(math.inf, P, G), engine, n_requests=4000)
+    t_step = inference.decode_step("llama3-70b", "v5e", 8, B, P + G / 2, param_bytes=1, kv_bytes=1).time
+    assert report.throughput == pytest.approx(B / t_step * G / (G - 1), rel=0.03)
+    assert report.mean_batch > 0.97 * B
+
+
+def test_disaggregation_keeps_time_per_token_steady_under_long_prompts():
+    long_prompts = Workload(0.3, 8192, 128)
+    inter = simulate(long_prompts, Engine(**INT8), 1000)
+    disagg = simulate(long_prompts, Engine(**INT8, mode="disaggregated"), 1000)
+    # Interleaved: each 8k prefill (~1 s) pauses every decoding sequence; disaggregated decoding never pauses.
+    assert inter.percentile("tpot", 99) > 3 * inter.percentile("tpot", 50)
+    assert disagg.percentile("tpot", 99) < 1.1 * disagg.percentile("tpot", 50)
+    assert disagg.percentile("tpot", 99) < inter.percentile("tpot", 99)
+
+
+def test_prefix_cache_hits_cut_time_to_first_token():
+    def workload(hit):
+        return Workload(6.0, 1024, 128, prefix_hit=hit, prefix_fraction=0.75)
+    cold, warm = (simulate(workload(hit), Engine(**INT8), 2000) for hit in (0.0, 0.8))
+    assert np.array_equal(cold.requests.arrival, warm.requests.arrival)  # same traffic, only the hits differ
+    assert warm.percentile("ttft", 50) < 0.5 * cold.percentile("ttft", 50)
+    assert warm.percentile("ttft", 99) < cold.percentile("ttft", 99)
+
+
+def test_default_slots_are_the_kv_caches_that_fit_at_the_typical_context():
+    engine = Engine(**INT8)
+    assert engine.batch_slots(CHAT) == inference.max_batch("llama3-70b", "v5e", 16, 1024 + 256, 1, 1)
+    assert simulate(CHAT, engine, 50).slots == engine.batch_slots(CHAT)
+
+
+def test_report_renders_a_table_and_html():
+    report = simulate(CHAT, Engine(**INT8), 200)
+    table = report.table()
+    assert "ttft p99" in table.column("quantity") and "mean decode batch" in table.column("quantity")
+    html = report._repr_html_()
+    assert "time to first token" in html and "tokens/s" in html
+    assert 0 < report.mfu < report.utilisation <= 1
+
+
+def test_one_token_outputs_have_no_time_per_token():
+    report = simulate(Workload(1.0, 64, 1), Engine(**INT8), 20)
+    assert np.all(np.isnan(report.tpot)) and math.isnan(report.percentile("tpot", 50))
+    assert "—" in str(report.latency_table())
+
+
+@pytest.mark.parametrize("build, name", [
+    (lambda: Workload(-1.0), "rate"),
+    (lambda: Workload(0.0), "rate"),
+    (lambda: Workload(1.0, prompt=0), "prompt"),
+    (lambda: Workload(1.0, output="long"), "output"),
+    (lambda: Workload(1.0, prefix_hit=1.5), "prefix_hit"),
+    (lambda: Workload(1.0, prefix_fraction=-0.1), "prefix_fraction"),
+    (lambda: Lengths(0.5), "median"),
+    (lambda: Lengths(100, -1), "sigma"),
+    (lambda: Engine(mode="batched"), "mode"),
+    (lambda: Engine(slots=0), "slots"),
+    (lambda: Engine(n_chips=0), "n_chips"),
+    (lambda: Engine(mfu=1.5), "mfu"),
+    (lambda: Engine(kv_bytes=-1), "kv_bytes"),
+    (lambda: Engine(mode="disaggregated", prefill_chips=8, decode_chips=4), "prefill_chips"),
+    (lambda: Engine(mode="disaggregated", prefill_chips=16), "decode_chips"),
+    (lambda: Engine(chip="h100", n_chips=8, mode="disaggregated").link_bandwidth(), "kv_bandwidth"),
+    (lambda: Engine("llama3-405b", n_chips=4).batch_slots(CHAT), "n_chips"),
+    (lambda: simulate(CHAT, Engine(), n_requests=0), "n_requests"),
+    (lambda: simulate(CHAT, Engine(), 10).percentile("latency", 50), "metric"),
+    (lambda: simulate(CHAT, Engine(), 10).percentile("ttft", 101), "q"),
+])
+def test_bad_inputs_raise_naming_the_argument(build, name):
+    with pytest.raises(ValueError, match=name):
+        build()
+
+
+def test_serving_explorer_opens_and_redraws_fast():
+    import scalebook.widgets as widgets
+
+    explorer = widgets.serving_explorer()
+    assert isinstance(explorer.result[-1], Report) and "<svg" in explorer.output.value
+    for change in ({"rate": 5.0}, {"mode": "disaggregated"}, {"slots": 64}, {"prompt": 8192.0},
+                   {"output": 2048.0}, {"prefix_hit": 0.5}, {"rate": 100.0}):
+        explorer.update(**change)
+        assert explorer.update(**change) < 0.1, change
+    explorer.update(slots=1024, prompt=32768.0)
+    assert "do not fit in HBM" in explorer.output.value
+
+
+def test_simulator_stays_on_the_ground_floor():
+    probe = ("import sys, scalebook.serving; "
+             "print([m for m in ('jax', 'matplotlib', 'ipywidgets') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
