@@ -6,6 +6,8 @@
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
+    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2]
+    scalebook exercises                       # regenerate exercises/ (and the .ipynb twins) from solutions/
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
 
@@ -97,6 +99,24 @@ def _serve(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _grade(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
+    from .autograde import grade
+
+    table = grade(Path(args.submissions), Path(args.out), timeout=args.timeout, jobs=args.jobs)
+    return f"{table}\n\nwrote {args.out} and feedback/ beside it"
+
+
+def _exercises(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
+    from .notebooks import sync
+
+    changed = sync(Path.cwd())
+    return "\n".join(f"updated {p.relative_to(Path.cwd())}" for p in changed) or "everything was up to date"
+
+
 def _chips(args: argparse.Namespace) -> str:
     if args.vendor not in (None, "google", "nvidia"):
         raise ValueError(f"--vendor={args.vendor!r}; allowed: google, nvidia")
@@ -162,6 +182,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--dtype", default="bf16", choices=["bf16", "int8", "int4", "fp8"],
                        help="weights and KV cache dtype")
     serve.set_defaults(run=_serve)
+    grader = sub.add_parser("grade", help="grade a folder of submitted exercise notebooks into a CSV gradebook")
+    grader.add_argument("submissions", help="folder of <student>__NN_slug.ipynb files or per-student folders")
+    grader.add_argument("--out", default="gradebook.csv", help="CSV to write (feedback/ goes beside it)")
+    grader.add_argument("--timeout", type=float, default=120, help="seconds allowed per cell (default 120)")
+    grader.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    grader.set_defaults(run=_grade)
+    exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
+    exercises.set_defaults(run=_exercises)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
     bench.add_argument("--dtype", default=None, help="fp32 on CPU by default, bf16 on accelerators")
     bench.set_defaults(run=_bench)

@@ -10,14 +10,16 @@ drift apart, so executing a chapter (nbval, the website build) fails on a wrong 
 from __future__ import annotations
 
 import html
+import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from .units import fmt_si, fmt_time
 
-__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions"]
+__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions", "GRADE_LOG"]
 
 
 class ExpectationError(AssertionError):
@@ -121,14 +123,32 @@ def check(qid: str, answer: Any) -> Comparison | None:
 
     problem = get_problem(qid)
     if answer is ... or answer is None:
+        _log_check(qid, "unanswered")
         print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
         return None
     unit = problem.unit if problem.unit in ("s", "B", "B/s", "FLOP/s") else ""
-    result = Comparison(answer, problem.reference(), problem.rtol, f"answer in {problem.unit}", qid, unit,
-                        reference_name="expected")
-    if not result.ok:
+    try:
+        result = Comparison(answer, problem.reference(), problem.rtol, f"answer in {problem.unit}", qid, unit,
+                            reference_name="expected")
+        ok = result.ok
+    except (TypeError, ValueError) as err:  # an answer of the wrong kind (a string, an array ...)
+        _log_check(qid, "wrong")
+        raise ExpectationError(f"✗ {qid}: the answer must be a number in {problem.unit}, got {answer!r}") from err
+    _log_check(qid, "right" if ok else "wrong")
+    if not ok:
         raise ExpectationError(str(result))
     return result
+
+
+GRADE_LOG = "SCALEBOOK_GRADE_LOG"
+
+
+def _log_check(qid: str, outcome: str) -> None:
+    """When the autograder runs a notebook it sets GRADE_LOG to a file; each check appends its outcome there."""
+    path = os.environ.get(GRADE_LOG)
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"qid": qid, "outcome": outcome}) + "\n")
 
 
 _BEGIN = re.compile(r"^\s*(?:#+|<!--)?\s*BEGIN SOLUTION\b")

@@ -81,3 +81,8 @@ def test_cli_serve(capsys):
     assert cli.main(["serve", "--model", "llama3-70b", "--chip", "v5e", "--context", "8192", "--dtype", "int8"]) == 0
     out = capsys.readouterr().out
     assert "4x2 (8 chips" in out and "19.3 ms" in out and "$ per M tokens" in out
+
+
+def test_cli_grade_reports_a_bad_folder(capsys, tmp_path):
+    assert cli.main(["grade", str(tmp_path / "missing"), "--out", str(tmp_path / "g.csv")]) == 2
+    assert "not a folder" in capsys.readouterr().err
