@@ -186,9 +186,15 @@ def critical_batch(strategy: str, chip: Chip | str, F: float | None = None, M_X:
 
 
 def tp_limit(F: float, chip: Chip | str, M_Y: int = 1, dtype: str = "bf16") -> float:
-    """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · F · W / C (ch. 5)."""
+    """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · 2·F·W / (C·b) (ch. 5).
+
+    C is the peak in `dtype` and b its bytes per activation, so precision cancels out (int8 doubles C and
+    halves the bytes): in bf16 the bound is the book's M_Y · F · W / C.
+    """
+    if not isinstance(M_Y, int) or M_Y < 1 or not F > 0:
+        raise ValueError(f"need F > 0 and M_Y a positive integer, got F={F!r}, M_Y={M_Y!r}")
     chip = get_chip(chip)
-    return M_Y * F * _W(chip) / chip.peak_flops(dtype)
+    return M_Y * 2 * F * _W(chip) / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 
 
 def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:

@@ -243,3 +243,8 @@ def test_q1_llama2_13b_components():
     assert parts["MLP (dense)"][0] == pytest.approx(8.5e9, rel=0.01)
     assert parts["attention"][0] == pytest.approx(4.2e9, rel=0.01)
     assert parts["embedding"][0] + parts["unembedding"][0] == pytest.approx(0.33e9, rel=0.01)
+
+
+def test_tensor_parallel_limit_does_not_depend_on_precision():
+    # ch. 5: int8 halves both the compute and the bytes of the activations, so the TP bound is unchanged.
+    assert t.tp_limit(16384, "v5e", dtype="int8") == pytest.approx(t.tp_limit(16384, "v5e"))

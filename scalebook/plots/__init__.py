@@ -6,6 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
+from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
 from .models import attention_share, param_breakdown
 from .roofline import batch_roofline, roofline, sweep
 from .sharding import collective_vs_size, ring_steps, sharding_grid
@@ -17,3 +18,4 @@ __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
 __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
 __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
+__all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from .core import Explorer, Log, explore, roofline_chart, roofline_explorer
+from .inference import kv_variants_explorer, latency_breakdown_explorer, pareto_explorer
 from .llama import bounds_explorer, plan_explorer, run_explorer
+from .llama_serving import topology_explorer
 from .models import (
     attention_estimate,
     attention_roofline_explorer,
@@ -31,3 +33,5 @@ __all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "
 __all__ += ["training_roofline_explorer", "training_memory_explorer", "pipeline_explorer"]
 __all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]
 __all__ += ["serving_explorer"]
+__all__ += ["topology_explorer"]
+__all__ += ["pareto_explorer", "latency_breakdown_explorer", "kv_variants_explorer"]
