@@ -128,3 +128,30 @@ def test_pareto_stops_at_the_largest_batch_that_fits():
     assert max(table.column("batch")) <= inf.max_batch("llama3-70b", "v5e", 16, 8192, 1, 1)
     steps, rates = table.column("step"), table.column("tokens/s/chip")
     assert steps == sorted(steps) and rates == sorted(rates)  # bigger batches: slower steps, more throughput
+
+
+def test_chapter_8_memory_latency_and_queries_per_chip():
+    m = sb.get_model("llama3-70b")
+    # 8.A2: batch 32 at 8192 tokens with int8 weights and cache: ~112 GB -> a v5e 4x2.
+    assert inf.smallest_topology(m, "v5e", 1, context=8192, batch=32, kv_bytes=1) == (4, 2)
+    # 8.A4: compute-bound batches for bf16, int8 weights with bf16 arithmetic, and int8 x int8: 240, 120, 240.
+    cb = sb.roofline.critical_batch
+    assert [cb("v5e"), cb("v5e", weight_dtype="int8"), cb("v5e", "int8")] == pytest.approx([240, 120, 240], rel=0.01)
+    # 8.A6/A7: with HBM full of 8k caches a step takes ~19 ms; 512-token replies at 0.55 queries/s per chip (int8).
+    batch = inf.max_batch(m, "v5e", 8, 8192, 1, 1)
+    step = inf.decode_step(m, "v5e", 8, batch, 8192, 1, 1)
+    assert batch == pytest.approx(43, abs=1) and step.time == pytest.approx(19e-3, rel=0.03)
+    assert batch / (step.time * 512 * 8) == pytest.approx(0.55, rel=0.05)
+    # 8.A6: int4 weights alone on a 2x2 are read in ~10 ms.
+    assert inf.decode_step(m, "v5e", 4, 1, 0, param_bytes=0.5).t_params == pytest.approx(10e-3, rel=0.08)
+    # 8.A8: bf16 on a 4x8 fits ~140 caches of 8k tokens: ~0.44 queries/s per chip at the 19 ms step.
+    assert inf.max_batch(m, "v5e", 32, 8192) == pytest.approx(140, rel=0.02)
+    # 8.A9: at large batch tensor parallelism stays compute-bound up to F·M_Y/2200 ~ 26 on two axes.
+    assert sb.training.tp_limit(28672, "v5e", M_Y=2) == pytest.approx(26, rel=0.01)
+
+
+def test_chapter_7_appendices():
+    # App. A: a 600M-parameter layer in bf16 over 4 v5e chips cannot take less than ~365 µs per step.
+    assert inf.decode_time(600e6, 0, 1, "v5e", 4).t_params == pytest.approx(365e-6, rel=0.01)
+    # App. C: batch 16 of D = 8192 int8 activations (131 kB) gathered over 8 chips is latency-bound.
+    assert sb.all_gather(sb.TpuMesh("v5e", X=8, Y=1), "X", 16 * 8192).bound == "latency"
