@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .grading import strip_solutions
 
-__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "derive_exercise",
+__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "derive_exercise",
            "twin_text", "readme_table", "expected_files", "sync", "check", "main"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
@@ -83,6 +83,33 @@ def set_install_cell(text: str, config: BookConfig) -> str:
     return _CELL.sub(replace, text)
 
 
+BADGE_COLAB = "https://colab.research.google.com/assets/colab-badge.svg"
+BADGE_KAGGLE = "https://kaggle.com/static/images/open-in-kaggle.svg"
+
+
+def badges(config: BookConfig, path: str) -> str:
+    """Return the Markdown line of 'Open in Colab' and 'Open in Kaggle' badges for the notebook at `path`."""
+    return (f"[![Open in Colab]({BADGE_COLAB})]({config.colab(path)}) "
+            f"[![Open in Kaggle]({BADGE_KAGGLE})]({config.kaggle(path)})")
+
+
+def set_badges(text: str, config: BookConfig, path: str) -> str:
+    """Return a MyST notebook's text with its badge line (right under the `# ` title) regenerated."""
+    lines = text.split("\n")
+    title = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+    if title is None:
+        return text
+    line = badges(config, path)
+    rest = lines[title + 1:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    if rest and rest[0].startswith("[![Open in Colab]"):
+        rest = rest[1:]
+        while rest and not rest[0].strip():
+            rest = rest[1:]
+    return "\n".join([*lines[: title + 1], "", line, "", *rest])
+
+
 def derive_exercise(solution_text: str, solution_path: str) -> str:
     """Return the student version of a solution notebook: solutions stripped, a do-not-edit banner added."""
     stripped = strip_solutions(solution_text)
@@ -112,17 +139,13 @@ def _title(md_path: Path) -> str:
 
 def readme_table(root: Path, config: BookConfig) -> str:
     """Return the README's chapter table: title, problem set, and Colab/Kaggle badges for each chapter."""
-    colab = "https://colab.research.google.com/assets/colab-badge.svg"
-    kaggle = "https://kaggle.com/static/images/open-in-kaggle.svg"
     lines = ["| # | Chapter | Problem set | Run it |", "| --- | --- | --- | --- |"]
     for md in sorted((root / "chapters").glob("*.md")):
         number = md.stem.split("_")[0]
         nb = f"chapters/{md.stem}.ipynb"
         sets = sorted((root / "solutions").glob(f"{number}_*.md"))  # each has a derived exercise twin
         problem = f"[exercises/{sets[0].stem}](exercises/{sets[0].stem}.ipynb)" if sets else "—"
-        badges = (f"[![Open in Colab]({colab})]({config.colab(nb)}) "
-                  f"[![Open in Kaggle]({kaggle})]({config.kaggle(nb)})")
-        lines.append(f"| {number} | [{_title(md)}]({nb}) | {problem} | {badges} |")
+        lines.append(f"| {number} | [{_title(md)}]({nb}) | {problem} | {badges(config, nb)} |")
     return "\n".join(lines)
 
 
@@ -140,10 +163,14 @@ def expected_files(root: Path) -> dict[Path, str]:
     sources: dict[Path, str] = {}
     for folder in ("chapters", "solutions"):
         for md in sorted((root / folder).glob("*.md")):
-            sources[md] = set_install_cell(md.read_text(encoding="utf-8"), config)
+            text = set_install_cell(md.read_text(encoding="utf-8"), config)
+            if folder == "chapters":
+                text = set_badges(text, config, f"chapters/{md.stem}.ipynb")
+            sources[md] = text
     for md in [m for m in sources if m.parent.name == "solutions"]:
         exercise = root / "exercises" / md.name
-        sources[exercise] = derive_exercise(sources[md], f"solutions/{md.name}")
+        text = derive_exercise(sources[md], f"solutions/{md.name}")
+        sources[exercise] = set_badges(text, config, f"exercises/{md.stem}.ipynb")
     expected = dict(sources)
     readme = root / "README.md"
     expected[readme] = _with_readme_table(readme.read_text(encoding="utf-8"), readme_table(root, config))

@@ -104,3 +104,13 @@ def test_config_url_must_be_github(tmp_path):
     with pytest.raises(ValueError, match="repository.url"):
         _ = config.slug
 
+
+
+def test_chapters_and_exercises_carry_colab_and_kaggle_badges_under_the_title(book):
+    config = notebooks.read_config(book)
+    chapter = (book / "chapters" / "09_demo.md").read_text()
+    assert notebooks.badges(config, "chapters/09_demo.ipynb") in chapter
+    assert chapter.index("[![Open in Colab]") > chapter.index("# 9. A chapter")
+    exercise = (book / "exercises" / "09_demo.md").read_text()
+    assert config.kaggle("exercises/09_demo.ipynb") in exercise
+    assert "Open in Colab" not in (book / "solutions" / "09_demo.md").read_text()
