@@ -8,7 +8,7 @@ NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book lab test lint sync check-sync exercises clean
+.PHONY: venv book lab test test-site lint sync check-sync exercises clean
 
 venv: $(STAMP)
 
@@ -30,8 +30,13 @@ lab: venv
 
 ## test: lint, pairing check, package tests, then every chapter and solution notebook under nbval
 test: venv lint check-sync
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --ignore=tests/site
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+
+## test-site: build the site, then open every page in headless Chromium (installed from Debian if missing)
+test-site: book
+	command -v chromium >/dev/null || apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)
+	$(BIN)/python -m pytest -q tests/site
 
 lint: venv
 	$(BIN)/ruff check scalebook tests benchmarks
