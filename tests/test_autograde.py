@@ -32,6 +32,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict, 
                                  "outputs": [], "source": ["while True:\n", "    pass"]})
         (subs / f"cy__{name}.ipynb").write_text(json.dumps(loop))
     (subs / "di__01_rooflines.ipynb").write_text("this is not a notebook")
+    loud = json.loads((ROOT / "solutions" / "01_rooflines.ipynb").read_text())
+    loud["cells"].insert(3, {"cell_type": "code", "execution_count": None, "id": "loud", "metadata": {},
+                             "outputs": [], "source": ["print('x' * 20_000_000)"]})
+    (subs / "ed__01_rooflines.ipynb").write_text(json.dumps(loud))
     (subs / "homework.txt").write_text("wrong file")
     before = _digest(subs)
     out = subs.parent / "out" / "gradebook.csv"
@@ -62,6 +66,8 @@ def test_an_endless_loop_times_out_with_zero(graded, problem_set):
 def test_bad_files_get_a_row_not_a_crash(graded):
     out, rows, before, after = graded
     assert rows[("di", "01_rooflines")]["status"] == "corrupt"
+    huge = rows[("ed", "01_rooflines")]  # a 20 MB print does not stop the grading
+    assert huge["status"] == "graded" and int(huge["total"]) == int(huge["possible"])
     assert rows[("homework", "homework.txt")]["status"] == "unrecognised"
     assert before == after  # the grader worked on copies
     feedback = (out.parent / "feedback" / "bo.md").read_text()
