@@ -22,7 +22,8 @@ from typing import Any
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 
-__all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS"]
+__all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
+           "flop_conventions"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -295,3 +296,42 @@ def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConf
     return TransformerConfig(**spec, tied=bool(config.get("tie_word_embeddings", False)),
                              gated=config.get("model_type") not in _UNGATED,
                              name=name or config.get("_name_or_path", ""))
+
+
+# (what the number counts, keyword arguments of flops_per_token); seq_len=0 leaves attention out.
+_CONVENTIONS: tuple[tuple[str, dict], ...] = (
+    ("model FLOPs: training, causal, logits counted", {}),
+    ("full attention (no causal saving)", {"causal": False}),
+    ("logits (unembedding) left out", {"logits": False}),
+    ("attention left out (seq_len = 0)", {"seq_len": 0}),
+    ("inference: one forward pass", {"training": False}),
+    ("hardware FLOPs: remat='big_matmuls'", {"remat": "big_matmuls"}),
+    ("hardware FLOPs: remat='block'", {"remat": "block"}),
+)
+
+
+def _ratio_fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def flop_conventions(model: TransformerConfig | str = "llama3-70b", seq_len: int = 8192) -> Table:
+    """Return FLOPs per token of `model` under each convention of `flops_per_token` (causal or full
+    attention, logits or not, training or inference, remat none/big_matmuls/block), beside 6 × parameters.
+
+    Columns: the call, FLOPs per token, FLOPs per active parameter, and the ratio to the default (model FLOPs).
+    """
+    cfg = get_model(model)
+    active = cfg.param_count(active=True)
+    default = cfg.flops_per_token(seq_len)
+    rows = [{"convention": "rule of thumb: 6 × active parameters", "call": "6 * param_count(active=True)",
+             "FLOPs/token": 6 * active}]
+    for text, kwargs in _CONVENTIONS:
+        args = {"seq_len": seq_len, **kwargs}
+        call = ", ".join([str(args["seq_len"])] + [f"{k}={v!r}" for k, v in kwargs.items() if k != "seq_len"])
+        rows.append({"convention": text, "call": f"flops_per_token({call})",
+                     "FLOPs/token": cfg.flops_per_token(**args)})
+    for row in rows:
+        row["÷ params"] = row["FLOPs/token"] / active
+        row["× model FLOPs"] = row["FLOPs/token"] / default
+    return Table(rows, formats={"FLOPs/token": fmt_flops, "÷ params": _ratio_fmt, "× model FLOPs": _ratio_fmt},
+                 title=f"FLOPs per token of {cfg.name or 'the model'} at T = {seq_len}")

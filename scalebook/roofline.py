@@ -19,7 +19,7 @@ from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_rate, fmt_time
 
 __all__ = [
     "Estimate", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
-    "critical_intensity", "critical_batch", "achievable_flops", "einsum_flops", "matmul_intensity",
+    "critical_intensity", "critical_batch", "achievable_flops", "einsum_flops", "matmul_intensity", "attention",
 ]
 
 _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
@@ -379,3 +379,17 @@ def tiled_matmul(
     flops = 2 * tm * tn * tk * bm * bk * bn
     nbytes = b * tm * tn * (tk * (bm * bk + bk * bn) + bm * bn)
     return estimate(flops, nbytes, chip, dtype=dtype, label=f"tiled matmul ({bm},{bk})@({bk},{bn})")
+
+
+def attention(T: float, S: float, N: int, K: int, H: int, chip: Chip | str = "v5e", B: float = 1,
+                       dtype: str = "bf16") -> Estimate:
+    """Return the roofline `Estimate` of the two attention contractions for B sequences of T queries against S
+    keys, with a fused (flash) kernel: 4·B·T·S·N·H FLOPs; bytes read Q and write O (B·T·N·H each) and read K and
+    V (B·S·K·H each), so the intensity is T·S·G / (T·G + S) with G = N/K (How To Scale Your Model, ch. 4, Q4)."""
+    if N % K:
+        raise ValueError(f"N={N} query heads must be a multiple of K={K} key/value heads")
+    size = dtype_bytes(dtype)
+    flops = 4 * B * T * S * N * H
+    nbytes = size * (2 * B * T * N * H + 2 * B * S * K * H)
+    return estimate(flops, nbytes, chip, dtype=dtype, label=f"attention: T = {T:g} queries, S = {S:g} keys, "
+                                                             f"G = {N // K}")

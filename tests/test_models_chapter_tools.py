@@ -20,7 +20,7 @@ def _rows(table, key: str, value: str) -> dict:
 
 
 def test_flop_conventions_of_llama3_70b():
-    table = sb.widgets.flop_conventions("llama3-70b", 8192)
+    table = sb.models.flop_conventions("llama3-70b", 8192)
     flops = table.column("FLOPs/token")
     P = 70553706496  # all parameters, LLaMA 3-70B config
     matmul = 80 * (2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672) + 128256 * 8192
@@ -74,13 +74,13 @@ def test_remat_table_gives_84_tb_and_4_tb():
 def test_attention_estimate_intensity_formula():
     T = S = 8192
     for G in (1, 8):
-        est = sb.widgets.attention_estimate(T, S, 8 * G, 8, 128, "v5e")
+        est = sb.roofline.attention(T, S, 8 * G, 8, 128, "v5e")
         assert est.flops == 4 * T * S * 8 * G * 128
         assert est.intensity == pytest.approx(T * S * G / (T * G + S))
-    decode = sb.widgets.attention_estimate(1, 8192, 64, 8, 128, "v5e")
+    decode = sb.roofline.attention(1, 8192, 64, 8, 128, "v5e")
     assert decode.intensity == pytest.approx(8 * 8192 / (8 + 8192)) and decode.bound == "memory"
     with pytest.raises(ValueError, match="multiple"):
-        sb.widgets.attention_estimate(1, 1, 6, 4, 128)
+        sb.roofline.attention(1, 1, 6, 4, 128)
 
 
 # --- explorers ---------------------------------------------------------------------------------------------------

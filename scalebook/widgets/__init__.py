@@ -8,11 +8,9 @@ from .inference import kv_variants_explorer, latency_breakdown_explorer, pareto_
 from .llama import bounds_explorer, plan_explorer, run_explorer
 from .llama_serving import topology_explorer
 from .models import (
-    attention_estimate,
     attention_roofline_explorer,
     attention_share,
     attention_share_explorer,
-    flop_conventions,
     kv_cache_explorer,
     kv_cache_table,
     model_explorer,
@@ -28,8 +26,7 @@ __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 __all__ += ["torus_explorer", "transfer_explorer", "systolic_explorer", "offload_explorer"]
 __all__ += ["collective_explorer", "matmul_explorer", "ring_explorer", "sharding_grid_explorer", "memory_explorer"]
 __all__ += ["model_explorer", "attention_share_explorer", "kv_cache_explorer", "remat_explorer",
-            "attention_roofline_explorer", "flop_conventions", "attention_share", "kv_cache_table", "remat_table",
-            "attention_estimate"]
+            "attention_roofline_explorer", "attention_share", "kv_cache_table", "remat_table"]
 __all__ += ["training_roofline_explorer", "training_memory_explorer", "pipeline_explorer"]
 __all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]
 __all__ += ["serving_explorer"]

@@ -2,9 +2,9 @@
 the FLOPs, the KV cache, saved activations under each remat policy, and the roofline of the attention
 contractions.
 
-The tables they show are plain functions here too (`flop_conventions`, `attention_share`, `kv_cache_table`,
-`remat_table`, `attention_estimate`), so a chapter can print one without a widget. Every answer is a `Table`,
-an `Estimate` or an SVG `Chart`: a redraw takes milliseconds, never matplotlib.
+The tables they show are plain functions too (`models.flop_conventions`, `roofline.attention` and, here,
+`attention_share`, `kv_cache_table`, `remat_table`), so a chapter can print one without a widget. Every answer
+is a `Table`, an `Estimate` or an SVG `Chart`: a redraw takes milliseconds, never matplotlib.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from dataclasses import replace
 import numpy as np
 
 from ..hardware import get_chip
-from ..models import REMAT_POLICIES, TransformerConfig, get_model, model_names
-from ..roofline import Estimate, critical_intensity, estimate
+from ..models import REMAT_POLICIES, TransformerConfig, flop_conventions, get_model, model_names
+from ..roofline import Estimate, attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import REMAT_SAVES, activation_bytes
 from ..units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 from .core import Explorer, Log, explore
 
-__all__ = ["flop_conventions", "attention_share", "kv_cache_table", "remat_table", "attention_estimate",
+__all__ = ["attention_share", "kv_cache_table", "remat_table",
            "model_explorer", "attention_share_explorer", "kv_cache_explorer", "remat_explorer",
            "attention_roofline_explorer"]
 
@@ -39,41 +39,6 @@ def _ratio(v: float) -> str:
 
 
 # --- tables ------------------------------------------------------------------------------------------------------
-
-# (what the number counts, keyword arguments of flops_per_token); seq_len=0 leaves attention out.
-_CONVENTIONS: tuple[tuple[str, dict], ...] = (
-    ("model FLOPs: training, causal, logits counted", {}),
-    ("full attention (no causal saving)", {"causal": False}),
-    ("logits (unembedding) left out", {"logits": False}),
-    ("attention left out (seq_len = 0)", {"seq_len": 0}),
-    ("inference: one forward pass", {"training": False}),
-    ("hardware FLOPs: remat='big_matmuls'", {"remat": "big_matmuls"}),
-    ("hardware FLOPs: remat='block'", {"remat": "block"}),
-)
-
-
-def flop_conventions(model: Model = "llama3-70b", seq_len: int = 8192) -> Table:
-    """Return FLOPs per token of `model` under each convention of `flops_per_token` (causal or full
-    attention, logits or not, training or inference, remat none/big_matmuls/block), beside 6 × parameters.
-
-    Columns: the call, FLOPs per token, FLOPs per active parameter, and the ratio to the default (model FLOPs).
-    """
-    cfg = get_model(model)
-    active = cfg.param_count(active=True)
-    default = cfg.flops_per_token(seq_len)
-    rows = [{"convention": "rule of thumb: 6 × active parameters", "call": "6 * param_count(active=True)",
-             "FLOPs/token": 6 * active}]
-    for text, kwargs in _CONVENTIONS:
-        args = {"seq_len": seq_len, **kwargs}
-        call = ", ".join([str(args["seq_len"])] + [f"{k}={v!r}" for k, v in kwargs.items() if k != "seq_len"])
-        rows.append({"convention": text, "call": f"flops_per_token({call})",
-                     "FLOPs/token": cfg.flops_per_token(**args)})
-    for row in rows:
-        row["÷ params"] = row["FLOPs/token"] / active
-        row["× model FLOPs"] = row["FLOPs/token"] / default
-    return Table(rows, formats={"FLOPs/token": fmt_flops, "÷ params": _ratio, "× model FLOPs": _ratio},
-                 title=f"FLOPs per token of {cfg.name or 'the model'} at T = {seq_len}")
-
 
 def _mha_layer(D: int, F: int) -> TransformerConfig:
     """One multi-head attention layer with N·H = D (one head of width D: the FLOP counts only see N·H)."""
@@ -135,20 +100,6 @@ def remat_table(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: int =
                      "FLOPs/token": flops, "× model FLOPs": flops / base})
     return Table(rows, formats={"activation bytes": fmt_bytes, "FLOPs/token": fmt_flops, "× model FLOPs": _ratio},
                  title=f"Remat for {cfg.name or 'the model'}: {tokens:.3g} tokens, T = {seq_len}, {dtype}")
-
-
-def attention_estimate(T: float, S: float, N: int, K: int, H: int, chip: str = "v5e", B: float = 1,
-                       dtype: str = "bf16") -> Estimate:
-    """Return the roofline `Estimate` of the two attention contractions for B sequences of T queries against S
-    keys, with a fused (flash) kernel: 4·B·T·S·N·H FLOPs; bytes read Q and write O (B·T·N·H each) and read K and
-    V (B·S·K·H each), so the intensity is T·S·G / (T·G + S) with G = N/K (How To Scale Your Model, ch. 4, Q4)."""
-    if N % K:
-        raise ValueError(f"N={N} query heads must be a multiple of K={K} key/value heads")
-    size = dtype_bytes(dtype)
-    flops = 4 * B * T * S * N * H
-    nbytes = size * (2 * B * T * N * H + 2 * B * S * K * H)
-    return estimate(flops, nbytes, chip, dtype=dtype, label=f"attention: T = {T:g} queries, S = {S:g} keys, "
-                                                             f"G = {N // K}")
 
 
 # --- explorers ---------------------------------------------------------------------------------------------------
@@ -220,7 +171,7 @@ def remat_explorer(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: in
 
 
 def _attention_view(T: float, S: float, G: int, K: int, H: int, chip: str) -> tuple[Estimate, Chart]:
-    est = attention_estimate(round(T), round(S), G * K, K, H, chip)
+    est = attention(round(T), round(S), G * K, K, H, chip)
     alpha = critical_intensity(chip)
     xs = np.geomspace(1, 2**20, 60)
     chart = Chart(title=f"Attention intensity on {get_chip(chip).name}, G = {G}",
