@@ -19,7 +19,7 @@ from typing import Any
 from . import collectives, grading, hardware, inference, models, roofline, serving, sharding, training, units
 from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
 from .grading import check, expect
-from .hardware import Chip, TpuMesh, get_chip, list_chips
+from .hardware import Chip, GpuCluster, TpuMesh, get_chip, list_chips
 from .models import TransformerConfig, get_model
 from .roofline import Estimate
 from .sharding import Plan, sharded_matmul
@@ -28,8 +28,8 @@ from .tables import Table
 __version__ = "0.1.0"
 
 __all__ = [
-    "Chip", "Estimate", "Table", "TpuMesh", "Plan", "TransformerConfig", "get_chip", "get_model", "list_chips",
-    "expect", "check", "setup",
+    "Chip", "Estimate", "Table", "TpuMesh", "GpuCluster", "Plan", "TransformerConfig", "get_chip", "get_model",
+    "list_chips", "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
 from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
-__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective"]
+__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -68,11 +69,17 @@ def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str
     return nbytes / mesh.size(others)
 
 
-def collective(kind: str, mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] = ()) -> Estimate:
-    """Return the `Estimate` of collective `kind` (one of KINDS) over `axes` of `mesh` on `nbytes` bytes."""
+def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] | int = ()) -> Estimate:
+    """Return the `Estimate` of collective `kind` (one of KINDS) over `axes` of `mesh` on `nbytes` bytes.
+
+    On a `GpuCluster`, `axes` is None (every GPU) or 'node', and `also_sharded` is the size Y of an inner
+    axis the array stays sharded over (see `gpu_collective`).
+    """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
+    if isinstance(mesh, GpuCluster):
+        return gpu_collective(kind, mesh, axes, nbytes, 1 if also_sharded in ((), None) else also_sharded)
     parts = _axes(mesh, axes)
     V = _shared_bytes(mesh, nbytes, also_sharded, parts)
     group = 1
@@ -110,6 +117,40 @@ def collective(kind: str, mesh: TpuMesh, axes: str | Iterable[str] | None, nbyte
                     t_latency=hops * mesh.hop_latency)
 
 
+def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1) -> Estimate:
+    """Return the `Estimate` of a collective over a GPU cluster (ch. 12), level by level of its network.
+
+    AllGather / ReduceScatter: bytes · max over the levels it spans of (D-1)/(D·W), with D the units joined
+    and W each unit's egress at that level (the NVLink node first, then the fat tree). AllReduce: twice
+    that, or with SHARP the switches reduce and it costs bytes/W once. AllToAll: (D-1)/D² of the bytes per
+    unit of egress at each level. An array also sharded over an inner axis of Y GPUs moves less: the node
+    term ÷ min(Y, node size), a level whose units hold S GPUs × S / max(S, Y).
+    """
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
+    if not isinstance(Y, int) or Y < 1:
+        raise ValueError(f"also_sharded={Y!r}: on a GPU cluster give the size of the inner axis, a positive integer")
+    group = cluster.group_size(axes)
+    if group == 1:
+        return Estimate(0.0, 0.0, 0.0, 0.0, channel="NVLink", label=f"{kind} over one GPU: free")
+    terms, times, below = [], [], 1
+    for level, D, W in cluster.span(group):
+        share = 1 / min(Y, cluster.gpus_per_node) if level == "node" else below / max(below, Y)
+        if kind == "all_to_all":
+            t = nbytes * (D - 1) / (D * D * W) * share
+        elif kind == "all_reduce" and cluster.sharp:
+            t = nbytes / W * share
+        else:
+            t = nbytes * (D - 1) / (D * W) * share * (2 if kind == "all_reduce" else 1)
+        times.append(t)
+        terms.append((f"{level} ({D} joined)", f"{t * 1e6:.4g} µs at {fmt_rate(W, 'B/s')} per unit"))
+        below = cluster.gpus_per_node if level == "node" else below * D
+    worst = max(range(len(times)), key=times.__getitem__)
+    terms.append(("bound by", terms[worst][0]))
+    return Estimate(0.0, float(nbytes), 0.0, times[worst], channel="NVLink" if worst == 0 else "network",
+                    label=f"{kind} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms))
+
+
 def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
     per_axis = " + ".join("W_bidi" if a.wrap else f"W_uni·{a.size}/{a.size - 1}" for a in parts)
     if kind == "all_to_all":
@@ -118,8 +159,8 @@ def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
     return f"2 × {base}" if kind == "all_reduce" else base
 
 
-def all_gather(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] = ()) -> Estimate:
+def all_gather(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
+               also_sharded: str | Iterable[str] | int = ()) -> Estimate:
     """Return the `Estimate` of AllGather over `axes`: A[I_X] -> A[I]; `nbytes` is the gathered array.
 
     `also_sharded` names mesh axes the array stays sharded over (they do not take part), which divides
@@ -128,19 +169,19 @@ def all_gather(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
     return collective("all_gather", mesh, axes, nbytes, also_sharded)
 
 
-def reduce_scatter(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+def reduce_scatter(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                    also_sharded: str | Iterable[str] = ()) -> Estimate:
     """Return the `Estimate` of ReduceScatter over `axes`: A[I]{U_X} -> A[I_X]; `nbytes` is the unreduced array."""
     return collective("reduce_scatter", mesh, axes, nbytes, also_sharded)
 
 
-def all_reduce(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+def all_reduce(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] = ()) -> Estimate:
     """Return the `Estimate` of AllReduce over `axes` (= ReduceScatter + AllGather, twice the cost)."""
     return collective("all_reduce", mesh, axes, nbytes, also_sharded)
 
 
-def all_to_all(mesh: TpuMesh, axes: str | Iterable[str] | None, nbytes: float,
+def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] = ()) -> Estimate:
     """Return the `Estimate` of AllToAll over `axes`: A[I, J_X] -> A[I_X, J]; `nbytes` is the whole array."""
     return collective("all_to_all", mesh, axes, nbytes, also_sharded)
