@@ -22,7 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .hardware import Chip, get_chip
+from .hardware import Chip, GpuCluster, get_chip
 from .models import TransformerConfig, get_model
 from .roofline import Estimate
 from .tables import Table
@@ -127,11 +127,20 @@ def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1
 
 def _W(chip: Chip) -> float:
     if chip.ici_bandwidth is None:
-        raise ValueError(f"{chip.name} has no ICI bandwidth; training rooflines here are for TPU meshes")
+        raise ValueError(f"{chip.name} has no ICI bandwidth; for GPUs pass a GpuCluster (its NVLink and network)")
     return chip.ici_bidirectional
 
 
-def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X: int = 1, Y: int = 1,
+def _chip_and_link(hardware: Chip | str | GpuCluster) -> tuple[Chip, float]:
+    """The chip and the bandwidth its collectives run at: a TPU's bidirectional ICI link; a GPU cluster's
+    NVLink egress per GPU inside one node, its node egress across nodes (ch. 12's W_collective)."""
+    if isinstance(hardware, GpuCluster):
+        return hardware.chip, hardware.gpu_bandwidth if hardware.nodes == 1 else hardware.node_egress
+    chip = get_chip(hardware)
+    return chip, _W(chip)
+
+
+def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | GpuCluster, X: int = 1, Y: int = 1,
                M_X: int = 1, M_Y: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
 
@@ -143,8 +152,8 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X:
     for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}={value!r} must be a positive integer")
-    chip = get_chip(chip)
-    C, W, b = chip.peak_flops(dtype), _W(chip), dtype_bytes(dtype)
+    chip, W = _chip_and_link(chip)
+    C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
     shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y}[strategy]
     flops = 12 * B * D * F / shards
     weights = 2 * D * F * b  # both matrices of the layer
@@ -162,20 +171,22 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, X:
                     terms=(("W (bidirectional)", f"{W:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
 
 
-def critical_batch(strategy: str, chip: Chip | str, F: float | None = None, M_X: int = 1, M_Y: int = 1,
-                   dtype: str = "bf16") -> float:
-    """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W_bidi:
+def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
+                   M_Y: int = 1, dtype: str = "bf16") -> float:
+    """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the
+    bidirectional ICI link of a TPU or, for a `GpuCluster`, its NVLink egress (one node) or node egress (ch. 12):
 
     DP and FSDP: B/X > α / M_X. FSDP + TP at the optimal split: B/N > α² / (M_X·M_Y·F), the book's form
     (F is needed). 'dcn': pure data parallelism across slices, per slice B > C / W_dcn. TP has no batch
     threshold (it is a width limit: see `tp_limit`), so it raises.
     """
-    chip = get_chip(chip)
     if strategy == "dcn":
+        chip = get_chip(chip.chip if isinstance(chip, GpuCluster) else chip)
         if not chip.dcn_bandwidth:
             raise ValueError(f"{chip.name} has no DCN bandwidth figure")
         return chip.peak_flops(dtype) / chip.dcn_bandwidth
-    alpha = chip.peak_flops(dtype) / _W(chip)
+    chip, W = _chip_and_link(chip)
+    alpha = chip.peak_flops(dtype) / W
     if strategy in ("dp", "fsdp"):
         return alpha / M_X
     if strategy == "fsdp_tp":
@@ -185,7 +196,7 @@ def critical_batch(strategy: str, chip: Chip | str, F: float | None = None, M_X:
     raise ValueError(f"strategy={strategy!r} has no batch threshold; allowed: dp, fsdp, fsdp_tp, dcn")
 
 
-def tp_limit(F: float, chip: Chip | str, M_Y: int = 1, dtype: str = "bf16") -> float:
+def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str = "bf16") -> float:
     """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · 2·F·W / (C·b) (ch. 5).
 
     C is the peak in `dtype` and b its bytes per activation, so precision cancels out (int8 doubles C and
@@ -193,8 +204,8 @@ def tp_limit(F: float, chip: Chip | str, M_Y: int = 1, dtype: str = "bf16") -> f
     """
     if not isinstance(M_Y, int) or M_Y < 1 or not F > 0:
         raise ValueError(f"need F > 0 and M_Y a positive integer, got F={F!r}, M_Y={M_Y!r}")
-    chip = get_chip(chip)
-    return M_Y * 2 * F * _W(chip) / (chip.peak_flops(dtype) * dtype_bytes(dtype))
+    chip, W = _chip_and_link(chip)
+    return M_Y * 2 * F * W / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 
 
 def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:

@@ -71,3 +71,13 @@ def test_gb200_racks_have_nine_times_the_node_egress():
 def test_bad_cluster_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_gpu_training_rooflines_through_the_same_code_paths():
+    # 12 (LLM rooflines): DP needs C/W ~ 990e12/450e9 = 2200 tokens per GPU in a node, 990e12/400e9 = 2475
+    # across nodes; B200 across nodes 2.25e15/400e9 = 5625; TP stays compute-bound up to Y ~ F/2200 in a node.
+    t = sb.training
+    assert t.critical_batch("dp", NODE) == pytest.approx(2200, rel=0.01)
+    assert t.critical_batch("dp", GpuCluster("h100", gpus=1024)) == pytest.approx(2475, rel=0.01)
+    assert t.critical_batch("dp", GpuCluster("b200", gpus=1024)) == pytest.approx(5625, rel=0.01)
+    assert t.tp_limit(28672, NODE) == pytest.approx(28672 / 2200, rel=0.01)  # ~13 -> 8-way TP in a node
