@@ -33,12 +33,12 @@ __all__ = [
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
-    "runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "problems", "notebooks",
-    "cli",
+    "runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
+    "sharded_ops", "problems", "notebooks", "cli",
 ]
 
-_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "problems",
-                 "notebooks", "cli"}
+_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
+                 "sharded_ops", "problems", "notebooks", "cli"}
 
 
 def setup(n_cpu_devices: int = 8, quiet: bool = False):

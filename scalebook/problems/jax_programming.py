@@ -1,0 +1,71 @@
+"""Problem set 10 — programming in JAX: the reference solutions of `solutions/10_jax.md`.
+
+The notebook's coding problems read their answers off real compiled programs (shapes, bytes, errors);
+the key works the same numbers out from the shapes, so it needs no devices. Answers are in SI base units.
+"""
+
+from __future__ import annotations
+
+from ..units import dtype_bytes
+from . import problem
+
+# The book's collective-matmul example: A[B_X, D_Y] · W[D, F_Y] on a 2x4 mesh (ch. 10).
+B_BOOK, D_BOOK, F_BOOK, X_BOOK, Y_BOOK = 1024, 2048, 8192, 2, 4
+# The book's v5e-8 timings of that example, in seconds: default jit, collective matmul, no-communication baseline.
+T_JIT, T_COLLECTIVE, T_BASELINE = 311e-6, 244e-6, 224e-6
+# The toy MoE of problems 5 and 6: S tokens of width D, E experts, over N devices, float32.
+S_MOE, D_MOE, E_MOE, N_MOE = 256, 64, 16, 8
+
+
+@problem("10.1", title="The mean of one shard", unit="value")
+def shard_mean() -> float:
+    """Mean of shard (x=1, y=2) of A = arange(8·16).reshape(8, 16) laid out A[S_X, D_Y] on a 2x4 mesh.
+
+    Element (r, c) holds 16·r + c; the shard holds rows 4..7 and columns 8..11, so its mean is
+    16 · mean(r) + mean(c).
+    """
+    rows, cols = range(4, 8), range(8, 12)
+    return 16 * sum(rows) / len(rows) + sum(cols) / len(cols)
+
+
+@problem("10.2", title="A ReduceScatter's bytes per device", unit="bytes")
+def reduce_scatter_bytes() -> float:
+    """Result bytes per device of psum_scatter of Out[B_X, F] over Y in float32, B=64, F=256, X=2, Y=4."""
+    return (64 // 2) * (256 // 4) * dtype_bytes("fp32")
+
+
+@problem("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes")
+def ring_bytes() -> float:
+    """bf16 A[B_X, D_Y]: Y - 1 steps, each passing on one [B/X, D/Y] chunk (book example shapes)."""
+    chunk = (B_BOOK // X_BOOK) * (D_BOOK // Y_BOOK) * dtype_bytes("bf16")
+    return (Y_BOOK - 1) * chunk
+
+
+@problem("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes")
+def bidirectional_step_bytes() -> float:
+    """Half of each bf16 [B/X, D/Y] chunk goes each way, so one direction of a link carries half a chunk."""
+    return (B_BOOK // X_BOOK) * (D_BOOK // Y_BOOK) * dtype_bytes("bf16") / 2
+
+
+@problem("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction")
+def hidden_fraction() -> float:
+    """Share of jit's extra time over the no-communication baseline that the collective matmul removes."""
+    return (T_JIT - T_COLLECTIVE) / (T_JIT - T_BASELINE)
+
+
+@problem("10.6", title="The MoE all-to-all buffer", unit="bytes")
+def moe_buffer_bytes() -> float:
+    """Per-device float32 send buffer [N, S/N, D]: one slot per local token for every destination device."""
+    return N_MOE * (S_MOE // N_MOE) * D_MOE * dtype_bytes("fp32")
+
+
+@problem("10.7", title="Padding in the capacity-free MoE", unit="fraction")
+def moe_useful_fraction() -> float:
+    """Share of the rows each device's grouped matmul processes that are real tokens (S/N of N · S/N)."""
+    return (S_MOE // N_MOE) / (N_MOE * (S_MOE // N_MOE))
+
+
+@problem("10.8", title="Rows per host on a multi-host slice", unit="rows")
+def rows_per_process() -> float:
+    """Global batch 1024 sharded over the 64 chips of a slice with 4 chips per host: rows each process loads."""
+    return 1024 / (64 // 4)

@@ -1,0 +1,333 @@
+"""Chapter 10's programs: one matmul in JAX's three sharding modes, collective matmuls, a toy MoE, multi-host.
+
+Everything here runs on the 8 emulated CPU devices of `sb.setup()` and, unchanged, on a TPU or GPU slice.
+The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the book's letters
+(B batch, D model, F feed-forward, E experts, S tokens).
+
+    import scalebook as sb
+    sb.setup()
+    from scalebook import sharded_ops
+    sharded_ops.sharding_modes(64, 128, 256)      # the collectives Auto, Explicit and Manual compile to
+    sharded_ops.time_collective_matmul(1024, 2048, 8192)
+
+JAX is imported only when a function here is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .tables import Table
+from .units import fmt_time
+
+if TYPE_CHECKING:
+    import jax
+
+__all__ = [
+    "MESH_SHAPE", "make_mesh", "sharding_modes", "collective_matmul", "bidirectional_collective_matmul",
+    "time_collective_matmul", "moe_inputs", "moe_local", "moe_jit", "moe_shard_map", "ProcessLayout",
+    "process_layout",
+]
+
+MESH_SHAPE = {"X": 2, "Y": 4}
+
+
+def make_mesh(axes: dict[str, int] | None = None, mode: str = "auto") -> jax.sharding.Mesh:
+    """Return a mesh with these named axes (default X=2, Y=4) whose axes are all of type `mode` ('auto', 'explicit')."""
+    import jax
+    from jax.sharding import AxisType
+
+    types = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
+    if mode not in types:
+        raise ValueError(f"mode={mode!r} is not a mesh axis type; allowed: {sorted(types)}")
+    axes = dict(axes or MESH_SHAPE)
+    if jax.device_count() < _prod(axes.values()):
+        raise ValueError(f"axes={axes!r} needs {_prod(axes.values())} devices, JAX has {jax.device_count()}; "
+                         "run sb.setup() before importing JAX")
+    return jax.make_mesh(tuple(axes.values()), tuple(axes), axis_types=(types[mode],) * len(axes))
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _put(mesh: jax.sharding.Mesh, shape: tuple[int, ...], spec: tuple, seed: int = 0) -> jax.Array:
+    """Return a random float32 array of `shape` laid out on `mesh` by the PartitionSpec `spec`."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    x = jax.random.normal(jax.random.key(seed), shape, dtype="float32")
+    return jax.device_put(x, NamedSharding(mesh, PartitionSpec(*spec)))
+
+
+def sharding_modes(B: int, D: int, F: int) -> Table:
+    """Return the collectives of Out[B_X, F] = In[B_X, D_Y] · W[D_Y, F] under Auto, Explicit and Manual modes.
+
+    The contraction dimension D is sharded on both operands, so every device holds a partial sum that must
+    be reduced: Auto lets XLA choose; Explicit makes us name the output's sharding (replicated over Y → an
+    AllReduce, sharded over Y → a ReduceScatter); Manual (`jax.shard_map`) makes us write the collective.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    from . import xla
+
+    X, Y = MESH_SHAPE["X"], MESH_SHAPE["Y"]
+    if B % X or D % Y or F % Y:
+        raise ValueError(f"B={B}, D={D}, F={F} must split evenly: B over X={X}, D and F over Y={Y}")
+    rows = []
+
+    def add(mode: str, how: str, fn: Callable, mesh: jax.sharding.Mesh) -> None:
+        x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), ("Y", None), seed=1)
+        with jax.set_mesh(mesh):
+            colls = xla.collectives(jax.jit(fn), x, w)
+            out = jax.jit(fn)(x, w)
+        rows.append({"mode": mode, "how": how, "collectives": ", ".join(xla.kinds(colls)) or "none",
+                     "output sharding": str(out.sharding.spec)})
+
+    auto, explicit = make_mesh(mode="auto"), make_mesh(mode="explicit")
+    add("Auto", "jit(x @ w)", lambda x, w: x @ w, auto)
+    add("Explicit", "out_sharding=P('X', None)", lambda x, w: jnp.matmul(x, w, out_sharding=P("X", None)), explicit)
+    add("Explicit", "out_sharding=P('X', 'Y')", lambda x, w: jnp.matmul(x, w, out_sharding=P("X", "Y")), explicit)
+    for how, reduce, out_spec in (("psum", lambda y: jax.lax.psum(y, "Y"), P("X", None)),
+                                  ("psum_scatter", lambda y: jax.lax.psum_scatter(y, "Y", scatter_dimension=1,
+                                                                                  tiled=True), P("X", "Y"))):
+        manual = jax.shard_map(lambda x, w, reduce=reduce: reduce(x @ w), mesh=auto,
+                               in_specs=(P("X", "Y"), P("Y", None)), out_specs=out_spec)
+        add("Manual", f"shard_map + {how}", manual, auto)
+    return Table(rows, columns=["mode", "how", "collectives", "output sharding"],
+                 title=f"In[B_X, D_Y] · W[D_Y, F], B={B} D={D} F={F}, mesh X={X} Y={Y}")
+
+
+def _ring_specs() -> tuple:
+    from jax.sharding import PartitionSpec as P
+
+    return (P("X", "Y"), P(None, "Y")), P("X", "Y")
+
+
+def _varying(x: jax.Array, mesh: jax.sharding.Mesh) -> jax.Array:
+    """Mark a fresh per-device array (a loop's accumulator) as differing across every mesh axis, as its updates do."""
+    import jax
+
+    return jax.lax.pcast(x, tuple(mesh.axis_names), to="varying")
+
+
+def collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
+                      axis: str = "Y") -> jax.Array:
+    """Return x · w for x[B_X, D_Y], w[D, F_Y] → [B_X, F_Y], overlapping the AllGather of x's D with the matmul.
+
+    Each device multiplies the D-chunk of x it holds by the matching rows of its w, and meanwhile passes the
+    chunk to its neighbour on the `axis` ring (`ppermute`); after Y steps it has seen every chunk.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    mesh = mesh or make_mesh()
+    n = mesh.shape[axis]
+    shift = [(i, (i - 1) % n) for i in range(n)]  # device i sends its chunk to i-1, so it next holds chunk i+1
+
+    def local(xb: jax.Array, wb: jax.Array) -> jax.Array:
+        me, d = jax.lax.axis_index(axis), xb.shape[1]
+
+        def step(k: int, carry: tuple) -> tuple:
+            chunk, acc = carry
+            rows = jax.lax.dynamic_slice_in_dim(wb, ((me + k) % n) * d, d, axis=0)
+            nxt = jax.lax.ppermute(chunk, axis, shift)  # no data dependence on the matmul: the two overlap
+            return nxt, acc + chunk @ rows
+
+        acc = _varying(jnp.zeros((xb.shape[0], wb.shape[1]), xb.dtype), mesh)
+        chunk, acc = jax.lax.fori_loop(0, n - 1, step, (xb, acc))
+        rows = jax.lax.dynamic_slice_in_dim(wb, ((me + n - 1) % n) * d, d, axis=0)
+        return acc + chunk @ rows
+
+    in_specs, out_specs = _ring_specs()
+    return jax.shard_map(local, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(x, w)
+
+
+def bidirectional_collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
+                                    axis: str = "Y") -> jax.Array:
+    """Return x · w like `collective_matmul`, but with half of each chunk's rows travelling each way round the ring.
+
+    Each link then carries half the bytes in each direction at every step, so in the bandwidth regime a step's
+    communication takes half as long (our answer to the book's 10.Q4).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    mesh = mesh or make_mesh()
+    n = mesh.shape[axis]
+    left = [(i, (i - 1) % n) for i in range(n)]
+    right = [(i, (i + 1) % n) for i in range(n)]
+
+    def local(xb: jax.Array, wb: jax.Array) -> jax.Array:
+        me, d, half = jax.lax.axis_index(axis), xb.shape[1], xb.shape[0] // 2
+        if xb.shape[0] % 2:
+            raise ValueError(f"the local batch {xb.shape[0]} must be even to split the chunk in two")
+
+        def rows(j: Any) -> jax.Array:
+            return jax.lax.dynamic_slice_in_dim(wb, (j % n) * d, d, axis=0)
+
+        def step(k: int, carry: tuple) -> tuple:
+            top, bottom, acc_top, acc_bottom = carry
+            acc_top, acc_bottom = acc_top + top @ rows(me + k), acc_bottom + bottom @ rows(me - k + n)
+            return jax.lax.ppermute(top, axis, left), jax.lax.ppermute(bottom, axis, right), acc_top, acc_bottom
+
+        zeros = _varying(jnp.zeros((half, wb.shape[1]), xb.dtype), mesh)
+        top, bottom, acc_top, acc_bottom = jax.lax.fori_loop(0, n - 1, step, (xb[:half], xb[half:], zeros, zeros))
+        last = n - 1
+        return jnp.concatenate([acc_top + top @ rows(me + last), acc_bottom + bottom @ rows(me - last + n)])
+
+    in_specs, out_specs = _ring_specs()
+    return jax.shard_map(local, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(x, w)
+
+
+def time_collective_matmul(B: int, D: int, F: int, repeats: int = 5) -> Table:
+    """Return median times of x[B_X, D_Y] · w[D, F_Y] by plain jit, collective and bidirectional matmul, with errors.
+
+    Times are from `bench.median_time` on this machine; on emulated CPU devices they are indicative only (the
+    "devices" share one CPU, so there are no links to overlap with), on a TPU slice they are real.
+    Column 'max |error|' is the largest absolute difference from the plain jitted product.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from . import xla
+    from .bench import median_time
+
+    mesh = make_mesh()
+    x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), (None, "Y"), seed=1)
+    programs = {
+        "jit (AllGather, then matmul)": jax.jit(lambda x, w: x @ w),
+        "collective matmul (ppermute ring)": jax.jit(lambda x, w: collective_matmul(x, w, mesh)),
+        "bidirectional collective matmul": jax.jit(lambda x, w: bidirectional_collective_matmul(x, w, mesh)),
+    }
+    reference = programs["jit (AllGather, then matmul)"](x, w)
+    rows = []
+    for name, fn in programs.items():
+        error = float(jnp.max(jnp.abs(fn(x, w) - reference)))
+        rows.append({"program": name, "median time": median_time(fn, x, w, repeats=repeats),
+                     "collectives": ", ".join(xla.kinds(xla.collectives(fn, x, w))), "max |error|": error})
+    return Table(rows, columns=["program", "median time", "collectives", "max |error|"],
+                 formats={"median time": fmt_time, "max |error|": lambda v: f"{v:.1e}"},
+                 title=f"x[B_X, D_Y] · w[D, F_Y], B={B} D={D} F={F} "
+                       f"on {jax.default_backend()} ({jax.device_count()} devices)")
+
+
+def moe_inputs(S: int = 256, D: int = 64, F: int = 128, E: int = 16, seed: int = 0) -> tuple[jax.Array, ...]:
+    """Return (a[S, D], w[E, D, F], route[S]) for the toy MoE: tokens, expert weights, each token's expert."""
+    import jax
+
+    ka, kw, kr = jax.random.split(jax.random.key(seed), 3)
+    return (jax.random.normal(ka, (S, D)), jax.random.normal(kw, (E, D, F)) / D**0.5,
+            jax.random.randint(kr, (S,), 0, E))
+
+
+def _grouped_matmul(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
+    """Return out[i] = a[i] · w[route[i]]; tokens with route == len(w) (padding) get zeros. Uses `ragged_dot`."""
+    import jax
+    import jax.numpy as jnp
+
+    E = w.shape[0]
+    order = jnp.argsort(route)
+    sizes = jnp.bincount(route, length=E + 1).astype("int32")
+    padded = jnp.concatenate([w, jnp.zeros((1, *w.shape[1:]), w.dtype)])
+    out_sorted = jax.lax.ragged_dot(a[order], padded, sizes)
+    return jnp.zeros_like(out_sorted).at[order].set(out_sorted)
+
+
+def moe_local(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
+    """Return the MoE output out[i] = a[i] · w[route[i]] computed on one device (grouped by `ragged_dot`)."""
+    return _grouped_matmul(a, w, route)
+
+
+def moe_jit(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
+    """Return `moe_local`'s output with tokens and experts sharded over all devices, partitioned by jit (Auto mode)."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = mesh or make_mesh({"X": jax.device_count()})
+    axis = mesh.axis_names[0]
+    rows, experts = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P(axis, None, None))
+    fn = jax.jit(moe_local, in_shardings=(rows, experts, rows), out_shardings=rows)
+    return fn(a, w, route)
+
+
+def moe_shard_map(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
+    """Return `moe_local`'s output with experts sharded over devices, tokens sent to them by `all_to_all`.
+
+    Each device packs its tokens into one buffer per destination device (capacity = its local token count,
+    so none is dropped), exchanges the buffers with `all_to_all`, applies its own experts (`ragged_dot`),
+    and sends the results back with a second `all_to_all`.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    mesh = mesh or make_mesh({"X": jax.device_count()})
+    axis = mesh.axis_names[0]
+    n, E = mesh.shape[axis], w.shape[0]
+    if E % n or a.shape[0] % n:
+        raise ValueError(f"E={E} experts and S={a.shape[0]} tokens must both split over {n} devices")
+    per = E // n
+
+    def local(ab: jax.Array, wb: jax.Array, rb: jax.Array) -> jax.Array:
+        s = ab.shape[0]
+        dest, slot = rb // per, jnp.arange(s)
+        # Buffer [destination, slot]: token t sits at (dest[t], t); empty slots carry expert id `per` (padding).
+        send = jnp.zeros((n, s, ab.shape[1]), ab.dtype).at[dest, slot].set(ab)
+        ids = jnp.full((n, s), per, rb.dtype).at[dest, slot].set(rb % per)
+        recv = jax.lax.all_to_all(send, axis, 0, 0, tiled=True)
+        recv_ids = jax.lax.all_to_all(ids, axis, 0, 0, tiled=True)
+        done = _grouped_matmul(recv.reshape(n * s, -1), wb, recv_ids.reshape(-1)).reshape(n, s, -1)
+        back = jax.lax.all_to_all(done, axis, 0, 0, tiled=True)
+        return back[dest, slot]
+
+    fn = jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(axis), P(axis)), out_specs=P(axis))
+    return jax.jit(fn)(a, w, route)
+
+
+@dataclass(frozen=True)
+class ProcessLayout:
+    """Where this program runs: its process among all hosts, and the devices it sees locally and globally.
+
+    global_shape is the shape of the array built from every process's local rows; checksum its sum
+    (each process contributes rows numbered from its own offset, so the sum is the same on every host).
+    """
+
+    process_index: int
+    process_count: int
+    local_device_count: int
+    device_count: int
+    local_shape: tuple[int, ...]
+    global_shape: tuple[int, ...]
+    checksum: float
+
+
+def process_layout(rows_per_device: int = 2, cols: int = 4) -> ProcessLayout:
+    """Return this process's place in a (possibly multi-host) job and build one global array from local data.
+
+    Every process makes only its own rows (`rows_per_device` per local device) and
+    `jax.make_array_from_process_local_data` stitches them into one array sharded over all devices. On one
+    host that is the whole array; on a real slice, after `jax.distributed.initialize()`, the same code runs
+    unchanged in every process.
+    """
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    local_rows = rows_per_device * jax.local_device_count()
+    offset = jax.process_index() * local_rows
+    local = np.arange(offset * cols, (offset + local_rows) * cols, dtype=np.float32).reshape(local_rows, cols)
+    global_rows = local_rows * jax.process_count()
+    arr = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local, (global_rows, cols))
+    return ProcessLayout(jax.process_index(), jax.process_count(), jax.local_device_count(), jax.device_count(),
+                         local.shape, arr.shape, float(jax.jit(lambda a: a.sum())(arr)))

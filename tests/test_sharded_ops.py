@@ -1,0 +1,97 @@
+"""Chapter 10's programs on 8 emulated CPU devices: each gives the plain result and the expected collectives."""
+
+import numpy as np
+import pytest
+
+import scalebook as sb
+
+sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device count once
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from scalebook import sharded_ops, xla  # noqa: E402
+
+if jax.device_count() < 8:
+    pytest.skip(f"JAX started with {jax.device_count()} device(s) before sb.setup() could ask for 8; run "
+                "`JAX_NUM_CPU_DEVICES=8 pytest tests/test_sharded_ops.py`", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def ring_inputs():
+    mesh = sharded_ops.make_mesh()
+    x = sharded_ops._put(mesh, (64, 128), ("X", "Y"))
+    w = sharded_ops._put(mesh, (128, 256), (None, "Y"), seed=1)
+    return mesh, x, w
+
+
+def test_sharding_modes_compile_to_the_expected_reductions() -> None:
+    table = sharded_ops.sharding_modes(64, 128, 256)
+    got = {(r["mode"], r["how"]): r["collectives"] for r in table}
+    assert got[("Auto", "jit(x @ w)")] == "all_reduce"
+    assert got[("Explicit", "out_sharding=P('X', None)")] == "all_reduce"
+    assert got[("Explicit", "out_sharding=P('X', 'Y')")] in {"all_reduce", "reduce_scatter"}
+    assert got[("Manual", "shard_map + psum")] == "all_reduce"
+    assert got[("Manual", "shard_map + psum_scatter")] == "reduce_scatter"
+
+
+def test_explicit_mode_carries_the_sharding_in_the_type() -> None:
+    mesh = sharded_ops.make_mesh(mode="explicit")
+    x = sharded_ops._put(mesh, (64, 128), ("X", "Y"))
+    assert str(jax.typeof(x)) == "float32[64@X,128@Y]"
+
+
+def test_collective_matmul_equals_the_plain_product(ring_inputs) -> None:
+    mesh, x, w = ring_inputs
+    out = jax.jit(lambda x, w: sharded_ops.collective_matmul(x, w, mesh))(x, w)
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-4)
+    assert out.sharding.spec == jax.P("X", "Y")
+
+
+def test_bidirectional_collective_matmul_equals_the_plain_product(ring_inputs) -> None:
+    mesh, x, w = ring_inputs
+    out = jax.jit(lambda x, w: sharded_ops.bidirectional_collective_matmul(x, w, mesh))(x, w)
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-4)
+
+
+def test_collective_matmul_replaces_the_all_gather_by_permutes(ring_inputs) -> None:
+    mesh, x, w = ring_inputs
+    one = xla.collectives(jax.jit(lambda x, w: sharded_ops.collective_matmul(x, w, mesh)), x, w)
+    two = xla.collectives(jax.jit(lambda x, w: sharded_ops.bidirectional_collective_matmul(x, w, mesh)), x, w)
+    assert xla.kinds(one) == xla.kinds(two) == ["collective_permute"]
+    # one ring shifts the whole [32, 32] chunk; the two rings each shift half of its rows
+    assert max(c.nbytes for c in one) == 32 * 32 * 4
+    assert max(c.nbytes for c in two) == 16 * 32 * 4
+
+
+def test_time_collective_matmul_agrees_with_jit() -> None:
+    table = sharded_ops.time_collective_matmul(64, 128, 256, repeats=1)
+    assert len(table) == 3
+    assert all(r["median time"] > 0 and r["max |error|"] < 1e-3 for r in table)
+
+
+def test_the_three_moe_layers_agree() -> None:
+    a, w, route = sharded_ops.moe_inputs(S=128, D=32, F=48, E=16)
+    expected = jnp.einsum("sd,sdf->sf", a, w[route])
+    for fn in (sharded_ops.moe_local, sharded_ops.moe_jit, sharded_ops.moe_shard_map):
+        np.testing.assert_allclose(fn(a, w, route), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_moe_shard_map_exchanges_tokens_by_all_to_all() -> None:
+    a, w, route = sharded_ops.moe_inputs(S=128, D=32, F=48, E=16)
+    mesh = sharded_ops.make_mesh({"X": 8})
+    colls = xla.collectives(lambda a, w, r: sharded_ops.moe_shard_map(a, w, r, mesh), a, w, route)
+    assert "all_to_all" in xla.kinds(colls)
+
+
+def test_process_layout_on_one_host() -> None:
+    layout = sharded_ops.process_layout(rows_per_device=2, cols=4)
+    assert (layout.process_index, layout.process_count) == (0, 1)
+    assert layout.local_device_count == layout.device_count == 8
+    assert layout.local_shape == layout.global_shape == (16, 4)
+    assert layout.checksum == sum(range(64))
+
+
+def test_make_mesh_rejects_an_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        sharded_ops.make_mesh(mode="manual")
