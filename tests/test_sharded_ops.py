@@ -70,6 +70,62 @@ def test_time_collective_matmul_agrees_with_jit() -> None:
     assert all(r["median time"] > 0 and r["max |error|"] < 1e-3 for r in table)
 
 
+@pytest.fixture(scope="module")
+def mlp_inputs():
+    """x[B_X, D_Y], w_in[D, F_Y], w_out[F_Y, D] with B=64, D=128, F=256, weights scaled by 1/sqrt(fan-in)."""
+    mesh = sharded_ops.make_mesh()
+    x = sharded_ops._put(mesh, (64, 128), ("X", "Y"))
+    w_in = sharded_ops._put(mesh, (128, 256), (None, "Y"), seed=1) / 128**0.5
+    w_out = sharded_ops._put(mesh, (256, 128), ("Y", None), seed=2) / 256**0.5
+    return mesh, x, w_in, w_out
+
+
+def test_reduce_scatter_collective_matmul_equals_the_plain_product(mlp_inputs) -> None:
+    mesh, _, w_in, w_out = mlp_inputs
+    t = sharded_ops._put(mesh, (64, 256), ("X", "Y"), seed=3)
+    fn = jax.jit(lambda t, w: sharded_ops.reduce_scatter_collective_matmul(t, w, mesh))
+    out = fn(t, w_out)
+    np.testing.assert_allclose(out, t @ w_out, rtol=1e-5, atol=1e-5)
+    assert out.sharding.spec == jax.P("X", "Y")
+    assert xla.kinds(xla.collectives(fn, t, w_out)) == ["collective_permute"]
+
+
+def test_allreduce_collective_matmul_equals_the_plain_product(mlp_inputs) -> None:
+    mesh, x, _, _ = mlp_inputs
+    w = sharded_ops._put(mesh, (128, 256), ("Y", None), seed=4) / 128**0.5
+    fn = jax.jit(lambda a, w: sharded_ops.allreduce_collective_matmul(a, w, mesh))
+    out = fn(x, w)
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-5)
+    assert out.sharding.spec in (jax.P("X"), jax.P("X", None))
+    assert xla.kinds(xla.collectives(fn, x, w)) == ["collective_permute"]
+
+
+def test_overlapped_mlp_equals_the_plain_block(mlp_inputs) -> None:
+    mesh, x, w_in, w_out = mlp_inputs
+    fn = jax.jit(lambda x, wi, wo: sharded_ops.overlapped_mlp(x, wi, wo, mesh))
+    out = fn(x, w_in, w_out)
+    np.testing.assert_allclose(out, jax.nn.relu(x @ w_in) @ w_out, rtol=1e-5, atol=1e-5)
+    assert out.sharding.spec == jax.P("X", "Y")
+    assert xla.kinds(xla.collectives(fn, x, w_in, w_out)) == ["collective_permute"]
+
+
+def test_reduce_scatter_collective_matmul_rejects_uneven_chunks() -> None:
+    mesh = sharded_ops.make_mesh()
+    t = sharded_ops._put(mesh, (64, 256), ("X", "Y"))
+    w = sharded_ops._put(mesh, (256, 6), ("Y", None), seed=1)
+    with pytest.raises(ValueError, match="chunks"):
+        sharded_ops.reduce_scatter_collective_matmul(t, w, mesh)
+
+
+def test_time_overlapped_mlp_agrees_with_jit() -> None:
+    table = sharded_ops.time_overlapped_mlp(64, 128, 256, repeats=1)
+    assert len(table) == 2
+    assert all(r["median time"] > 0 and r["max |error|"] < 1e-4 for r in table)
+    assert table[1]["collectives"] == "collective_permute"
+    with pytest.raises(ValueError, match="split evenly"):
+        sharded_ops.time_overlapped_mlp(63, 128, 256, repeats=1)
+
+
 def test_the_three_moe_layers_agree() -> None:
     a, w, route = sharded_ops.moe_inputs(S=128, D=32, F=48, E=16)
     expected = jnp.einsum("sd,sdf->sf", a, w[route])
