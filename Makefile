@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb
+NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb exercises/*.ipynb
 # Laptop and CI runs emulate 8 devices on the CPU (chapters also request this in sb.setup()).
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
@@ -28,7 +28,7 @@ book: venv
 lab: venv
 	$(BIN)/jupyter lab chapters/
 
-## test: lint, pairing check, package tests, then every chapter and solution notebook under nbval
+## test: lint, pairing check, package tests, then every chapter, solution and exercise notebook under nbval
 test: venv lint check-sync
 	$(BIN)/python -m pytest -q tests --ignore=tests/site
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)

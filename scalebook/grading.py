@@ -164,8 +164,9 @@ def _stub(block: list[str], in_code: bool, indent: str) -> list[str]:
     names: list[str] = []
     for line in block:
         m = _ASSIGN.match(line[len(indent):]) if line.startswith(indent) else None
-        if m and not line[len(indent):].startswith((" ", "\t")) and m.group(1) not in names:
-            names.append(m.group(1))
+        if m and not line[len(indent):].startswith((" ", "\t")):
+            # `a, b = f()` becomes one stub per name, so the student version still runs
+            names += [n.strip() for n in m.group(1).split(",") if n.strip() not in names]
     if not names:
         return [f"{indent}# YOUR CODE HERE"]
     return [f"{indent}{name} = ...  # YOUR CODE HERE" for name in names]

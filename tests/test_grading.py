@@ -72,6 +72,12 @@ def test_strip_solutions_leaves_stubs_for_each_assigned_name():
     assert student.count("# YOUR CODE HERE") == 3
 
 
+def test_strip_solutions_splits_tuple_assignments_so_the_stub_runs():
+    student = strip_solutions("```{code-cell} ipython3\n# BEGIN SOLUTION\na, b = 1, 2\n# END SOLUTION\n```\n")
+    assert "a = ...  # YOUR CODE HERE" in student and "b = ...  # YOUR CODE HERE" in student
+    exec(student.split("\n", 1)[1].rsplit("```", 1)[0])  # the stub itself executes
+
+
 def test_strip_solutions_reports_an_unclosed_block():
     with pytest.raises(ValueError, match="line 1 has no matching END SOLUTION"):
         strip_solutions("# BEGIN SOLUTION\nx = 1\n")
