@@ -32,7 +32,8 @@ from typing import Any
 from .hardware import Chip, chip_for_device_kind, get_chip
 from .roofline import estimate
 from .tables import Table
-from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_time
+from .units import fmt_bytes, fmt_flops, fmt_time
+from .xla import element_bytes
 
 __all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "read_trace", "capture",
            "timeline"]
@@ -42,7 +43,6 @@ _HLO_DTYPES = {
     "f32": "fp32", "bf16": "bf16", "f16": "fp16", "s8": "int8", "u8": "int8", "f8e4m3fn": "fp8", "f8e5m2": "fp8",
     "s32": "fp32", "u32": "fp32", "f64": "fp32", "pred": "int8", "s4": "int4", "u4": "int4",
 }
-_ELEMENT_BYTES = {"f64": 8, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2, "u16": 2}
 
 _LINE_RE = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[^\s=]+)\s*=\s*(?P<type>\(.*?\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)\s+"
@@ -90,21 +90,12 @@ class HloOp:
     @property
     def nbytes(self) -> float:
         """Logical bytes of the result (tiling padding not counted; 0 for a tuple)."""
-        return self.size * _element_bytes(self.dtype) if self.dtype != "tuple" else 0.0
+        return self.size * element_bytes(self.dtype) if self.dtype != "tuple" else 0.0
 
     @property
     def tile(self) -> str:
         """The tiling as HLO prints it, e.g. 'T(8,128)(2,1)' ('' if untiled)."""
         return "T" + "".join(f"({','.join(map(str, t))})" for t in self.tiling) if self.tiling else ""
-
-
-def _element_bytes(dtype: str) -> float:
-    """Return the bytes of one element of HLO type `dtype` (f32 -> 4, bf16 -> 2, pred -> 1)."""
-    if dtype in _ELEMENT_BYTES:
-        return _ELEMENT_BYTES[dtype]
-    if dtype in _HLO_DTYPES:
-        return dtype_bytes(_HLO_DTYPES[dtype])
-    return dtype_bytes(dtype)
 
 
 def _parse_layout(text: str) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int]:
@@ -191,7 +182,7 @@ def padding(shape: Sequence[int], tile: str | Sequence[Sequence[int]], dtype: st
     n_tiles = math.prod(padded) // math.prod(tiles[0])
     stored = n_tiles * math.prod(inner)
     logical = math.prod(shape)
-    size = _element_bytes(dtype)
+    size = element_bytes(dtype)
     return {"shape": shape, "padded_shape": padded, "logical": logical, "stored": stored,
             "logical_bytes": logical * size, "stored_bytes": stored * size,
             "waste": (stored - logical) / stored, "overhead": stored / logical}

@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .tables import Table
-from .units import fmt_bytes
+from .units import dtype_bytes, fmt_bytes
 
 if TYPE_CHECKING:
     import jax
 
 __all__ = [
     "KINDS", "Collective", "compile", "hlo_text", "cost_analysis", "collectives", "parse_collectives",
-    "summarize", "kinds", "device_mesh", "matmul_collectives", "mlp_train_step", "mlp_argument_bytes",
+    "summarize", "kinds", "element_bytes", "device_mesh", "matmul_collectives", "mlp_train_step",
+    "mlp_argument_bytes",
 ]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "collective_permute")
@@ -179,21 +180,25 @@ def _tuple_elements(shape: str) -> list[str]:
     return [*parts, inner[start:].strip()]
 
 
-def _element_bytes(dtype: str, line: str) -> float:
-    """Return the bytes of one element of the HLO type `dtype` ('bf16' → 2, 'pred' → 1, 's4' → 0.5)."""
+def element_bytes(dtype: str, context: str = "") -> float:
+    """Return the bytes of one element of an HLO type ('bf16' → 2, 'pred' → 1, 's4' → 0.5, 'f8e4m3fn' → 1),
+    or of a scalebook dtype name ('fp32', 'int8'); `context` (an HLO line) goes into the error message."""
     if dtype == "pred":
         return 1.0
     if dtype in ("token", "opaque"):
         return 0.0
-    bits = _BITS_RE.match(dtype)
-    if not bits:
-        raise ValueError(f"HLO element type {dtype!r} has no known size, in: {line}")
-    return int(bits[1]) / 8
+    if bits := _BITS_RE.match(dtype):
+        return int(bits[1]) / 8
+    try:
+        return dtype_bytes(dtype)
+    except ValueError:
+        where = f", in: {context}" if context else ""
+        raise ValueError(f"dtype={dtype!r} is not an HLO element type of known size{where}") from None
 
 
 def _array_bytes(dtype: str, dims: str, line: str) -> float:
     """Return the bytes of an HLO array type from its element type and dimension list ('256,1024')."""
-    return _element_bytes(dtype, line) * math.prod(int(d) for d in re.findall(r"\d+", dims))
+    return element_bytes(dtype, line) * math.prod(int(d) for d in re.findall(r"\d+", dims))
 
 
 def _groups(line: str, n_devices: int) -> tuple[int, int]:

@@ -11,6 +11,7 @@ sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device cou
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from explorers import assert_answers_fast  # noqa: E402
 
 from scalebook import decoder  # noqa: E402
 from scalebook.plots.inference import breakdown_curves, kv_variant_table, pareto_curve  # noqa: E402
@@ -101,9 +102,7 @@ def test_kv_variants_explorer_opens_on_32k_tokens():
     (sb.widgets.kv_variants_explorer, {"context": 131072}),
 ])
 def test_explorers_redraw_in_well_under_a_tenth_of_a_second(make, change):
-    ex = make()
-    ex.update(**change)
-    assert ex.update(**change) < 0.05
+    assert_answers_fast(make, change)
 
 
 # --- the live lab: a tiny decoder with a KV cache -------------------------------------------------------------
