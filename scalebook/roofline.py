@@ -11,6 +11,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -222,33 +223,22 @@ def matmul(
     )
 
 
-def crossover_batch(
-    D: float,
-    F: float,
-    chip: Chip | str,
-    dtype: str = "bf16",
-    *,
-    weight_dtype: str | None = None,
-    act_dtype: str | None = None,
-    out_dtype: str | None = None,
-    compute_dtype: str | None = None,
-    bandwidth: float | None = None,
-) -> float:
+def crossover_batch(D: float, F: float, chip: Chip | str, dtype: str = "bf16", **matmul_kwargs: Any) -> float:
     """Return the exact batch B at which X[B,D] @ W[D,F] turns compute-bound (T_math = T_comms).
 
-    Solves 2·B·D·F / C = (B·D·a + D·F·w + B·F·o) / W for B, with the exact byte count (no B << D
-    approximation). Raises `ValueError` when the matmul never becomes compute-bound.
+    Both clocks of `matmul` are linear in B: T_math = m·B and T_comms = c0 + c1·B (the weights cost c0,
+    the activations c1 per token), so B = c0 / (m - c1), with the exact byte count (no B << D
+    approximation). `matmul_kwargs` are `matmul`'s dtype and bandwidth options (e.g. weight_dtype="int8").
+    Raises `ValueError` when the matmul never becomes compute-bound.
     """
-    D, F = _positive("D", D), _positive("F", F)
-    a, w, o, c = _matmul_dtypes(dtype, weight_dtype, act_dtype, out_dtype, compute_dtype)
-    chip = get_chip(chip)
-    C = chip.peak_flops(c)
-    W = _bandwidth(chip, bandwidth)
-    slope = 2 * D * F / C - (D * dtype_bytes(a) + F * dtype_bytes(o)) / W
-    if slope <= 0:
-        raise ValueError(f"a [B,{D:g}]@[{D:g},{F:g}] matmul never becomes compute-bound on {chip.name}: "
+    one, two = (matmul(B, D, F, chip, dtype, **matmul_kwargs) for B in (1, 2))
+    m = one.t_math
+    c1 = two.t_comms - one.t_comms
+    c0 = one.t_comms - c1
+    if m <= c1:
+        raise ValueError(f"a [B,{D:g}]@[{D:g},{F:g}] matmul never becomes compute-bound on {get_chip(chip).name}: "
                          "even at large B its intensity stays below the critical intensity")
-    return D * F * dtype_bytes(w) / W / slope
+    return c0 / (m - c1)
 
 
 def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float:
