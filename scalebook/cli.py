@@ -3,6 +3,7 @@
     scalebook chips [--vendor google|nvidia]
     scalebook roofline --chip v5e --shape 1024,8192,28672 [--dtype bf16] [--weight-dtype int8]
     scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
+    scalebook collective all_reduce --cluster h100-superpod --gpus 256 --bytes 1GiB [--sharp] [--top-k K]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
@@ -18,6 +19,7 @@ import sys
 
 from .collectives import KINDS, collective
 from .hardware import TpuMesh, get_chip, list_chips
+from .hardware.gpu import PRESETS, get_cluster
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
 from .units import DTYPE_BYTES, fmt_time, parse_size
@@ -60,8 +62,14 @@ def parse_sizes(text: str) -> dict[str, int]:
 
 
 def _collective(args: argparse.Namespace) -> str:
-    mesh = parse_mesh(args.chip, args.mesh)
-    est = collective(args.kind, mesh, args.axes, parse_size(args.bytes), args.also_sharded or ())
+    if args.cluster:
+        mesh = get_cluster(args.cluster, args.gpus, args.sharp)
+        also = int(args.also_sharded) if args.also_sharded else ()
+    else:
+        if not (args.chip and args.mesh):
+            raise ValueError("give --chip and --mesh for a TPU slice, or --cluster for a GPU cluster")
+        mesh, also = parse_mesh(args.chip, args.mesh), args.also_sharded or ()
+    est = collective(args.kind, mesh, args.axes, parse_size(args.bytes), also, args.top_k)
     return "\n".join([str(est)] + [f"  {k:<15} {v}" for k, v in est.terms])
 
 
@@ -153,13 +161,18 @@ def _parser() -> argparse.ArgumentParser:
     roof.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES), help="dtype of all arrays")
     roof.add_argument("--weight-dtype", default=None, choices=sorted(DTYPE_BYTES), help="dtype of W only")
     roof.set_defaults(run=_roofline)
-    coll = sub.add_parser("collective", help="time of a collective on a TPU slice")
+    coll = sub.add_parser("collective", help="time of a collective on a TPU slice or a GPU cluster")
     coll.add_argument("kind", choices=KINDS)
-    coll.add_argument("--chip", required=True, help="a TPU, e.g. v5e, v5p")
-    coll.add_argument("--mesh", required=True, help="slice shape, e.g. 4x4 or 4x4x4")
-    coll.add_argument("--axes", default=None, help="mesh axes taking part, e.g. X or XY (default: all)")
+    coll.add_argument("--chip", default=None, help="a TPU, e.g. v5e, v5p")
+    coll.add_argument("--mesh", default=None, help="slice shape, e.g. 4x4 or 4x4x4")
+    coll.add_argument("--cluster", default=None, help=f"a GPU system instead: {', '.join(PRESETS)}")
+    coll.add_argument("--gpus", type=int, default=None, help="GPUs of the cluster taking part (default: all)")
+    coll.add_argument("--sharp", action="store_true", help="the switches reduce in the network (SHARP)")
+    coll.add_argument("--axes", default=None, help="mesh axes taking part, e.g. X or XY; 'node' on a cluster")
     coll.add_argument("--bytes", required=True, help="whole array size, e.g. 32MiB or 1.5e9")
-    coll.add_argument("--also-sharded", default=None, help="axes the array stays sharded over, e.g. Y")
+    coll.add_argument("--also-sharded", default=None,
+                      help="axes the array stays sharded over, e.g. Y (on a cluster: the inner axis size)")
+    coll.add_argument("--top-k", type=int, default=None, help="all_to_all only: ragged MoE dispatch to k experts")
     coll.set_defaults(run=_collective)
     shard = sub.add_parser("shard", help="plan a sharded matmul, e.g. 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
     shard.add_argument("expr")

@@ -20,6 +20,8 @@ An array also sharded over axes that do not take part moves 1/|those axes| of th
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,7 +30,7 @@ from .hardware.topology import TpuMesh
 from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
-__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective"]
+__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective", "gpu_levels", "ragged_fill"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -70,21 +72,23 @@ def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str
 
 
 def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] | int = ()) -> Estimate:
+               also_sharded: str | Iterable[str] | int = (), top_k: int | None = None) -> Estimate:
     """Return the `Estimate` of collective `kind` (one of KINDS) over `axes` of `mesh` on `nbytes` bytes.
 
     On a `GpuCluster`, `axes` is None (every GPU) or 'node', and `also_sharded` is the size Y of an inner
-    axis the array stays sharded over (see `gpu_collective`).
+    axis the array stays sharded over (see `gpu_levels`). `top_k` (AllToAll only): a ragged MoE dispatch
+    where `nbytes` are the tokens and each goes to k random destinations (see `ragged_fill`).
     """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
     if isinstance(mesh, GpuCluster):
-        return gpu_collective(kind, mesh, axes, nbytes, 1 if also_sharded in ((), None) else also_sharded)
+        return gpu_collective(kind, mesh, axes, nbytes, 1 if also_sharded in ((), None) else also_sharded,
+                              top_k)
+    if top_k is not None and kind != "all_to_all":
+        raise ValueError(f"top_k applies to all_to_all only, not kind={kind!r}")
     parts = _axes(mesh, axes)
-    V = _shared_bytes(mesh, nbytes, also_sharded, parts)
-    group = 1
-    for a in parts:
-        group *= a.size
+    group = math.prod(a.size for a in parts)
+    V = _shared_bytes(mesh, nbytes, also_sharded, parts) * ragged_fill(group, top_k)
     if group == 1:
         return Estimate(0.0, 0.0, 0.0, 0.0, channel="ICI", label=f"{kind} over a group of one chip: free")
     hops = sum(a.hops for a in parts)
@@ -117,38 +121,65 @@ def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] 
                     t_latency=hops * mesh.hop_latency)
 
 
-def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1) -> Estimate:
-    """Return the `Estimate` of a collective over a GPU cluster (ch. 12), level by level of its network.
+def ragged_fill(units: int, top_k: int | None) -> float:
+    """Return how many times its own size a token's data crosses out of its unit when routed to `top_k`
+    random destinations among `units` units (each distinct unit gets one copy), relative to a dense AllToAll
+    that sends 1/units of it to each: units · (1 - (1 - 1/units)^k). 1 without routing (`top_k` None)."""
+    if top_k is None:
+        return 1.0
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k={top_k!r} must be a positive integer (experts each token goes to)")
+    return units * (1 - (1 - 1 / units) ** top_k)
 
-    AllGather / ReduceScatter: bytes · max over the levels it spans of (D-1)/(D·W), with D the units joined
-    and W each unit's egress at that level (the NVLink node first, then the fat tree). AllReduce: twice
-    that, or with SHARP the switches reduce and it costs bytes/W once. AllToAll: (D-1)/D² of the bytes per
-    unit of egress at each level. An array also sharded over an inner axis of Y GPUs moves less: the node
-    term ÷ min(Y, node size), a level whose units hold S GPUs × S / max(S, Y).
+
+def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
+               top_k: int | None = None) -> list[tuple[str, int, float, float]]:
+    """Return (level, units joined, bytes/s per unit, seconds) for each level a collective crosses (ch. 12).
+
+    The group (every GPU, or one node) splits into Y collectives of group/Y GPUs spaced Y apart (the array
+    stays sharded over an inner axis of size Y); a unit below holding GPUs of s of them moves s/Y of `nbytes`.
+    AllGather / ReduceScatter: (D-1)/D of that per unit, D the units joined; AllReduce twice that, or once
+    without the (D-1)/D with SHARP. AllToAll: each unit sends what is bound for the other units holding
+    the group, (U-1)/U of its share; with `top_k`, `nbytes` is the routed tokens and each token goes once to
+    each distinct unit among k random destinations (see `ragged_fill`).
     """
     if nbytes < 0:
         raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
     if not isinstance(Y, int) or Y < 1:
         raise ValueError(f"also_sharded={Y!r}: on a GPU cluster give the size of the inner axis, a positive integer")
+    if top_k is not None and kind != "all_to_all":
+        raise ValueError(f"top_k applies to all_to_all only, not kind={kind!r}")
+    out = []
+    for level in cluster.span(cluster.group_size(axes), Y):
+        D, U, W = level.degree, level.units, level.bandwidth
+        share = nbytes * min(Y, level.below) / Y  # the bytes of the collectives present in one unit below
+        if D == 1:
+            t = 0.0
+        elif kind == "all_to_all":
+            t = share / U * (U - 1) / U * ragged_fill(U, top_k) / W
+        elif kind == "all_reduce" and cluster.sharp:
+            t = share / W
+        else:
+            t = share * (D - 1) / (D * W) * (2 if kind == "all_reduce" else 1)
+        out.append((level.name, D, W, t))
+    return out
+
+
+def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
+                   top_k: int | None = None) -> Estimate:
+    """Return the `Estimate` of a collective over a GPU cluster (ch. 12): the slowest of its levels
+    (`gpu_levels`), the NVLink node first, then the fat tree."""
+    levels = gpu_levels(kind, cluster, axes, nbytes, Y, top_k)
     group = cluster.group_size(axes)
     if group == 1:
         return Estimate(0.0, 0.0, 0.0, 0.0, channel="NVLink", label=f"{kind} over one GPU: free")
-    terms, times, below = [], [], 1
-    for level, D, W in cluster.span(group):
-        share = 1 / min(Y, cluster.gpus_per_node) if level == "node" else below / max(below, Y)
-        if kind == "all_to_all":
-            t = nbytes * (D - 1) / (D * D * W) * share
-        elif kind == "all_reduce" and cluster.sharp:
-            t = nbytes / W * share
-        else:
-            t = nbytes * (D - 1) / (D * W) * share * (2 if kind == "all_reduce" else 1)
-        times.append(t)
-        terms.append((f"{level} ({D} joined)", f"{t * 1e6:.4g} µs at {fmt_rate(W, 'B/s')} per unit"))
-        below = cluster.gpus_per_node if level == "node" else below * D
-    worst = max(range(len(times)), key=times.__getitem__)
+    terms = [(f"{name} ({D} joined)", f"{t * 1e6:.4g} µs at {fmt_rate(W, 'B/s')} per unit")
+             for name, D, W, t in levels]
+    worst = max(range(len(levels)), key=lambda i: levels[i][3])
     terms.append(("bound by", terms[worst][0]))
-    return Estimate(0.0, float(nbytes), 0.0, times[worst], channel="NVLink" if worst == 0 else "network",
-                    label=f"{kind} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms))
+    what = f"{kind}{f' (top-{top_k} routed)' if top_k else ''}"
+    return Estimate(0.0, float(nbytes), 0.0, levels[worst][3], channel="NVLink" if worst == 0 else "network",
+                    label=f"{what} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms))
 
 
 def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
@@ -182,6 +213,10 @@ def all_reduce(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nby
 
 
 def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] = ()) -> Estimate:
-    """Return the `Estimate` of AllToAll over `axes`: A[I, J_X] -> A[I_X, J]; `nbytes` is the whole array."""
-    return collective("all_to_all", mesh, axes, nbytes, also_sharded)
+               also_sharded: str | Iterable[str] = (), top_k: int | None = None) -> Estimate:
+    """Return the `Estimate` of AllToAll over `axes`: A[I, J_X] -> A[I_X, J]; `nbytes` is the whole array.
+
+    With `top_k`, a ragged MoE dispatch: `nbytes` are the tokens, each sent to k random members of the group
+    (one copy per distinct destination), which costs ~min(k/N, 1) of a dense AllToAll of N copies.
+    """
+    return collective("all_to_all", mesh, axes, nbytes, also_sharded, top_k)

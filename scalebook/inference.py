@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 
 from .collectives import all_gather, reduce_scatter
-from .hardware import Chip, TpuMesh, get_chip
+from .hardware import Chip, GpuCluster, TpuMesh, get_chip
 from .models import TransformerConfig, get_model
 from .roofline import Estimate, critical_batch
 from .tables import Table
@@ -110,7 +110,7 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
                         batch=batch)
 
 
-def _tp_collectives(model: TransformerConfig, mesh: TpuMesh, batch: int, act_bytes: float) -> float:
+def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, batch: int, act_bytes: float) -> float:
     """Seconds of tensor-parallel collectives per decode step: per layer, two blocks each all-gather their
     [B, D] input and reduce-scatter their output over the whole mesh (latency floors included)."""
     V = batch * model.D * act_bytes
@@ -120,14 +120,15 @@ def _tp_collectives(model: TransformerConfig, mesh: TpuMesh, batch: int, act_byt
 
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
-                mesh: TpuMesh | None = None) -> StepEstimate:
+                mesh: TpuMesh | GpuCluster | None = None) -> StepEstimate:
     """Return the `StepEstimate` of a decode step of `batch` sequences at `context` tokens each.
 
     Every weight is counted as read each step (the book's convention; the embedding table's lookups read
     far less) and as doing 2 FLOPs per sequence.
 
     `param_bytes` and `kv_bytes` are bytes per weight and per cached value (1 for int8). With a `mesh` (of
-    `n_chips` chips), the tensor-parallel collectives of the bf16 activations are added as `t_ici`.
+    `n_chips` chips, a TPU slice or a `GpuCluster`), the tensor-parallel collectives of the bf16 activations
+    are added as `t_ici`.
     """
     model = get_model(model)
     if mesh is not None and mesh.n_chips != n_chips:

@@ -22,6 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .collectives import all_to_all
 from .hardware import Chip, GpuCluster, get_chip
 from .models import TransformerConfig, get_model
 from .roofline import Estimate
@@ -131,62 +132,104 @@ def _W(chip: Chip) -> float:
     return chip.ici_bidirectional
 
 
-def _chip_and_link(hardware: Chip | str | GpuCluster) -> tuple[Chip, float]:
-    """The chip and the bandwidth its collectives run at: a TPU's bidirectional ICI link; a GPU cluster's
-    NVLink egress per GPU inside one node, its node egress across nodes (ch. 12's W_collective)."""
+def _links(hardware: Chip | str | GpuCluster, Y: int = 1) -> tuple[Chip, float, float]:
+    """Return (chip, W_X, W_Y): the bandwidth per chip of the data-parallel (X) and tensor-parallel (Y)
+    collectives, such that moving b bytes of a model sharded Y ways takes b / (Y · W_X) and b / W_Y.
+
+    A TPU uses its bidirectional ICI link for both. A GPU cluster (ch. 12) runs TP over NVLink inside a node
+    (a GPU's share of the node's NICs beyond it); its data-parallel traffic crosses the network once per node,
+    so a node's egress serves min(Y, GPUs per node) GPUs' shards, or NVLink when the cluster is one node.
+    """
     if isinstance(hardware, GpuCluster):
-        return hardware.chip, hardware.gpu_bandwidth if hardware.nodes == 1 else hardware.node_egress
+        n = hardware.gpus_per_node
+        W_Y = hardware.gpu_bandwidth if Y <= n else hardware.node_egress / n
+        W_X = hardware.gpu_bandwidth if hardware.nodes == 1 else hardware.node_egress / min(Y, n)
+        return hardware.chip, W_X, W_Y
     chip = get_chip(hardware)
-    return chip, _W(chip)
+    return chip, _W(chip), _W(chip)
+
+
+def _chip_and_link(hardware: Chip | str | GpuCluster, model_parallel: int = 1) -> tuple[Chip, float]:
+    """The chip and the bandwidth its data-parallel collectives run at per chip: a TPU's bidirectional ICI
+    link; a GPU cluster's NVLink egress inside one node, its node egress across nodes (ch. 12's
+    W_collective), which grows max(1, Y / GPUs per node)-fold when each replica spans Y GPUs."""
+    if model_parallel != 1 and not isinstance(hardware, GpuCluster):
+        raise ValueError("model_parallel applies to GPU clusters; on a TPU mesh pass M_X (axes the gradients "
+                         "reduce over)")
+    if not isinstance(model_parallel, int) or model_parallel < 1:
+        raise ValueError(f"model_parallel={model_parallel!r} must be a positive integer (GPUs per model replica)")
+    chip, W_X, _ = _links(hardware, model_parallel)
+    return chip, W_X * (model_parallel if isinstance(hardware, GpuCluster) else 1)
+
+
+def _all_to_all_seconds(hardware: Chip | GpuCluster, token_bytes: float, Z: int, k: int, M: int = 1) -> float:
+    """Seconds of one MoE dispatch (or combine) AllToAll of `token_bytes` of tokens over Z experts' chips:
+    on a GPU cluster the ragged top-k AllToAll over Z of its GPUs (ch. 12); on a TPU ring the k copies
+    cross the bisection, k·V / (4·W_bidi·M) (ch. 3)."""
+    if Z == 1:
+        return 0.0
+    if isinstance(hardware, GpuCluster):
+        return all_to_all(hardware.subset(Z), None, token_bytes, top_k=k).time
+    return k * token_bytes / (4 * _W(hardware) * M)
 
 
 def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | GpuCluster, X: int = 1, Y: int = 1,
-               M_X: int = 1, M_Y: int = 1, dtype: str = "bf16") -> Estimate:
+               M_X: int = 1, M_Y: int = 1, dtype: str = "bf16", Z: int = 1, k: int = 1) -> Estimate:
     """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
 
     `t_comms` is the communication time (FSDP + TP: the larger of its two kinds, which run on different axes);
-    `time` assumes communication overlaps the math.
+    `time` assumes communication overlaps the math. 'ep': the layer is E experts split Z ways, each token
+    using k of them; the backward pass moves twice the forward's bytes, as TP's does (ch. 5), so the
+    forward's two AllToAlls become six.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
-    for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y)):
+    if strategy not in STRATEGIES + ("ep",):
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES) + ['ep']}")
+    for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y), ("Z", Z), ("k", k)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}={value!r} must be a positive integer")
-    chip, W = _chip_and_link(chip)
+    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
+    chip, W_X, W_Y = _links(hardware, Y)
     C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
-    shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y}[strategy]
-    flops = 12 * B * D * F / shards
+    shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y, "ep": Z}[strategy]
+    flops = 12 * B * D * F * (k if strategy == "ep" else 1) / shards
     weights = 2 * D * F * b  # both matrices of the layer
     acts = B * D * b
     comms = {
-        "dp": 2 * weights / (W * M_X),
-        "fsdp": 3 * weights / (W * M_X),
-        "tp": 6 * acts / (W * M_Y),
-        "fsdp_tp": max(3 * weights / (Y * W * M_X), 6 * acts / (X * W * M_Y)),
-    }[strategy]
-    nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts,
+        "dp": lambda: 2 * weights / (W_X * M_X),
+        "fsdp": lambda: 3 * weights / (W_X * M_X),
+        "tp": lambda: 6 * acts / (W_Y * M_Y),
+        "fsdp_tp": lambda: max(3 * weights / (Y * W_X * M_X), 6 * acts / (X * W_Y * M_Y)),
+        "ep": lambda: 6 * _all_to_all_seconds(hardware, acts, Z, k, M_X),
+    }[strategy]()
+    nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts, "ep": 6 * acts * k,
               "fsdp_tp": 3 * weights / Y + 6 * acts / X}[strategy]
     return Estimate(flops, nbytes, flops / C, comms, channel="ICI",
                     label=f"{strategy} layer (B={B:g}, D={D:g}, F={F:g}, X={X}, Y={Y}) on {chip.name}",
-                    terms=(("W (bidirectional)", f"{W:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
+                    terms=(("W_X, W_Y", f"{W_X:.3g}, {W_Y:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
 
 
 def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
-                   M_Y: int = 1, dtype: str = "bf16") -> float:
+                   M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
     """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the
     bidirectional ICI link of a TPU or, for a `GpuCluster`, its NVLink egress (one node) or node egress (ch. 12):
 
     DP and FSDP: B/X > α / M_X. FSDP + TP at the optimal split: B/N > α² / (M_X·M_Y·F), the book's form
     (F is needed). 'dcn': pure data parallelism across slices, per slice B > C / W_dcn. TP has no batch
     threshold (it is a width limit: see `tp_limit`), so it raises.
+
+    On a GPU cluster, `model_parallel` = Y GPUs per model replica (TP × PP × EP) divides the gradient bytes
+    each node sends, and the threshold is per GPU: B/N > α · GPUs per node / max(GPUs per node, Y) (ch. 12).
+    An MoE whose tokens use k of E experts sends E/k times the gradients per FLOP: α · E/k.
     """
+    if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
+        raise ValueError(f"need integers 1 <= k <= E, got E={E!r}, k={k!r}")
     if strategy == "dcn":
         chip = get_chip(chip.chip if isinstance(chip, GpuCluster) else chip)
         if not chip.dcn_bandwidth:
             raise ValueError(f"{chip.name} has no DCN bandwidth figure")
-        return chip.peak_flops(dtype) / chip.dcn_bandwidth
-    chip, W = _chip_and_link(chip)
-    alpha = chip.peak_flops(dtype) / W
+        return chip.peak_flops(dtype) / chip.dcn_bandwidth * E / k
+    chip, W = _chip_and_link(chip, model_parallel)
+    alpha = chip.peak_flops(dtype) / W * E / k
     if strategy in ("dp", "fsdp"):
         return alpha / M_X
     if strategy == "fsdp_tp":
@@ -230,35 +273,39 @@ def _axes_of(chip: Chip) -> int:
     return len(chip.max_slice or (0, 0))
 
 
-def comms_time(model: TransformerConfig, chip: Chip, batch_tokens: float, strategy: str, X: int, Y: int,
-               M_X: int, M_Y: int, dtype: str = "bf16") -> float:
+def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
+               Y: int, M_X: int, M_Y: int, dtype: str = "bf16") -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).
 
     DP: AllReduce of every gradient, 2·P·b / (W·M_X). FSDP: AllGather weights forward and backward plus
     ReduceScatter gradients, 3·P·b / (W·M_X), divided by Y when combined with TP. TP: per layer, two blocks
     (attention and MLP) each AllGather their [B, D] input and ReduceScatter their output, forward and
     backward: 2 · 6·B·D·b / (W·M_Y), divided by X when combined with FSDP; the two kinds run on different
-    mesh axes at once, so FSDP + TP takes the larger. W is bidirectional ICI.
+    mesh axes at once, so FSDP + TP takes the larger. W is bidirectional ICI on a TPU; on a GPU cluster the
+    data-parallel and tensor-parallel links of `_links` (network and NVLink).
     """
-    W, b = _W(chip), dtype_bytes(dtype)
+    _, W_X, W_Y = _links(chip, Y)
+    b = dtype_bytes(dtype)
     weights = model.param_count() * b
     acts = 2 * 6 * batch_tokens * model.D * b * model.L
     return {
-        "dp": 2 * weights / (W * M_X),
-        "fsdp": 3 * weights / (W * M_X),
-        "tp": acts / (W * M_Y),
-        "fsdp_tp": max(3 * weights / (Y * W * M_X), acts / (X * W * M_Y)),
+        "dp": 2 * weights / (W_X * M_X),
+        "fsdp": 3 * weights / (W_X * M_X),
+        "tp": acts / (W_Y * M_Y),
+        "fsdp_tp": max(3 * weights / (Y * W_X * M_X), acts / (X * W_Y * M_Y)),
     }[strategy]
 
 
-def step_time(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float,
+def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
               strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
               seq_len: int = 0, mfu: float = 1.0) -> Estimate:
     """Return the `Estimate` of one training step in seconds: compute from the model's training FLOPs at
     `mfu` of peak, communication from `comms_time`. X defaults to n_chips / Y; `time` assumes the
-    collectives overlap the compute.
+    collectives overlap the compute. `chip` may be a `GpuCluster` (its network carries the collectives).
     """
-    model, chip = get_model(model), get_chip(chip)
+    model = get_model(model)
+    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
+    chip = hardware.chip if isinstance(hardware, GpuCluster) else hardware
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
     X = X if X is not None else n_chips // Y
@@ -266,10 +313,13 @@ def step_time(model: TransformerConfig | str, chip: Chip | str, n_chips: int, ba
         raise ValueError(f"X·Y = {X}·{Y} must equal n_chips={n_chips}")
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
+    if isinstance(hardware, GpuCluster) and n_chips != hardware.gpus:
+        hardware = hardware.subset(n_chips)
     flops = model.flops_per_token(seq_len) * batch_tokens
     t_math = flops / (n_chips * chip.peak_flops() * mfu)
-    t_comms = comms_time(model, chip, batch_tokens, strategy, X, Y, M_X, M_Y)
-    return Estimate(flops / n_chips, t_comms * _W(chip), t_math, t_comms, channel="ICI",
+    t_comms = comms_time(model, hardware, batch_tokens, strategy, X, Y, M_X, M_Y)
+    return Estimate(flops / n_chips, t_comms * _links(hardware, Y)[1], t_math, t_comms,
+                    channel="network" if isinstance(hardware, GpuCluster) else "ICI",
                     label=f"{model.name or 'model'} step, {strategy} X={X} Y={Y} on {n_chips} × {chip.name}")
 
 
@@ -337,25 +387,43 @@ def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int]]:
     return out
 
 
+def _gpu_layouts(cluster: GpuCluster, M: int) -> list[tuple[str, int, int, int]]:
+    """(strategy, Y, M_X, M_Y) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node."""
+    out = [("dp", 1, 1, 1), ("fsdp", 1, 1, 1)]
+    if M <= cluster.gpus_per_node:
+        out.append(("tp", M, 1, 1))
+    Y = 2
+    while Y < M and Y <= cluster.gpus_per_node:
+        out.append(("fsdp_tp", Y, 1, 1))
+        Y *= 2
+    return out
+
+
 def _largest_divisor(n: int, cap: int) -> int:
     """The largest d <= cap that divides n (1 at worst)."""
     return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
 
 
-def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seq_len: int = 4096,
-         saves_per_layer: float | str = 4, optimizer: str = "adam", sequence_sharding: bool = True) -> TrainingPlan:
+def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+         seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
+         sequence_sharding: bool = True) -> TrainingPlan:
     """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
     pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
 
     The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
     layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
+    On a `GpuCluster` (n_chips of its GPUs), TP stays inside a node and FSDP/DP runs over the network.
     """
-    model, chip = get_model(model), get_chip(chip)
+    model = get_model(model)
+    cluster = chip if isinstance(chip, GpuCluster) else None
+    chip = cluster.chip if cluster else get_chip(chip)
     if not isinstance(n_chips, int) or n_chips < 1:
         raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    if cluster and n_chips > cluster.gpus:
+        raise ValueError(f"n_chips={n_chips} exceeds the cluster's {cluster.gpus} GPUs")
     if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
         raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
-    pod = math.prod(chip.max_slice or (n_chips,))
+    pod = n_chips if cluster else math.prod(chip.max_slice or (n_chips,))
     slices = max(1, math.ceil(n_chips / pod))
     if slices > 1 and not chip.dcn_bandwidth:
         raise ValueError(f"n_chips={n_chips} needs {slices} slices of {chip.name} joined over DCN, and its "
@@ -366,10 +434,10 @@ def plan(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_t
                          f"evenly over {slices} slices")
     M = n_chips // slices
     rows, best, best_memory = [], None, 0.0
-    for strategy, Y, M_X, M_Y in _layouts(chip, M):
+    for strategy, Y, M_X, M_Y in _gpu_layouts(cluster, M) if cluster else _layouts(chip, M):
         X = _largest_divisor(units // slices, M // Y) if strategy != "tp" else 1
         used = X * Y
-        est = step_time(model, chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
+        est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
                         seq_len=seq_len)
         if slices > 1:
             dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
@@ -470,6 +538,48 @@ def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -
             pos[s] += 1
     width = max(max((i for i, c in enumerate(row) if c), default=0) for row in grid) + 1
     return [row[:width] for row in grid]
+
+
+def pipeline_comms(batch_tokens: float, D: int, stages: int, microbatches: int, hardware: Chip | str | GpuCluster,
+                   dtype: str = "bf16") -> float:
+    """Return the seconds of stage-to-stage sends on a pipelined forward pass's critical path (ch. 12).
+
+    Each of the `microbatches` carries batch_tokens / microbatches activations of D values to the next stage;
+    the last microbatch leaves the first stage after M - 1 sends and crosses S - 1 boundaries, so the path
+    holds M + S - 2 sends: 2·B·D / (W·M) · (M + S - 2) in bf16. A stage is a node on a GPU cluster (its
+    NICs, W = node egress) or a chip on a TPU slice (one ICI link, one way).
+    """
+    for name, value in (("stages", stages), ("microbatches", microbatches), ("D", D)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    if batch_tokens <= 0:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must be positive")
+    if isinstance(hardware, GpuCluster):
+        W = hardware.node_egress
+    else:
+        chip = get_chip(hardware)
+        if chip.ici_bandwidth is None:
+            raise ValueError(f"{chip.name} has no ICI link; for GPUs pass a GpuCluster")
+        W = chip.ici_bandwidth
+    sends = microbatches + stages - 2
+    return batch_tokens * D * dtype_bytes(dtype) / (W * microbatches) * sends
+
+
+def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp: int = 1, ep: int = 1,
+                      E: int = 1, k: int = 1) -> dict[str, float | str]:
+    """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU
+    against the data-parallel threshold once each replica spans tp·pp·ep GPUs (`critical_batch`)."""
+    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    replica = tp * pp * ep
+    if cluster.gpus % replica:
+        raise ValueError(f"tp·pp·ep = {replica} must divide the cluster's {cluster.gpus} GPUs")
+    per_gpu = batch_tokens / cluster.gpus
+    critical = critical_batch("dp", cluster, model_parallel=replica, E=E, k=k)
+    return {"GPUs": cluster.gpus, "model parallel": replica, "data parallel": cluster.gpus // replica,
+            "tokens/GPU": per_gpu, "critical tokens/GPU": critical,
+            "bound": "compute" if per_gpu >= critical else "comms"}
 
 
 def idle_fraction(grid: list[list[str]]) -> float:

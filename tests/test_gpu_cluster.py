@@ -1,20 +1,109 @@
-"""GPU clusters and their collectives against chapter 12's worked answers (How To Scale Your Model)."""
+"""GPU clusters, their collectives and GPU rooflines against chapter 12's worked answers (How To Scale Your Model)."""
 
 import pytest
 
 import scalebook as sb
 from scalebook import GpuCluster
+from scalebook.hardware import gpu, sm
 
 NODE = GpuCluster("h100", gpus=8)
+POD = GpuCluster("h100", gpus=1024)
+
+
+# Quiz 1: inside one GPU ------------------------------------------------------------------------------
+
+def test_q1_1_cuda_cores_against_tpu_alus():
+    # 12.Q1.1: SMs x 4 subpartitions x 32 lanes; a v5p has 2 TensorCores x 4 ALUs x 8 x 128.
+    assert (sm.cuda_cores("h100"), sm.cuda_cores("b200"), sm.vpu_alus("v5p")) == (16896, 18944, 8192)
+
+
+def test_q1_2_vector_flops_at_base_and_boost_clocks():
+    # 12.Q1.2: 26.9 TFLOPs/s at 1.59 GHz, 33.5 at the 1.98 GHz boost; the tensor cores do ~30x more.
+    assert sm.vector_flops("h100", "base") == pytest.approx(26.9e12, rel=0.01)
+    assert sm.vector_flops("h100") == pytest.approx(33.5e12, rel=0.01)
+    assert sb.get_chip("h100").peak_flops() / sm.vector_flops("h100") == pytest.approx(30, rel=0.05)
+
+
+def test_q1_3_peak_matmul_intensity():
+    # 12.Q1.3: H100 ~295 (fp16) and ~590 (fp8); B200 ~281 and ~562.
+    for chip, bf16, fp8 in (("h100", 295, 590), ("b200", 281, 562)):
+        assert sb.roofline.critical_intensity(chip) == pytest.approx(bf16, rel=0.01)
+        assert sb.roofline.critical_intensity(chip, "fp8") == pytest.approx(fp8, rel=0.01)
+
+
+def test_q1_4_two_matmuls_on_a_b200():
+    # 12.Q1.4: [64,4096]@[4096,8192] moves 69e6 bytes: ~8.6 µs, memory-bound; [512,...] is compute-bound, ~15 µs.
+    small, large = (sb.roofline.matmul(B, 4096, 8192, "b200") for B in (64, 512))
+    assert small.bytes == pytest.approx(69e6, rel=0.01) and small.bound == "memory"
+    assert small.time == pytest.approx(8.6e-6, rel=0.01)
+    assert large.bound == "compute" and large.time == pytest.approx(15e-6, rel=0.03)
+
+
+def test_q1_5_on_chip_memory():
+    # 12.Q1.5: ~33 MB of SMEM and ~33 MB of registers on an H100, ~66 MB in all.
+    mem = sm.on_chip_bytes("h100")
+    assert mem["smem"] == pytest.approx(33e6, rel=0.03) and mem["total"] == pytest.approx(66e6, rel=0.03)
+
+
+def test_q1_6_b200_clock_from_its_vector_flops():
+    # 12.Q1.6: 80 TFLOPs/s of fp32 FMAs over 18,944 lanes: ~2.1 GHz.
+    assert sm.clock_from_vector_flops("b200", 80e12) == pytest.approx(2.1e9, rel=0.01)
+
+
+def test_q1_7_vector_add_is_memory_bound():
+    # 12.Q1.7: intensity 1/12 against the hardware's ~10; N = 65,536 -> ~0.23 µs, N = 2**30 -> ~3.84 ms.
+    est = sb.hardware.sm.vector_add(65536, "h100")
+    assert est.intensity == pytest.approx(1 / 12) and est.bound == "memory"
+    assert sm.vector_flops("h100") / sb.get_chip("h100").hbm_bandwidth == pytest.approx(10, rel=0.01)
+    assert est.time == pytest.approx(0.23e-6, rel=0.03)
+    assert sm.vector_add(2**30, "h100").time == pytest.approx(3.84e-3, rel=0.01)
+
+
+def test_tensor_core_flops_per_cycle():
+    # ch. 12: H100 ~1024 per tensor core per cycle at the 1.83 GHz its peak assumes; B200 ~2048 at 1.86 GHz.
+    assert sm.tensor_core_flops_per_cycle("h100", clock=1.83e9) == pytest.approx(1024, rel=0.01)
+    assert sm.tensor_core_flops_per_cycle("b200", clock=1.86e9) == pytest.approx(2048, rel=0.01)
+
+
+# Quiz 2 and 3: nodes and the fat tree ---------------------------------------------------------------
+
+def test_q2_1_and_q2_2_node_bandwidth_and_bisection():
+    # 12.Q2.1: 4 NVSwitches x 1.6 TB/s = 6.4 TB/s, but 8 GPUs x 450 GB/s = 3.6 TB/s binds. 12.Q2.2: 3.6 TB/s.
+    assert NODE.nvswitches * NODE.nvswitch_bandwidth == pytest.approx(6.4e12)
+    assert NODE.node_bandwidth == pytest.approx(3.6e12) and NODE.node_bisection == pytest.approx(3.6e12)
+
+
+def test_q2_3_gather_half_a_gigabyte_in_a_node():
+    # 12.Q2.3: bf16[4096, 65536] (512 MiB): 536e6 · 7 / (8 · 450e9) ~ 1.04 ms.
+    assert sb.all_gather(NODE, "node", 2 * 4096 * 65536).time == pytest.approx(1.04e-3, rel=0.01)
+
+
+def test_q3_1_every_level_of_a_superpod_gives_400_gb_per_node():
+    # 12.Q3.1: node 3.6 TB/s; leaf 12.8 TB/s per SU of 32 nodes; spine 51.2 TB/s for 128 nodes: 400 GB/s a node.
+    rows = {r["level"]: r for r in POD.levels_table().rows}
+    assert rows["leaf"]["cable B/s"] / 32 == pytest.approx(400e9)
+    assert rows["spine"]["cable B/s"] == pytest.approx(51.2e12) and rows["spine"]["switch B/s"] == pytest.approx(51.2e12)
+    assert rows["leaf"]["switch B/s"] == pytest.approx(25.6e12) and rows["node (NVLink)"]["per GPU"] == 450e9
+    assert rows["spine"]["per GPU"] == pytest.approx(50e9)
+
+
+def test_q3_2_growing_past_one_pod():
+    # 12.Q3.2 and the switch count: 1024 GPUs need 512 NVSwitches + 32 leaf + 16 spine = 560; 2048 GPUs 32 spine
+    # switches; 4096 need a core layer: 128 spine + 64 core.
+    assert sum(gpu.fat_tree_switches(1024).values()) == 560
+    assert gpu.fat_tree_switches(2048)["spine"] == 32 and gpu.fat_tree_switches(2048)["core"] == 0
+    big = gpu.fat_tree_switches(4096)
+    assert (big["spine"], big["core"]) == (128, 64)
 
 
 def test_a_superpod_is_128_nodes_under_leaf_and_spine_switches():
-    pod = GpuCluster("h100", gpus=1024)
-    assert (pod.nodes, pod.gpus_per_node) == (128, 8)
-    assert [level for level, _, _ in pod.span(1024)] == ["node", "leaf", "spine"]
+    assert (POD.nodes, POD.gpus_per_node) == (128, 8)
+    assert [level.name for level in POD.span(1024)] == ["node", "leaf", "spine"]
     # the precise per-level form: node 450e9·8/7 ~ 514 GB/s, leaf 400e9·32/31 ~ 413 GB/s, spine 17 TB/s -> 413
-    assert pod.bisection_per_gpu == pytest.approx(413e9, rel=0.01)
+    assert POD.bisection_per_gpu == pytest.approx(413e9, rel=0.01)
 
+
+# Collectives: pop quizzes and quiz 4 -------------------------------------------------------------------
 
 def test_pq1_all_gather_in_one_node():
     # 12.PQ1: AllGather of bf16[1024, 16384] on 8 H100s: ~75 µs as bytes/W, ~65 µs with the 7/8 factor.
@@ -23,9 +112,70 @@ def test_pq1_all_gather_in_one_node():
     assert V / NODE.gpu_bandwidth == pytest.approx(75e-6, rel=0.01)
 
 
-def test_q2_3_gather_half_a_gigabyte_in_a_node():
-    # 12.Q2.3: bf16[4096, 65536] (512 MiB): 536e6 · 7 / (8 · 450e9) ~ 1.04 ms.
-    assert sb.all_gather(NODE, "node", 2 * 4096 * 65536).time == pytest.approx(1.04e-3, rel=0.01)
+def test_pq2_all_to_all_dense_and_half_empty():
+    # 12.PQ2: AllToAll of bf16[B_X, N] in a node: bytes (N-1)/(W·N²) ~ bytes/(W·N); half when 4 of 8 entries are 0.
+    V = 2 * 1024 * 8
+    dense = sb.all_to_all(NODE, None, V).time
+    assert dense == pytest.approx(V * 7 / (64 * 450e9))
+    assert sb.all_to_all(NODE, None, V / 2).time == pytest.approx(dense / 2)
+
+
+def test_ragged_top_k_all_to_all():
+    # ch. 12: a token routed to k of N GPUs costs (1 - ((N-1)/N)^k) of a dense AllToAll of its N copies (B bytes),
+    # ~ k/N of it: in a node ~ B·k / (64·W) (here 7/8 · 1.875/2 of that for k = 2).
+    tokens, k = 1e9, 2
+    ragged = sb.all_to_all(NODE, None, tokens, top_k=k).time
+    assert ragged == pytest.approx(sb.all_to_all(NODE, None, 8 * tokens).time * (1 - (7 / 8) ** k))
+    assert ragged == pytest.approx(8 * tokens * k / (64 * 450e9) * 7 / 8 * 1.875 / 2)
+    with pytest.raises(ValueError, match="top_k"):
+        sb.collectives.collective("all_gather", NODE, None, tokens, top_k=2)
+
+
+def test_cross_node_all_to_all_is_bound_by_node_egress():
+    # ch. 12: across M nodes B(M-1)/(M²·W_node); B/(8·450e9) in one node vs B/(2·400e9) over two: the book's
+    # ">4x worse" drops the (N-1)/N factors (4.5x); kept, 7/64 against 1/4 of the bytes: 2.6x.
+    one, two = sb.all_to_all(NODE, None, 1e9).time, sb.all_to_all(GpuCluster("h100", gpus=16), None, 1e9).time
+    assert one == pytest.approx(1e9 * 7 / (64 * 450e9)) and two == pytest.approx(1e9 / (4 * 400e9))
+    assert (1e9 / (2 * 400e9)) / (1e9 / (8 * 450e9)) == pytest.approx(4.5)
+
+
+def test_pq3_inner_axis_sharding_inside_a_scalable_unit():
+    # 12.PQ3: AllGather over X of bf16[D_X, F_Y] in one SU (256 GPUs): Y <= 8 leaves the leaf term
+    # 2DF·31/(32·400e9); Y = 16 halves it: the book's 2DF/(Y·50 GB/s), here with the ring's (X-1)/X = 15/16.
+    su, V = GpuCluster("h100", gpus=256), 2 * 8192 * 32768
+    assert sb.all_gather(su, None, V, also_sharded=4).time == pytest.approx(V * 31 / (32 * 400e9))
+    assert sb.all_gather(su, None, V, also_sharded=16).time == pytest.approx(V / (16 * 50e9) * 15 / 16)
+
+
+def test_q4_1_node_and_spine_traffic_of_an_su_all_gather():
+    # 12.Q4.1: the node term ~ B/450e9 (here with 7/8), the network term B(M-1)/(M·400e9).
+    levels = {name: t for name, _, _, t in sb.collectives.gpu_levels("all_gather", GpuCluster("h100", gpus=256),
+                                                                       None, 1e9)}
+    assert levels["node"] == pytest.approx(1e9 * 7 / (8 * 450e9)) and levels["leaf"] == pytest.approx(1e9 * 31 / (32 * 400e9))
+
+
+def test_q4_2_sharp_all_reduce_costs_one_pass():
+    # 12.Q4.2: with in-network reduction an AllReduce costs bytes / W_egress (without, twice an AllGather).
+    plain = sb.all_reduce(NODE, None, 1e9).time
+    sharp = sb.all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 1e9).time
+    assert sharp == pytest.approx(1e9 / 450e9) and plain == pytest.approx(2 * sb.all_gather(NODE, None, 1e9).time)
+
+
+def test_q4_3_sharp_reduction_of_an_array_sharded_over_an_inner_axis():
+    # 12.Q4.3: AllReduce(bf16[D, F_Y]{U_X}) in one node with SHARP: 2DF/(Y·W), smaller as Y grows.
+    V, node = 2 * 8192 * 32768, GpuCluster("h100", gpus=8, sharp=True)
+    for Y in (2, 4):
+        assert sb.all_reduce(node, None, V, also_sharded=Y).time == pytest.approx(V / (Y * 450e9))
+
+
+def test_q4_4_reduction_at_the_spine():
+    # 12.Q4.4: Y = 256 leaves only the spine to reduce over 4 SUs. The book answers ~2DF/6.4e12 from the
+    # spine's 25.6 TB/s; each SU's 12.8 TB/s of uplinks carries its 2DF once, so we get 2DF/12.8e12: half.
+    V = 2 * 8192 * 32768
+    levels = sb.collectives.gpu_levels("all_reduce", GpuCluster("h100", gpus=1024, sharp=True), None, V, 256)
+    assert [t for _, _, _, t in levels[:2]] == [0.0, 0.0]
+    assert sb.all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, V, also_sharded=256).time == \
+        pytest.approx(V / 6.4e12 / 2)
 
 
 def test_q4_5_across_exactly_two_nodes_the_node_binds():
@@ -35,29 +185,10 @@ def test_q4_5_across_exactly_two_nodes_the_node_binds():
     assert est.channel == "NVLink"
 
 
-def test_sharp_all_reduce_costs_one_pass():
-    # 12.Q4.2: with in-network reduction an AllReduce costs bytes / W_egress (without, twice an AllGather).
-    plain = sb.all_reduce(NODE, None, 1e9).time
-    sharp = sb.all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 1e9).time
-    assert sharp == pytest.approx(1e9 / 450e9) and plain == pytest.approx(2 * sb.all_gather(NODE, None, 1e9).time)
-
-
-def test_all_to_all_in_a_node_is_an_eighth_of_a_gather():
-    # ch. 12: in a node every GPU talks to every other: V·(N-1)/(N²·W) ~ V/(8W).
-    assert sb.all_to_all(NODE, None, 1e9).time == pytest.approx(1e9 * 7 / (64 * 450e9))
-
-
-def test_pq3_inner_axis_sharding_inside_a_scalable_unit():
-    # 12.PQ3: AllGather over X of bf16[D_X, F_Y] in one SU (256 GPUs): Y <= 8 leaves the leaf term
-    # 2DF·31/(32·400e9); Y = 16 halves it (the book's 2DF/(Y·50 GB/s), up to the 31/32 factor).
-    su, V = GpuCluster("h100", gpus=256), 2 * 8192 * 32768
-    assert sb.all_gather(su, None, V, also_sharded=4).time == pytest.approx(V * 31 / (32 * 400e9))
-    assert sb.all_gather(su, None, V, also_sharded=16).time == pytest.approx(V / (16 * 50e9), rel=0.04)
-
-
 def test_gb200_racks_have_nine_times_the_node_egress():
-    rack = GpuCluster("gb200", gpus=576)
-    assert rack.gpus_per_node == 72 and rack.node_egress == pytest.approx(9 * 400e9)
+    rack = gpu.get_cluster("gb200-superpod")
+    assert rack.gpus_per_node == 72 and rack.node_egress == pytest.approx(9 * 400e9) and rack.nodes == 8
+    assert rack.nvswitches == 18 and rack.gpu_bandwidth == 900e9
 
 
 @pytest.mark.parametrize("call, message", [
@@ -66,18 +197,122 @@ def test_gb200_racks_have_nine_times_the_node_egress():
     (lambda: GpuCluster("h100", gpus=2**20), "exceeds"),
     (lambda: sb.all_gather(NODE, "X", 1e9), "axes='X'"),
     (lambda: sb.all_gather(NODE, None, 1e9, also_sharded=0), None),
+    (lambda: sb.all_gather(NODE, None, 1e9, also_sharded=3), "inner=3"),
+    (lambda: sb.all_to_all(NODE, None, 1e9, top_k=0), "top_k=0"),
     (lambda: NODE.span(9), "group=9"),
+    (lambda: sm.cuda_cores("v5p"), "not a GPU"),
+    (lambda: sm.vector_flops("h100", clock="turbo"), "clock='turbo'"),
+    (lambda: sm.vector_flops("b200", clock="base"), "no published base clock"),
+    (lambda: gpu.fat_tree_switches(100), "gpus=100"),
+    (lambda: sb.training.critical_batch("dp", "v5p", model_parallel=8), "model_parallel"),
+    (lambda: sb.training.check_parallelism(POD, 4e6, tp=3), "must divide"),
 ])
 def test_bad_cluster_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 
 
+def test_unknown_cluster_names_suggest_close_ones():
+    with pytest.raises(KeyError, match="h100-superpod"):
+        gpu.get_cluster("h100-superpd")
+
+
+# Quiz 5: LLM rooflines on GPUs, through the same training code as TPUs -----------------------------------
+
 def test_gpu_training_rooflines_through_the_same_code_paths():
     # 12 (LLM rooflines): DP needs C/W ~ 990e12/450e9 = 2200 tokens per GPU in a node, 990e12/400e9 = 2475
-    # across nodes; B200 across nodes 2.25e15/400e9 = 5625; TP stays compute-bound up to Y ~ F/2200 in a node.
+    # across nodes; TP stays compute-bound up to Y ~ F/2200 in a node.
     t = sb.training
     assert t.critical_batch("dp", NODE) == pytest.approx(2200, rel=0.01)
-    assert t.critical_batch("dp", GpuCluster("h100", gpus=1024)) == pytest.approx(2475, rel=0.01)
-    assert t.critical_batch("dp", GpuCluster("b200", gpus=1024)) == pytest.approx(5625, rel=0.01)
+    assert t.critical_batch("dp", POD) == pytest.approx(2475, rel=0.01)
     assert t.tp_limit(28672, NODE) == pytest.approx(28672 / 2200, rel=0.01)  # ~13 -> 8-way TP in a node
+
+
+def test_gpu_and_tpu_share_the_layer_model():
+    # A TPU whose bidirectional link equals a pod's node egress gives the same layer costs: one code path.
+    fake = sb.get_chip("h100").replace(kind="tpu", ici_bandwidth=POD.node_egress / 2)
+    for strategy in ("dp", "fsdp"):
+        gpu_cost = sb.training.layer_cost(strategy, 4096, 8192, 28672, POD, X=1024)
+        tpu_cost = sb.training.layer_cost(strategy, 4096, 8192, 28672, fake, X=1024)
+        assert (gpu_cost.t_math, gpu_cost.t_comms) == pytest.approx((tpu_cost.t_math, tpu_cost.t_comms))
+    assert sb.training.critical_batch("dp", POD) == pytest.approx(sb.training.critical_batch("dp", fake))
+
+
+def test_q5_1_b200_superpod_rooflines():
+    # 12.Q5.1: TP ~ F/2500 (about unchanged: 2.25e15/900e9); cross-node DP rises to 2.25e15/400e9 ~ 5625 tokens.
+    b200 = GpuCluster("b200", gpus=1024)
+    assert sb.training.critical_batch("dp", b200) == pytest.approx(5625, rel=0.01)
+    assert sb.training.tp_limit(28672, b200.subset(8)) == pytest.approx(28672 / 2500, rel=0.01)
+
+
+def test_q5_2_llama3_70b_on_h100s():
+    t, model = sb.training, sb.get_model("llama3-70b")
+    state = t.memory(model, 1, n_chips=1)
+    # (1) bf16 weights + fp32 Adam: ~700 GB -> at least 9 GPUs.
+    assert state.params + state.optimizer == pytest.approx(700e9, rel=0.02)
+    assert -(-(state.params + state.optimizer) // 80e9) == 9
+    # (2) 6·70e9·15e12 ~ 6.3e24 FLOPs at 45% MFU on 4096 H100s: ~3.5e6 s, ~40 days.
+    flops = model.flops_per_token() * 15e12
+    assert flops == pytest.approx(6.3e24, rel=0.02)
+    assert flops / (4096 * 990e12 * 0.45) / 86400 == pytest.approx(40, rel=0.03)
+    # (3) TP: F/2200 ~ 13 (the book divides by 1995: 14.4) -> 8-way, a node. (a) 8 TP + DP: 87.5 GB per GPU.
+    assert 8 < t.tp_limit(model.F, NODE) < 16
+    assert (state.params + state.optimizer) / 8 == pytest.approx(87.5e9, rel=0.02)
+    # (b) ZeRO-3 with 4M tokens on 4096 GPUs: 976 tokens per GPU < 2475: comms-bound, as the planner finds.
+    pod = GpuCluster("h100", gpus=4096)
+    plan = t.plan(model, pod, 4096, 4 * 2**20)
+    assert 4e6 / 4096 == pytest.approx(976, rel=0.01) and plan.estimate.bound == "comms"
+    # (c) 8 TP x 8 PP: a replica spans 8 nodes, 3.2 TB/s, ~309 tokens per GPU: compute-bound.
+    check = t.check_parallelism(pod, 4e6, tp=8, pp=8)
+    assert check["critical tokens/GPU"] == pytest.approx(309, rel=0.01) and check["bound"] == "compute"
+
+
+@pytest.mark.parametrize("gpus, seqs, model_parallel, critical", [
+    (192, 192, 1, 2475), (768, 384, 16, 1237), (3072, 1536, 64, 309)])
+def test_q5_3_megatron_configs(gpus, seqs, model_parallel, critical):
+    # 12.Q5.3: Megatron-LM's 16B, 70B and 314B configs (seq 4096): 4096, 2048 and 2048 tokens per GPU, all
+    # above their thresholds (~2475, and 2x and 8x lower with 16- and 64-way model sharding).
+    check = sb.training.check_parallelism(GpuCluster("h100", gpus=gpus), seqs * 4096, tp=model_parallel)
+    assert check["critical tokens/GPU"] == pytest.approx(critical, rel=0.01) and check["bound"] == "compute"
+
+
+def test_moe_data_parallelism_needs_e_over_k_more_tokens():
+    # ch. 12: k = 4 of E = 128 experts -> 32 x 2475 = 79,200 tokens per GPU across nodes.
+    assert sb.training.critical_batch("dp", POD, E=128, k=4) == pytest.approx(79200, rel=0.01)
+
+
+def test_small_dp_degree_across_two_nodes():
+    # ch. 12: X = 2 nodes -> the network term alone needs alpha (X-1)/X ~ 1237 tokens per GPU; the NVLink term
+    # (7/8 · 990e12/450e9 ~ 1925) binds first (as 12.Q4.5 shows for AllGather).
+    levels = dict((name, t) for name, _, _, t in
+                  sb.collectives.gpu_levels("all_reduce", GpuCluster("h100", gpus=16), None, 1.0))
+    C = sb.get_chip("h100").peak_flops()
+    assert C * levels["leaf"] / 2 == pytest.approx(1237, rel=0.01)
+    assert C * levels["node"] / 2 == pytest.approx(1925, rel=0.01)
+
+
+def test_expert_parallel_conditions():
+    # ch. 12: EP over Z GPUs across nodes is compute-bound when F > alpha (Z-8)/k for small Z (k >= Z/8), and
+    # needs F > 8·alpha ~ 19,800 for very wide Z.
+    t, alpha = sb.training, 2475
+    def min_F(Z, k):
+        cost = t.layer_cost("ep", 1e5, 8192, 1, POD, Z=Z, k=k)
+        return cost.t_comms / cost.t_math
+    assert min_F(16, 8) == pytest.approx(alpha * (16 - 8) / 8, rel=0.01)
+    assert min_F(1024, 8) == pytest.approx(8 * alpha, rel=0.05)
+
+
+def test_pipeline_comms_are_small():
+    # ch. 12: 2BD/(W·N_MB)·(N_MB + N_stages - 2); with N_MB = 2·N_stages that is ~1.5 · 2BD/W, a quarter of
+    # what FSDP moves for LLaMA-3 70B on the same pod.
+    B, D = 4 * 2**20, 8192
+    t = sb.training.pipeline_comms(B, D, 16, 32, POD)
+    assert t == pytest.approx(2 * B * D / 400e9 * 46 / 32)
+    fsdp = sb.training.step_time("llama3-70b", POD, 1024, B, strategy="fsdp").t_comms
+    assert t < 0.25 * fsdp
+
+
+def test_decode_step_on_a_gpu_node():
+    est = sb.inference.decode_step("llama3-70b", "h100", 8, 64, 4096, mesh=NODE)
+    assert est.t_ici > 0 and est.t_ici == pytest.approx(sb.inference._tp_collectives(
+        sb.get_model("llama3-70b"), NODE, 64, 2))

@@ -29,7 +29,7 @@ _SPEC_FIELDS = (
     "bf16_flops", "fp16_flops", "fp8_flops", "int8_flops", "fp4_flops", "fp32_flops",
     "hbm_bytes", "hbm_bandwidth", "ici_bandwidth", "ici_links", "nvlink_bandwidth",
     "dcn_bandwidth", "pcie_bandwidth", "clock_hz", "cores", "mxu_size",
-    "vmem_bytes", "smem_bytes", "l2_bytes",
+    "vmem_bytes", "smem_bytes", "register_bytes", "l2_bytes", "base_clock_hz",
 )
 
 
@@ -59,10 +59,12 @@ class Chip:
     dcn_bandwidth: float | None = None
     pcie_bandwidth: float | None = None
     clock_hz: float | None = None
+    base_clock_hz: float | None = None
     cores: int | None = None
     mxu_size: int | None = None
     vmem_bytes: float | None = None
     smem_bytes: float | None = None
+    register_bytes: float | None = None
     l2_bytes: float | None = None
     max_slice: tuple[int, ...] | None = None
     host_shape: tuple[int, ...] | None = None

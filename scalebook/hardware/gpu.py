@@ -10,21 +10,75 @@ level i.
 
 from __future__ import annotations
 
+import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
+from ..tables import Table
+from ..units import fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
-__all__ = ["FatTreeLevel", "GpuCluster", "SUPERPOD", "NVL72"]
+__all__ = ["FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
+           "get_cluster", "fat_tree_switches"]
 
 
 @dataclass(frozen=True)
-class FatTreeLevel:
-    """One level of the network: it joins `degree` units of the level below, each pushing `bandwidth` B/s."""
+class NvLink:
+    """One NVLink / NVSwitch generation: link bandwidth one way (B/s), links per GPU, ports per NVSwitch,
+    NVSwitches in an 8-GPU node."""
+
+    generation: str
+    switch_generation: str
+    gpu_generation: str
+    link_bandwidth: float
+    links_per_gpu: int
+    switch_ports: int
+    switches_per_node: int
+
+    @property
+    def gpu_bandwidth(self) -> float:
+        """One GPU's NVLink egress, one way (B/s)."""
+        return self.link_bandwidth * self.links_per_gpu
+
+    @property
+    def switch_bandwidth(self) -> float:
+        """One NVSwitch's capacity, one way (B/s): ports × link bandwidth."""
+        return self.link_bandwidth * self.switch_ports
+
+
+# Ch. 12's NVLink table (link bandwidth, links per GPU, switches per node); ports per NVSwitch from NVIDIA's
+# NVSwitch generation specs (36, 64 and 72 ports).
+NVLINK = {
+    "3.0": NvLink("3.0", "2.0", "Ampere", 25e9, 12, 36, 6),
+    "4.0": NvLink("4.0", "3.0", "Hopper", 25e9, 18, 64, 4),
+    "5.0": NvLink("5.0", "4.0", "Blackwell", 50e9, 18, 72, 2),
+}
+_GENERATION_OF = {"NVIDIA A100": "3.0", "NVIDIA H100": "4.0", "NVIDIA H200": "4.0", "NVIDIA H800": "4.0",
+                  "NVIDIA B200": "5.0", "NVIDIA GB200": "5.0"}
+
+
+class LevelSpan(NamedTuple):
+    """One network level a collective crosses: `degree` units of `below` GPUs each joined (per group of the
+    collective), each unit pushing `bandwidth` B/s through this level; `units` such units hold the group."""
 
     name: str
     degree: int
     bandwidth: float
+    below: int
+    units: int
+
+
+@dataclass(frozen=True)
+class FatTreeLevel:
+    """One level of the network: it joins `degree` units of the level below, each pushing `bandwidth` B/s
+    (one way) up through it; `switches` switches of `switch_bandwidth` B/s each serve one unit of this level."""
+
+    name: str
+    degree: int
+    bandwidth: float
+    switches: int = 0
+    switch_bandwidth: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -32,9 +86,9 @@ class GpuCluster:
     """`gpus` GPUs of `chip` in NVLink nodes of `gpus_per_node`, joined by the fat-tree `levels` above nodes.
 
     `GpuCluster("h100", gpus=1024)` is an H100 DGX SuperPod; left as None, the node size, the GPU's one-way
-    NVLink egress (`gpu_bandwidth`), the node's NIC egress (`node_egress`) and the levels come from the chip's
-    usual system (SuperPod for H100/H800/A100/B200, NVL72 racks for GB200). `sharp`: the switches can
-    reduce in the network (SHARP / NVLS).
+    NVLink egress (`gpu_bandwidth`), the node's NIC egress (`node_egress`), the NVSwitches per node and their
+    bandwidth, and the levels come from the chip's usual system (SuperPod for A100/H100/H200/H800/B200,
+    NVL72 racks for GB200). `sharp`: the switches can reduce in the network (SHARP / NVLS).
     """
 
     chip: Chip | str
@@ -44,16 +98,17 @@ class GpuCluster:
     node_egress: float | None = None
     levels: tuple[FatTreeLevel, ...] | None = None
     sharp: bool = False
+    nvswitches: int | None = None
+    nvswitch_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         chip = get_chip(self.chip)
         if chip.kind != "gpu":
             raise ValueError(f"chip={chip.name!r} is not a GPU; a TPU slice is a TpuMesh")
-        defaults = _defaults(chip)
         object.__setattr__(self, "chip", chip)
-        for name in ("gpus_per_node", "gpu_bandwidth", "node_egress", "levels"):
+        for name, value in _defaults(chip).items():
             if getattr(self, name) is None:
-                object.__setattr__(self, name, defaults[name])
+                object.__setattr__(self, name, value)
         if not isinstance(self.gpus, int) or self.gpus < 1:
             raise ValueError(f"gpus={self.gpus!r} must be a positive integer")
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
@@ -61,6 +116,11 @@ class GpuCluster:
         if self.gpus > self.capacity:
             raise ValueError(f"gpus={self.gpus} exceeds what the node and {len(self.levels)} network levels hold "
                              f"({self.capacity}); pass more levels")
+
+    @property
+    def n_chips(self) -> int:
+        """The GPUs in the cluster (the name every planner uses for a slice's size)."""
+        return self.gpus
 
     @property
     def nodes(self) -> int:
@@ -71,20 +131,41 @@ class GpuCluster:
         """The most GPUs the node plus the listed levels can hold."""
         return self.gpus_per_node * math.prod(level.degree for level in self.levels)
 
-    def span(self, group: int) -> list[tuple[str, int, float]]:
-        """Return (level, units joined, bytes/s per unit) for each level a group of `group` GPUs crosses,
-        starting with the NVLink node itself."""
-        if group < 1 or group > self.gpus:
-            raise ValueError(f"group={group} must be between 1 and the cluster's {self.gpus} GPUs")
-        within = min(group, self.gpus_per_node)
-        out = [("node", within, self.gpu_bandwidth)]
-        units, below = math.ceil(group / self.gpus_per_node), 1
-        for level in self.levels:
-            if units <= below:
+    @property
+    def node_bandwidth(self) -> float:
+        """Bytes/s a node's NVLink fabric carries, one way: the smaller of its GPUs' egress and its switches'."""
+        return min(self.gpus_per_node * self.gpu_bandwidth, self.nvswitches * self.nvswitch_bandwidth)
+
+    @property
+    def node_bisection(self) -> float:
+        """Bytes/s across a cut of the node into two halves, both directions: N/2 GPUs × W × 2."""
+        return self.gpus_per_node * self.gpu_bandwidth
+
+    def subset(self, gpus: int) -> GpuCluster:
+        """The same network holding only `gpus` GPUs (a model replica, an expert-parallel group)."""
+        return replace(self, gpus=gpus)
+
+    def span(self, group: int, inner: int = 1) -> list[LevelSpan]:
+        """Return the levels a collective over `group` GPUs crosses, starting with the NVLink node itself.
+
+        `inner`: the group is split into `inner` independent collectives of group/inner GPUs spaced `inner`
+        apart (the array stays sharded over an inner axis of that size). A level's `degree` counts the units
+        below it that one such collective joins: 1 means it does not cross that level.
+        """
+        if not isinstance(group, int) or group < 1 or group > self.gpus:
+            raise ValueError(f"group={group!r} must be an integer between 1 and the cluster's {self.gpus} GPUs")
+        if not isinstance(inner, int) or inner < 1 or group % inner:
+            raise ValueError(f"inner={inner!r} must be a positive integer dividing the group of {group} GPUs")
+        X = group // inner
+        out, below, members = [], 1, 1  # GPUs per unit below, and one collective's members in it
+        for name, degree, W in (("node", self.gpus_per_node, self.gpu_bandwidth),
+                                *((lv.name, lv.degree, lv.bandwidth) for lv in self.levels)):
+            if below >= group:
                 break
-            joined = min(level.degree, math.ceil(units / below))
-            out.append((level.name, joined, level.bandwidth))
-            below *= level.degree
+            size = min(group, below * degree)
+            joined = max(1, size // inner)
+            out.append(LevelSpan(name, joined // members, W, below, X // members))
+            below, members = size, joined
         return out
 
     def group_size(self, axes: str | None) -> int:
@@ -98,7 +179,25 @@ class GpuCluster:
     @property
     def bisection_per_gpu(self) -> float:
         """Collective bandwidth per GPU across the whole cluster: the tightest level's (D-1)/(D·W) inverted."""
-        return 1 / max((d - 1) / (d * w) for _, d, w in self.span(self.gpus) if d > 1)
+        return 1 / max((s.degree - 1) / (s.degree * s.bandwidth) for s in self.span(self.gpus) if s.degree > 1)
+
+    def levels_table(self) -> Table:
+        """One row per level (node, then the fat tree): GPUs under one unit, degree, switches and their
+        bandwidth, cable bandwidth into the level, and the bandwidth per unit below and per GPU (one way)."""
+        rows, below = [], 1
+        levels = (("node (NVLink)", self.gpus_per_node, self.gpu_bandwidth, self.nvswitches,
+                   self.nvswitch_bandwidth), *((lv.name, lv.degree, lv.bandwidth, lv.switches,
+                                                lv.switch_bandwidth) for lv in self.levels))
+        for name, degree, W, switches, switch_bw in levels:
+            if below >= self.gpus:
+                break
+            rows.append({"level": name, "GPUs": min(self.gpus, below * degree), "degree": degree,
+                         "switches": switches or "", "switch B/s": switches * switch_bw or None,
+                         "cable B/s": degree * W, "per unit below": W, "per GPU": W / below})
+            below *= degree
+        rate = lambda v: "" if v is None else fmt_rate(v, "B/s")  # noqa: E731
+        return Table(rows, formats={k: rate for k in ("switch B/s", "cable B/s", "per unit below", "per GPU")},
+                     title=f"network levels of {self}")
 
     def __repr__(self) -> str:
         return (f"GpuCluster({self.chip.name}: {self.gpus} GPUs, {self.nodes} node(s) of "
@@ -106,13 +205,61 @@ class GpuCluster:
                 f"{', '.join(level.name for level in self.levels) or 'none'})")
 
 
-SUPERPOD = (FatTreeLevel("leaf", 32, 400e9), FatTreeLevel("spine", 4, 12.8e12), FatTreeLevel("core", 16, 51.2e12))
+# DGX SuperPod (ch. 12): 32 nodes of 8 GPUs under 8 leaf switches make a 256-GPU scalable unit; 4 units under
+# 16 spine switches make 1024 GPUs; a core layer goes beyond. NDR InfiniBand switches: 64 ports × 50 GB/s.
+SUPERPOD = (FatTreeLevel("leaf", 32, 400e9, switches=8, switch_bandwidth=3.2e12),
+            FatTreeLevel("spine", 4, 12.8e12, switches=16, switch_bandwidth=3.2e12),
+            FatTreeLevel("core", 16, 51.2e12))
+# GB200 NVL72 racks (ch. 12, appendix A): 72 GPUs per NVLink domain, 3.6 TB/s out of each; a SuperPod of 8.
 NVL72 = (FatTreeLevel("spine", 8, 3.6e12), FatTreeLevel("core", 16, 28.8e12))
 
 
 def _defaults(chip: Chip) -> dict:
-    """The usual system of a GPU (ch. 12): DGX nodes of 8 with 400 GB/s of NICs under the SuperPod tree
-    (32 nodes per scalable unit, 4 units per spine, core beyond), or GB200 NVL72 racks with 3.6 TB/s out."""
+    """The usual system of a GPU (ch. 12): DGX nodes of 8 with 400 GB/s of NICs under the SuperPod tree, or
+    GB200 NVL72 racks with 3.6 TB/s out, with the NVSwitches of the GPU's NVLink generation."""
+    nvlink = NVLINK.get(_GENERATION_OF.get(chip.name, ""))
+    switches = dict(nvswitches=nvlink.switches_per_node if nvlink else 0,
+                    nvswitch_bandwidth=nvlink.switch_bandwidth if nvlink else 0.0)
     if chip.name == "NVIDIA GB200":
-        return dict(gpus_per_node=72, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=3.6e12, levels=NVL72)
-    return dict(gpus_per_node=8, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=400e9, levels=SUPERPOD)
+        return dict(gpus_per_node=72, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=3.6e12, levels=NVL72,
+                    nvswitches=18, nvswitch_bandwidth=nvlink.switch_bandwidth)
+    return dict(gpus_per_node=8, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=400e9, levels=SUPERPOD,
+                **switches)
+
+
+# Named systems from ch. 12: (chip, GPUs it usually has).
+PRESETS = {
+    "h100-superpod": ("h100", 1024),
+    "b200-superpod": ("b200", 1024),
+    "gb200-nvl72": ("gb200", 72),
+    "gb200-superpod": ("gb200", 576),
+    "h800-deepseek": ("h800", 2048),
+}
+
+
+def get_cluster(name: str, gpus: int | None = None, sharp: bool = False) -> GpuCluster:
+    """Return a named system ('h100-superpod', 'gb200-nvl72', ... see PRESETS), optionally with fewer `gpus`."""
+    key = str(name).lower().replace("_", "-").replace(" ", "-")
+    if key not in PRESETS:
+        close = difflib.get_close_matches(key, PRESETS, n=3, cutoff=0.3)
+        raise KeyError(f"cluster={name!r} is not known (closest: {', '.join(close) or 'none'}); "
+                       f"known clusters: {', '.join(PRESETS)}")
+    chip, size = PRESETS[key]
+    return GpuCluster(chip, gpus=size if gpus is None else gpus, sharp=sharp)
+
+
+def fat_tree_switches(gpus: int, radix: int = 64, gpus_per_node: int = 8) -> dict[str, int]:
+    """Return the InfiniBand switches a non-blocking fat tree of `radix`-port switches needs for `gpus`
+    GPUs with one NIC port each: leaf switches spend half their ports on GPUs; two levels reach
+    radix²/2 GPUs (2048 with 64 ports), a third (core) layer radix³/4. Also counts the node's NVSwitches
+    (4 per 8-GPU H100 node)."""
+    if not isinstance(gpus, int) or gpus < 1 or gpus % gpus_per_node:
+        raise ValueError(f"gpus={gpus!r} must be a positive multiple of gpus_per_node={gpus_per_node}")
+    half = radix // 2
+    if gpus > radix**3 // 4:
+        raise ValueError(f"gpus={gpus} exceeds a three-level fat tree of {radix}-port switches ({radix**3 // 4})")
+    leaves = math.ceil(gpus / half)
+    nvswitches = gpus // gpus_per_node * NVLINK["4.0"].switches_per_node
+    if leaves * half <= radix * half:  # every leaf reaches every spine switch
+        return {"nvswitch": nvswitches, "leaf": leaves, "spine": math.ceil(leaves * half / radix), "core": 0}
+    return {"nvswitch": nvswitches, "leaf": leaves, "spine": leaves, "core": math.ceil(leaves * half / radix)}

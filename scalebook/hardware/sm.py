@@ -1,0 +1,94 @@
+"""Inside one NVIDIA GPU: streaming multiprocessors, their four subpartitions, warps and tensor cores (ch. 12).
+
+Every SM since Volta splits into 4 subpartitions; each has one tensor core (the matmul unit, the MXU's
+counterpart), a warp scheduler issuing one instruction to 32 lanes at a time (the CUDA cores, like a VPU's
+ALUs), and a slice of the register file. The counts below follow from the chip's SM count and clock.
+"""
+
+from __future__ import annotations
+
+from .chips import Chip, get_chip
+
+__all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
+           "vector_flops", "clock_from_vector_flops", "tensor_core_flops_per_cycle", "on_chip_bytes", "vector_add"]
+
+SUBPARTITIONS_PER_SM = 4
+WARP_LANES = 32
+# A TPU TensorCore's vector unit (ch. 2): registers of 8 sublanes × 128 lanes, 4 ALUs working on each.
+VPU_SHAPE = (8, 128)
+VPU_ALUS = 4
+
+
+def _gpu(chip: Chip | str) -> Chip:
+    chip = get_chip(chip)
+    if chip.kind != "gpu" or not chip.cores:
+        raise ValueError(f"chip={chip.name!r} is not a GPU with a known SM count")
+    return chip
+
+
+def _clock(chip: Chip, clock: str | float) -> float:
+    """'boost' or 'base' picks the chip's published clock (Hz); a number is used as given."""
+    if isinstance(clock, (int, float)):
+        if clock <= 0:
+            raise ValueError(f"clock={clock!r} must be a positive frequency in Hz")
+        return float(clock)
+    value = {"boost": chip.clock_hz, "base": chip.base_clock_hz}.get(clock, "unknown")
+    if value == "unknown":
+        raise ValueError(f"clock={clock!r}; allowed: 'boost', 'base' or a frequency in Hz")
+    if value is None:
+        raise ValueError(f"{chip.name} has no published {clock} clock; pass clock= in Hz")
+    return float(value)
+
+
+def cuda_cores(chip: Chip | str) -> int:
+    """Return the fp32 lanes (CUDA cores) of a GPU: SMs × 4 subpartitions × 32 lanes."""
+    return _gpu(chip).cores * SUBPARTITIONS_PER_SM * WARP_LANES
+
+
+def vpu_alus(chip: Chip | str) -> int:
+    """Return a TPU's vector ALUs for comparison with `cuda_cores`: TensorCores × 4 ALUs × 8 × 128 lanes."""
+    chip = get_chip(chip)
+    if chip.kind != "tpu" or not chip.cores:
+        raise ValueError(f"chip={chip.name!r} is not a TPU with a known TensorCore count")
+    return chip.cores * VPU_ALUS * VPU_SHAPE[0] * VPU_SHAPE[1]
+
+
+def vector_flops(chip: Chip | str, clock: str | float = "boost", fma: bool = False) -> float:
+    """Return the fp32 FLOPs/s of the CUDA cores: one op per lane per cycle, or two when each is a fused
+    multiply-add (`fma=True`, the spec sheets' convention). `clock` is 'boost', 'base' or Hz."""
+    chip = _gpu(chip)
+    return cuda_cores(chip) * _clock(chip, clock) * (2 if fma else 1)
+
+
+def clock_from_vector_flops(chip: Chip | str, flops: float, fma: bool = True) -> float:
+    """Return the clock (Hz) that makes the CUDA cores deliver `flops` fp32 FLOPs/s (inverse of `vector_flops`)."""
+    if flops <= 0:
+        raise ValueError(f"flops={flops!r} must be a positive FLOPs/s figure")
+    return flops / (cuda_cores(chip) * (2 if fma else 1))
+
+
+def tensor_core_flops_per_cycle(chip: Chip | str, dtype: str = "bf16", clock: str | float = "boost") -> float:
+    """Return the FLOPs one tensor core does per cycle: peak / (SMs × 4 × clock)."""
+    chip = _gpu(chip)
+    return chip.peak_flops(dtype) / (chip.cores * SUBPARTITIONS_PER_SM * _clock(chip, clock))
+
+
+def on_chip_bytes(chip: Chip | str) -> dict[str, float]:
+    """Return the GPU's fast on-chip memory in bytes: all SMs' shared memory (SMEM/L1), register files, both."""
+    chip = _gpu(chip)
+    if chip.smem_bytes is None or chip.register_bytes is None:
+        raise ValueError(f"{chip.name} lacks a per-SM SMEM or register-file size")
+    smem, regs = chip.cores * chip.smem_bytes, chip.cores * chip.register_bytes
+    return {"smem": smem, "registers": regs, "total": smem + regs}
+
+
+def vector_add(N: float, chip: Chip | str, clock: str | float = "boost"):
+    """Return the roofline `Estimate` of adding two fp32[N] vectors on a GPU's CUDA cores: N FLOPs at
+    `vector_flops`, 12·N bytes (read two, write one) at HBM bandwidth."""
+    from ..roofline import estimate  # the roofline module imports hardware; import it when called
+
+    chip = _gpu(chip)
+    if N <= 0:
+        raise ValueError(f"N={N!r} must be a positive vector length")
+    cores = chip.replace(fp32_flops=vector_flops(chip, clock))
+    return estimate(N, 12 * N, cores, dtype="fp32", label=f"fp32[{N:g}] + fp32[{N:g}] on {chip.name}'s CUDA cores")
