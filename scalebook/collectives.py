@@ -21,7 +21,6 @@ An array also sharded over axes that do not take part moves 1/|those axes| of th
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,7 +29,8 @@ from .hardware.topology import TpuMesh
 from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
-__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective", "gpu_levels", "ragged_fill"]
+__all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
+           "gpu_levels", "ragged_fill"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 

@@ -82,7 +82,8 @@ def test_q3_1_every_level_of_a_superpod_gives_400_gb_per_node():
     # 12.Q3.1: node 3.6 TB/s; leaf 12.8 TB/s per SU of 32 nodes; spine 51.2 TB/s for 128 nodes: 400 GB/s a node.
     rows = {r["level"]: r for r in POD.levels_table().rows}
     assert rows["leaf"]["cable B/s"] / 32 == pytest.approx(400e9)
-    assert rows["spine"]["cable B/s"] == pytest.approx(51.2e12) and rows["spine"]["switch B/s"] == pytest.approx(51.2e12)
+    assert rows["spine"]["cable B/s"] == pytest.approx(51.2e12)
+    assert rows["spine"]["switch B/s"] == pytest.approx(51.2e12)
     assert rows["leaf"]["switch B/s"] == pytest.approx(25.6e12) and rows["node (NVLink)"]["per GPU"] == 450e9
     assert rows["spine"]["per GPU"] == pytest.approx(50e9)
 
@@ -151,7 +152,8 @@ def test_q4_1_node_and_spine_traffic_of_an_su_all_gather():
     # 12.Q4.1: the node term ~ B/450e9 (here with 7/8), the network term B(M-1)/(M·400e9).
     levels = {name: t for name, _, _, t in sb.collectives.gpu_levels("all_gather", GpuCluster("h100", gpus=256),
                                                                        None, 1e9)}
-    assert levels["node"] == pytest.approx(1e9 * 7 / (8 * 450e9)) and levels["leaf"] == pytest.approx(1e9 * 31 / (32 * 400e9))
+    assert levels["node"] == pytest.approx(1e9 * 7 / (8 * 450e9))
+    assert levels["leaf"] == pytest.approx(1e9 * 31 / (32 * 400e9))
 
 
 def test_q4_2_sharp_all_reduce_costs_one_pass():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..tables import Table
-from ..units import fmt_bytes, fmt_rate
+from ..units import fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
