@@ -30,7 +30,7 @@ from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
-           "gpu_levels", "ragged_fill"]
+           "gpu_levels", "ragged_fill", "achieved_bandwidth", "fixed_overhead"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -180,6 +180,22 @@ def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: flo
     what = f"{kind}{f' (top-{top_k} routed)' if top_k else ''}"
     return Estimate(0.0, float(nbytes), 0.0, levels[worst][3], channel="NVLink" if worst == 0 else "network",
                     label=f"{what} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms))
+
+
+def achieved_bandwidth(nbytes: float, peak: float, overhead: float) -> float:
+    """Return the bytes/s a collective shows on an `nbytes` message when each call pays `overhead` seconds
+    (launch, synchronisation, pipeline fill) on top of moving the bytes at `peak`: V / (overhead + V/peak)."""
+    if nbytes <= 0 or peak <= 0 or overhead < 0:
+        raise ValueError(f"need nbytes > 0, peak > 0, overhead >= 0; got {nbytes!r}, {peak!r}, {overhead!r}")
+    return nbytes / (overhead + nbytes / peak)
+
+
+def fixed_overhead(nbytes: float, achieved: float, peak: float) -> float:
+    """Return the per-call overhead (s) that makes a message of `nbytes` reach only `achieved` B/s against a
+    `peak` plateau: the inverse of `achieved_bandwidth`, for fitting one measured point."""
+    if not 0 < achieved <= peak or nbytes <= 0:
+        raise ValueError(f"need nbytes > 0 and 0 < achieved <= peak; got {nbytes!r}, {achieved!r}, {peak!r}")
+    return nbytes / achieved - nbytes / peak
 
 
 def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:

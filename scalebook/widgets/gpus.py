@@ -1,0 +1,82 @@
+"""Explorers for the GPU chapter: a fat-tree collective calculator and a check of a GPU training layout.
+
+Answers are SVG `Chart`s and `Table`s, so a redraw takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collectives import KINDS, gpu_levels
+from ..hardware.gpu import PRESETS, get_cluster
+from ..svg import Chart
+from ..tables import Table
+from ..training import check_parallelism, critical_batch
+from ..units import fmt_bytes, fmt_rate, fmt_time
+from .core import Explorer, Log, explore
+from .sharding import _first
+
+__all__ = ["fat_tree_view", "fat_tree_explorer", "gpu_layout_view", "gpu_layout_explorer"]
+
+GPU_COUNTS = [8, 16, 64, 256, 512, 1024, 2048, 4096, 16384]
+
+
+def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = "all_gather", nbytes: float = 1e9,
+                  inner: int = 1, sharp: bool = False) -> tuple[Chart, Table]:
+    """Return a chart of each network level's time against message size for a collective over `gpus` GPUs of a
+    named system (the message marked), and a table of the levels at `nbytes`: units joined, bandwidth, time."""
+    system = get_cluster(cluster, gpus, sharp)
+    levels = gpu_levels(kind, system, None, nbytes, inner)
+    sizes = np.geomspace(1e6, 1e11, 24)
+    per_size = [gpu_levels(kind, system, None, v, inner) for v in sizes]
+    chart = Chart(title=f"{kind} over {gpus} GPUs of {cluster}" + (" (SHARP)" if sharp else ""),
+                  xlabel="array size (bytes)", ylabel="time (s)", xlog=True, ylog=True)
+    for i, (name, D, _, _) in enumerate(levels):
+        if D > 1:
+            chart.line(sizes, [rows[i][3] for rows in per_size], label=f"{name} ({D} joined)")
+    chart.vline(nbytes, label=fmt_bytes(nbytes))
+    worst = max(t for *_, t in levels)
+    rows = [{"level": name, "units joined": D, "bandwidth per unit": W, "time": t,
+             "binds": "◀" if t == worst and t > 0 else ""} for name, D, W, t in levels]
+    table = Table(rows, formats={"bandwidth per unit": lambda w: fmt_rate(w, "B/s"), "time": fmt_time},
+                  title=f"{fmt_bytes(nbytes)}, inner axis {inner}: {fmt_time(worst)}, "
+                        f"{fmt_rate(nbytes / worst, 'B/s') if worst else '—'} effective")
+    return chart, table
+
+
+def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str = "all_gather",
+                      nbytes: float = 2 * 8192 * 32768, inner: int = 1, sharp: bool = False) -> Explorer:
+    """Return the fat-tree calculator: pick a system, how many GPUs, the collective, the array size, the inner
+    axis it stays sharded over and SHARP; opens on ch. 12's AllGather of bf16[8192, 32768] in one SU."""
+    return explore(fat_tree_view, title="Collectives on a GPU fat tree",
+                   cluster=_first(list(PRESETS), cluster), gpus=_first(GPU_COUNTS, gpus),
+                   kind=_first(list(KINDS), kind), nbytes=Log(1e6, 1e11, nbytes),
+                   inner=_first([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=_first([False, True], sharp))
+
+
+def gpu_layout_view(cluster: str = "h100-superpod", gpus: int = 4096, batch_tokens: float = 4e6, tp: int = 8,
+                    pp: int = 1, ep: int = 1, E: int = 1, k: int = 1) -> tuple[Chart, Table]:
+    """Return a chart of the data-parallel threshold (tokens per GPU) against the GPUs per model replica, with
+    this layout's tokens per GPU, and the check of the layout (`training.check_parallelism`)."""
+    system = get_cluster(cluster, gpus)
+    check = check_parallelism(system, batch_tokens, tp, pp, ep, E, k)
+    replicas = [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if r <= gpus and gpus % r == 0]
+    chart = Chart(title=f"{gpus} GPUs of {cluster}: is data parallelism compute-bound?",
+                  xlabel="GPUs per model replica (TP × PP × EP)", ylabel="tokens per GPU", xlog=True, ylog=True)
+    chart.line(replicas, [critical_batch("dp", system, model_parallel=r, E=E, k=k) for r in replicas],
+               label="threshold: compute-bound above")
+    chart.points([check["model parallel"]], [check["tokens/GPU"]], label="this layout", color="#d62728")
+    table = Table([check], formats={"tokens/GPU": "{:.0f}".format, "critical tokens/GPU": "{:.0f}".format},
+                  title=f"TP {tp} × PP {pp} × EP {ep}, {batch_tokens:.3g} tokens per step")
+    return chart, table
+
+
+def gpu_layout_explorer(cluster: str = "h100-superpod", gpus: int = 4096, batch_tokens: float = 4e6, tp: int = 8,
+                        pp: int = 8) -> Explorer:
+    """Return the layout check (ch. 12, quiz 5): opens on LLaMA-3 70B's 4M-token batch on 4096 H100s with
+    8-way TP and 8-way pipelining, which turns a communication-bound layout compute-bound."""
+    return explore(gpu_layout_view, title="Tokens per GPU against the data-parallel threshold",
+                   cluster=_first(list(PRESETS), cluster), gpus=_first(GPU_COUNTS, gpus),
+                   batch_tokens=Log(1e5, 1e8, batch_tokens), tp=_first([1, 2, 4, 8, 16], tp),
+                   pp=_first([1, 2, 4, 8, 16, 32], pp), ep=_first([1, 2, 4, 8, 16, 32, 64], 1),
+                   E=_first([1, 8, 64, 128, 256], 1), k=_first([1, 2, 4, 8], 1))

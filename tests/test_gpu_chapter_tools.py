@@ -1,0 +1,61 @@
+"""Chapter 12's figures and explorers: labelled plots, fast widgets, and the NCCL bandwidth fit."""
+
+import pytest
+from explorers import assert_answers_fast
+
+import scalebook as sb
+from scalebook import GpuCluster, plots
+from scalebook.hardware.gpu import get_cluster
+from scalebook.widgets import fat_tree_explorer, gpu_layout_explorer
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: plots.level_bandwidth([GpuCluster("h100", gpus=1024), get_cluster("gb200-superpod")]),
+    lambda: plots.sharded_all_gather(GpuCluster("h100", gpus=256)),
+    lambda: plots.tpu_vs_gpu(sb.TpuMesh("v5p", 8, 8, 16), GpuCluster("h100", gpus=1024)),
+    lambda: plots.ragged_all_to_all(4),
+    lambda: plots.achieved_bandwidth(370e9, 2e-4, [(58e6, 150e9)]),
+])
+def test_gpu_figures_are_labelled(draw):
+    ax = draw().axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_figures_reject_bad_input():
+    with pytest.raises(ValueError, match="clusters"):
+        plots.level_bandwidth([])
+    with pytest.raises(ValueError, match="kind"):
+        plots.tpu_vs_gpu(sb.TpuMesh("v5e", 4, 4), GpuCluster("h100", gpus=8), kind="broadcast")
+    with pytest.raises(ValueError, match="inner"):
+        plots.sharded_all_gather(GpuCluster("h100", gpus=8), inner=(8, 16))
+
+
+def test_sharded_all_gather_plot_flattens_then_falls():
+    # 12.PQ3's figure: up to Y = 8 the leaf term is flat, beyond it falls as 1/Y.
+    ax = plots.sharded_all_gather(GpuCluster("h100", gpus=256), inner=(1, 8, 16, 32)).axes[0]
+    total = ax.get_lines()[-1].get_ydata()
+    assert total[0] == pytest.approx(total[1]) and total[2] == pytest.approx(total[1] / 2 * 15 / 16 * 32 / 31)
+
+
+def test_nccl_fit_reproduces_both_quoted_points():
+    # ch. 12: ~370 GB/s plateau on 8xH100, reached near 10 GB; a 58 MB message sees ~150 GB/s.
+    overhead = sb.collectives.fixed_overhead(58e6, 150e9, 370e9)
+    assert sb.collectives.achieved_bandwidth(58e6, 370e9, overhead) == pytest.approx(150e9)
+    assert sb.collectives.achieved_bandwidth(10e9, 370e9, overhead) == pytest.approx(370e9, rel=0.01)
+    with pytest.raises(ValueError, match="achieved"):
+        sb.collectives.fixed_overhead(1e6, 500e9, 370e9)
+
+
+def test_fat_tree_explorer_opens_on_the_su_gather_and_answers_fast():
+    ex = fat_tree_explorer()
+    chart, table = ex.result
+    leaf = next(r for r in table.rows if r["level"] == "leaf")
+    assert leaf["time"] == pytest.approx(2 * 8192 * 32768 * 31 / (32 * 400e9)) and leaf["binds"]
+    assert_answers_fast(fat_tree_explorer, {"cluster": "b200-superpod", "gpus": 1024, "inner": 16})
+
+
+def test_layout_explorer_opens_on_quiz_5_and_answers_fast():
+    ex = gpu_layout_explorer()
+    row = ex.result[1].rows[0]
+    assert row["bound"] == "compute" and row["critical tokens/GPU"] == pytest.approx(309, rel=0.01)
+    assert_answers_fast(gpu_layout_explorer, {"pp": 1, "gpus": 1024})
