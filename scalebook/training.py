@@ -208,6 +208,14 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
                     terms=(("W_X, W_Y", f"{W_X:.3g}, {W_Y:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
 
 
+def expert_width_threshold(Z: int, k: int, hardware: Chip | str | GpuCluster, D: int = 8192,
+                           dtype: str = "bf16") -> float:
+    """Return the smallest expert width F for which Z-way expert parallelism with top-k routing stays
+    compute-bound (`layer_cost("ep")`): on a GPU cluster ~alpha (Z-8)/k for a node or two, ~8 alpha when wide."""
+    cost = layer_cost("ep", 1e5, D, 1, hardware, Z=Z, k=k, dtype=dtype)
+    return cost.t_comms / cost.t_math
+
+
 def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
                    M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
     """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the

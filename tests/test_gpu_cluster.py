@@ -296,12 +296,10 @@ def test_small_dp_degree_across_two_nodes():
 def test_expert_parallel_conditions():
     # ch. 12: EP over Z GPUs across nodes is compute-bound when F > alpha (Z-8)/k for small Z (k >= Z/8), and
     # needs F > 8·alpha ~ 19,800 for very wide Z.
-    t, alpha = sb.training, 2475
-    def min_F(Z, k):
-        cost = t.layer_cost("ep", 1e5, 8192, 1, POD, Z=Z, k=k)
-        return cost.t_comms / cost.t_math
-    assert min_F(16, 8) == pytest.approx(alpha * (16 - 8) / 8, rel=0.01)
-    assert min_F(1024, 8) == pytest.approx(8 * alpha, rel=0.05)
+    threshold, alpha = sb.training.expert_width_threshold, 2475
+    assert threshold(16, 8, POD) == pytest.approx(alpha * (16 - 8) / 8, rel=0.01)
+    assert threshold(1024, 8, POD) == pytest.approx(8 * alpha, rel=0.05)
+    assert threshold(8, 8, POD) < threshold(16, 8, POD)  # inside one node EP is cheaper
 
 
 def test_pipeline_comms_are_small():

@@ -7,10 +7,13 @@ ALUs), and a slice of the register file. The counts below follow from the chip's
 
 from __future__ import annotations
 
+from ..tables import Table
+from ..units import fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
-           "vector_flops", "clock_from_vector_flops", "tensor_core_flops_per_cycle", "on_chip_bytes", "vector_add"]
+           "vector_flops", "clock_from_vector_flops", "tensor_core_flops_per_cycle", "on_chip_bytes", "vector_add",
+           "gpu_table"]
 
 SUBPARTITIONS_PER_SM = 4
 WARP_LANES = 32
@@ -92,3 +95,20 @@ def vector_add(N: float, chip: Chip | str, clock: str | float = "boost"):
         raise ValueError(f"N={N!r} must be a positive vector length")
     cores = chip.replace(fp32_flops=vector_flops(chip, clock))
     return estimate(N, 12 * N, cores, dtype="fp32", label=f"fp32[{N:g}] + fp32[{N:g}] on {chip.name}'s CUDA cores")
+
+
+def gpu_table(chips: tuple[str, ...] = ("v100", "a100", "h100", "h200", "b200")) -> Table:
+    """Return one row per GPU: SMs, CUDA cores, SMEM per SM, L2, HBM size and bandwidth, dense bf16/fp16
+    FLOPs/s and the boost clock (ch. 12's two spec tables, from `chips.toml`)."""
+    rows = []
+    for name in chips:
+        chip = _gpu(name)
+        rows.append({"GPU": chip.name, "SMs": chip.cores, "CUDA cores": cuda_cores(chip),
+                     "SMEM/SM": chip.smem_bytes, "L2": chip.l2_bytes, "HBM": chip.hbm_bytes,
+                     "HBM B/s": chip.hbm_bandwidth, "bf16/fp16 FLOPs/s": chip.peak_flops("bf16"),
+                     "boost clock": chip.clock_hz})
+    size = lambda v: fmt_bytes(v) if v else "?"  # noqa: E731
+    return Table(rows, formats={"SMEM/SM": size, "L2": size, "HBM": size,
+                                "HBM B/s": lambda v: fmt_rate(v, "B/s"), "bf16/fp16 FLOPs/s": fmt_rate,
+                                "boost clock": lambda v: f"{v / 1e9:.2f} GHz" if v else "?"},
+                 title="NVIDIA GPUs, one chip each (dense figures)")
