@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 _LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-                 "sharded_ops", "problems", "notebooks", "cli"}
+                 "sharded_ops", "problems", "notebooks", "cli", "cheatsheet"}
 
 
 def setup(n_cpu_devices: int = 8, quiet: bool = False):

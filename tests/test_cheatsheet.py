@@ -1,0 +1,27 @@
+"""The one-page sheet of chapter 11: generated from the package, it carries the book's headline numbers."""
+
+import pytest
+
+import scalebook as sb
+
+
+def test_constants_carry_the_books_thresholds():
+    rows = {row["chip"]: row for row in sb.cheatsheet.constants().rows}
+    assert rows["TPU v5e"]["critical batch"] == pytest.approx(240, rel=0.01)  # ch. 1
+    assert rows["NVIDIA H100"]["critical batch"] == pytest.approx(295, rel=0.01)  # ch. 12, Q1.3
+    assert rows["NVIDIA H100"]["DP tokens/chip"] == pytest.approx(2475, rel=0.01)  # ch. 12: across nodes
+    assert rows["NVIDIA H100"]["F per TP way"] == pytest.approx(2200, rel=0.01)  # ch. 12: in a node
+    assert rows["NVIDIA B200"]["DP tokens/chip"] == pytest.approx(5625, rel=0.01)  # ch. 12, Q5.1
+
+
+def test_every_rule_has_a_worked_value():
+    rows = sb.cheatsheet.formulas().rows
+    assert len(rows) >= 10 and all(row["formula"] and row["example"] for row in rows)
+    by_rule = {row["rule"]: row["example"] for row in rows}
+    assert "850" in by_rule["DP / FSDP hide their traffic above"]  # ch. 5: v5p FSDP with 3 axes
+    assert "113" in by_rule["FSDP + TP at the best split"]  # ch. 5: LLaMA 3-70B
+
+
+def test_bad_chip_names_are_reported():
+    with pytest.raises(KeyError, match="closest"):
+        sb.cheatsheet.constants(["h1000"])
