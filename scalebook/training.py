@@ -137,22 +137,27 @@ def _links(hardware: Chip | str | GpuCluster, Y: int = 1) -> tuple[Chip, float, 
     collectives, such that moving b bytes of a model sharded Y ways takes b / (Y · W_X) and b / W_Y.
 
     A TPU uses its bidirectional ICI link for both. A GPU cluster (ch. 12) runs TP over NVLink inside a node
-    (a GPU's share of the node's NICs beyond it); its data-parallel traffic crosses the network once per node,
-    so a node's egress serves min(Y, GPUs per node) GPUs' shards, or NVLink when the cluster is one node.
+    (a GPU's share of the node's NICs beyond it). Its data-parallel traffic crosses the network once per node,
+    so a node's egress serves min(Y, GPUs per node) GPUs' shards; while a replica is smaller than a node
+    (Y < GPUs per node) the reduction inside the node also loads each GPU's NVLink, and the tighter of the two
+    binds (on an H100 SuperPod the network, on GB200 NVL72 racks NVLink).
     """
     if isinstance(hardware, GpuCluster):
         n = hardware.gpus_per_node
         W_Y = hardware.gpu_bandwidth if Y <= n else hardware.node_egress / n
-        W_X = hardware.gpu_bandwidth if hardware.nodes == 1 else hardware.node_egress / min(Y, n)
-        return hardware.chip, W_X, W_Y
+        if hardware.nodes == 1:
+            return hardware.chip, hardware.gpu_bandwidth, W_Y
+        network = hardware.node_egress / min(Y, n)
+        return hardware.chip, min(hardware.gpu_bandwidth, network) if Y < n else network, W_Y
     chip = get_chip(hardware)
     return chip, _W(chip), _W(chip)
 
 
 def _chip_and_link(hardware: Chip | str | GpuCluster, model_parallel: int = 1) -> tuple[Chip, float]:
     """The chip and the bandwidth its data-parallel collectives run at per chip: a TPU's bidirectional ICI
-    link; a GPU cluster's NVLink egress inside one node, its node egress across nodes (ch. 12's
-    W_collective), which grows max(1, Y / GPUs per node)-fold when each replica spans Y GPUs."""
+    link; a GPU cluster's NVLink egress inside one node, across nodes the smaller of NVLink and the node's
+    egress (ch. 12's W_collective), the latter growing max(1, Y / GPUs per node)-fold when each replica spans
+    Y GPUs (see `_links`)."""
     if model_parallel != 1 and not isinstance(hardware, GpuCluster):
         raise ValueError("model_parallel applies to GPU clusters; on a TPU mesh pass M_X (axes the gradients "
                          "reduce over)")

@@ -59,6 +59,11 @@ def test_q1_7_vector_add_is_memory_bound():
     assert sm.vector_add(2**30, "h100").time == pytest.approx(3.84e-3, rel=0.01)
 
 
+def test_volta_and_ampere_have_half_the_fp32_lanes_per_sm():
+    # NVIDIA's V100 and A100 whitepapers: 64 FP32 cores per SM (5,120 and 6,912 in all).
+    assert (sm.cuda_cores("v100"), sm.cuda_cores("a100")) == (5120, 6912)
+
+
 def test_tensor_core_flops_per_cycle():
     # ch. 12: H100 ~1024 per tensor core per cycle at the 1.83 GHz its peak assumes; B200 ~2048 at 1.86 GHz.
     assert sm.tensor_core_flops_per_cycle("h100", clock=1.83e9) == pytest.approx(1024, rel=0.01)
@@ -185,6 +190,25 @@ def test_q4_5_across_exactly_two_nodes_the_node_binds():
     est = sb.all_gather(GpuCluster("h100", gpus=16), None, 1e9)
     assert est.time == pytest.approx(1e9 / 514e9, rel=0.01)
     assert est.channel == "NVLink"
+
+
+def test_node_egress_is_the_first_levels_bandwidth():
+    # Overriding a node's egress changes the collectives too; levels and egress must not disagree.
+    slow = GpuCluster("a100", gpus=64, node_egress=200e9)
+    assert slow.levels[0].bandwidth == 200e9
+    assert sb.all_gather(slow, None, 1e9).time == pytest.approx(1e9 * 7 / (8 * 200e9))
+    assert GpuCluster("b200", gpus=576, gpus_per_node=72, levels=gpu.NVL72).node_egress == 3.6e12
+    with pytest.raises(ValueError, match="node_egress"):
+        GpuCluster("h100", node_egress=300e9, levels=gpu.SUPERPOD)
+
+
+def test_nvl72_racks_are_bound_by_nvlink_unless_a_replica_fills_the_rack():
+    # Across racks with a replica per GPU the in-rack reduction over 900 GB/s binds (2.5e15/9e11 ~ 2778 tokens);
+    # with a replica per rack only the 3.6 TB/s of rack egress counts (~694); TP across racks stays NVLink-bound.
+    racks = gpu.get_cluster("gb200-superpod")
+    assert sb.training.critical_batch("dp", racks) == pytest.approx(2.5e15 / 900e9)
+    assert sb.training.critical_batch("dp", racks, model_parallel=72) == pytest.approx(2.5e15 / 3.6e12)
+    assert sb.training.tp_limit(53248, racks) == pytest.approx(sb.training.tp_limit(53248, racks.subset(72)))
 
 
 def test_gb200_racks_have_nine_times_the_node_egress():

@@ -106,9 +106,18 @@ class GpuCluster:
         if chip.kind != "gpu":
             raise ValueError(f"chip={chip.name!r} is not a GPU; a TPU slice is a TpuMesh")
         object.__setattr__(self, "chip", chip)
+        given_egress, given_levels = self.node_egress, self.levels
         for name, value in _defaults(chip).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+        # The node's egress is the bandwidth each node pushes into the first network level: one number.
+        if given_levels is None and given_egress is not None and self.levels:
+            object.__setattr__(self, "levels", (replace(self.levels[0], bandwidth=given_egress), *self.levels[1:]))
+        elif given_levels and given_egress is None:
+            object.__setattr__(self, "node_egress", given_levels[0].bandwidth)
+        elif given_levels and given_egress != given_levels[0].bandwidth:
+            raise ValueError(f"node_egress={given_egress!r} must equal the first level's bandwidth "
+                             f"({given_levels[0].bandwidth!r}): both are what a node pushes into the network")
         if not isinstance(self.gpus, int) or self.gpus < 1:
             raise ValueError(f"gpus={self.gpus!r} must be a positive integer")
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:

@@ -43,9 +43,16 @@ def _clock(chip: Chip, clock: str | float) -> float:
     return float(value)
 
 
+# fp32 lanes per SM where they are not 4 × 32: Volta and the A100 have 16 per subpartition (NVIDIA's V100 and
+# A100 whitepapers: 64 FP32 cores per SM); Hopper and Blackwell have 32.
+_FP32_LANES_PER_SM = {"NVIDIA V100": 64, "NVIDIA A100": 64}
+
+
 def cuda_cores(chip: Chip | str) -> int:
-    """Return the fp32 lanes (CUDA cores) of a GPU: SMs × 4 subpartitions × 32 lanes."""
-    return _gpu(chip).cores * SUBPARTITIONS_PER_SM * WARP_LANES
+    """Return the fp32 lanes (CUDA cores) of a GPU: SMs × 4 subpartitions × 32 lanes on Hopper and Blackwell
+    (16 per subpartition on V100 and A100)."""
+    chip = _gpu(chip)
+    return chip.cores * _FP32_LANES_PER_SM.get(chip.name, SUBPARTITIONS_PER_SM * WARP_LANES)
 
 
 def vpu_alus(chip: Chip | str) -> int:

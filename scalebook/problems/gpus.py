@@ -1,0 +1,102 @@
+"""Problem set 12 — GPUs: the reference solutions of `solutions/12_gpus.md`.
+
+Each function computes its answer with scalebook from the inputs the problem states, so the key moves
+with the package (and with `chips.toml`) instead of freezing numbers. Answers are in SI base units.
+"""
+
+from __future__ import annotations
+
+from ..collectives import all_gather, all_reduce, all_to_all
+from ..hardware import GpuCluster
+from ..hardware.gpu import get_cluster
+from ..hardware.sm import tensor_core_flops_per_cycle, vector_add
+from ..training import critical_batch, pipeline_comms, tp_limit
+from . import problem
+
+# LLaMA 3.1-405B's model width and MLP width, used by several problems.
+D_405B, F_405B = 16384, 53248
+# The MoE dispatch of problems 12.6 and 12.12: 4096 tokens per GPU, D = 7168 in fp8 (1 byte), top-8 routing.
+TOKENS_PER_GPU, D_MOE, TOP_K = 4096, 7168, 8
+
+
+def _moe_dispatch(cluster: GpuCluster) -> float:
+    """Seconds of one top-8 MoE dispatch AllToAll over every GPU of `cluster`, one expert per GPU."""
+    return all_to_all(cluster, None, cluster.gpus * TOKENS_PER_GPU * D_MOE, top_k=TOP_K).time
+
+
+@problem("12.1", title="Integer work per cycle on an A100 tensor core", unit="ops/cycle")
+def a100_tensor_core_int8_ops_per_cycle() -> float:
+    """int8 operations one of the A100's 4 x 108 tensor cores does each cycle at the 1.41 GHz boost clock."""
+    return tensor_core_flops_per_cycle("a100", "int8", "boost")
+
+
+@problem("12.2", title="Adding two vectors on an H200", unit="s")
+def h200_vector_add() -> float:
+    """Roofline time of fp32[2**28] + fp32[2**28] on an H200's CUDA cores (memory-bound)."""
+    return vector_add(2**28, "h200").time
+
+
+@problem("12.3", title="Gathering a weight matrix inside an A100 node", unit="s")
+def a100_node_all_gather() -> float:
+    """AllGather of bf16[8192, 28672] over the 8 GPUs of an A100 node (NVLink 3, 6 NVSwitches)."""
+    return all_gather(GpuCluster("a100", gpus=8), "node", 2 * 8192 * 28672).time
+
+
+@problem("12.4", title="A gradient AllReduce across an H200 SuperPod", unit="s")
+def h200_pod_gradient_all_reduce() -> float:
+    """AllReduce of the bf16 gradients of 7e9 parameters over 1024 H200s (128 nodes, 4 scalable units)."""
+    return all_reduce(GpuCluster("h200", gpus=1024), None, 2 * 7e9).time
+
+
+@problem("12.5", title="The same AllReduce with SHARP", unit="s")
+def h200_pod_sharp_all_reduce() -> float:
+    """The AllReduce of problem 12.4 when NVSwitches and InfiniBand switches reduce in the network."""
+    return all_reduce(GpuCluster("h200", gpus=1024, sharp=True), None, 2 * 7e9).time
+
+
+@problem("12.6", title="A ragged top-8 dispatch across 32 H800 nodes", unit="s")
+def h800_ragged_dispatch() -> float:
+    """Top-8 MoE dispatch of 4096 fp8 tokens (D = 7168) per GPU over 256 H800s, one expert per GPU."""
+    return _moe_dispatch(GpuCluster("h800", gpus=256))
+
+
+@problem("12.7", title="An FSDP gather that stays sharded over 32 GPUs", unit="s")
+def b200_inner_sharded_all_gather() -> float:
+    """AllGather over X = 32 of LLaMA 3.1-405B's bf16[D_X, F_Y] on a 1024-GPU B200 SuperPod, Y = 32 the inner
+    axis (32 consecutive GPUs)."""
+    return all_gather(GpuCluster("b200", gpus=1024), None, 2 * D_405B * F_405B, also_sharded=32).time
+
+
+@problem("12.8", title="Data parallelism for a sparse MoE on a GB200 SuperPod", unit="tokens")
+def gb200_moe_dp_batch() -> float:
+    """Tokens per GPU above which data parallelism across the 8 NVL72 racks of a GB200 SuperPod is
+    compute-bound for an MoE routing each token to 8 of 256 experts, each replica filling one 72-GPU rack."""
+    return critical_batch("dp", get_cluster("gb200-superpod"), model_parallel=72, E=256, k=8)
+
+
+@problem("12.9", title="How wide tensor parallelism can go in an NVL72 rack", unit="GPUs")
+def gb200_rack_tp_limit() -> float:
+    """Largest compute-bound tensor-parallel degree for LLaMA 3.1-405B's MLP (F = 53248) inside a GB200 NVL72."""
+    return tp_limit(F_405B, get_cluster("gb200-nvl72"))
+
+
+@problem("12.10", title="The smallest batch for a Megatron-style layout on 2048 H200s", unit="tokens")
+def h200_megatron_min_batch() -> float:
+    """Global batch (tokens) above which 8-way TP x 4-way PP with DP over the rest of 2048 H200s is
+    compute-bound."""
+    cluster = GpuCluster("h200", gpus=2048)
+    return critical_batch("dp", cluster, model_parallel=8 * 4) * cluster.gpus
+
+
+@problem("12.11", title="Pipeline sends for LLaMA 3.1-405B", unit="s")
+def h200_pipeline_comms() -> float:
+    """Critical-path seconds of stage-to-stage sends in one forward pass: 2**19 tokens in 64 microbatches
+    through 16 one-node stages of H200s, bf16 activations of D = 16384."""
+    return pipeline_comms(2**19, D_405B, 16, 64, GpuCluster("h200", gpus=1024))
+
+
+@problem("12.12", title="One MoE dispatch: an NVL72 rack against eight H100 nodes", unit="x")
+def nvl72_vs_h100_dispatch() -> float:
+    """How many times longer the top-8 dispatch of problem 12.6's tokens over 64 GPUs takes on 8 H100 nodes
+    than on 64 GPUs of one GB200 NVL72 rack."""
+    return _moe_dispatch(GpuCluster("h100", gpus=64)) / _moe_dispatch(GpuCluster("gb200", gpus=64))

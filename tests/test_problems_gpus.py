@@ -1,0 +1,49 @@
+"""Problem set 12 (GPUs): the answer key agrees with hand computations, and the notebook with the key."""
+
+from __future__ import annotations
+
+from problemsets import hand_answer_test
+
+# A100: 6.2e14 int8 op/s, 108 SMs, 1.41 GHz boost, NVLink 3 (12 links x 25 GB/s = 300 GB/s per GPU). H200: 9.89e14,
+# 4.8e12 B/s HBM, 132 SMs at 1.98 GHz, 450 GB/s NVLink. H800: 300 GB/s NVLink (the book's figure). B200: 2.25e15,
+# 900 GB/s. GB200: 2.5e15, 900 GB/s, 3.6e12 B/s out of each NVL72 rack. DGX nodes: 400 GB/s of NICs each; a leaf
+# joins 32 nodes, a spine 4 scalable units of 12.8e12 B/s each.
+
+
+def _ragged(units: int, per_unit_bytes: float, W: float, k: int = 8) -> float:
+    """Top-k dispatch through one level: each unit's tokens go once to each other unit hit, (U-1)(1-(1-1/U)^k)."""
+    return per_unit_bytes * (units - 1) * (1 - (1 - 1 / units) ** k) / W
+
+
+_TOKENS = 4096 * 7168  # fp8 bytes of tokens one GPU dispatches
+_V405 = 2 * 16384 * 53248  # bf16[16384, 53248]
+
+HAND: dict[str, float] = {
+    # int8 peak / (SMs x 4 tensor cores x boost clock).
+    "12.1": 6.2e14 / (108 * 4 * 1.41e9),
+    # read two fp32 vectors, write one: 12 N bytes / W_hbm (N FLOPs take only 2**28 / (16896 x 1.98e9) = 8 µs).
+    "12.2": 12 * 2**28 / 4.8e12,
+    # 2·8192·28672 bytes x (N-1)/N / W_gpu, N = 8 (the 6 x 36 x 25 GB/s of NVSwitches do not bind).
+    "12.3": 2 * 8192 * 28672 * 7 / 8 / 300e9,
+    # the leaf level binds: 2 x bytes x (32-1)/32 / 400e9 (node: 2 x 7/8 / 450e9; spine: 2 x 3/4 / 12.8e12).
+    "12.4": 2 * 14e9 * 31 / 32 / 400e9,
+    # SHARP: one pass at each level, bytes / W; the leaf's 400 GB/s binds.
+    "12.5": 14e9 / 400e9,
+    # leaf level: a node's 8 GPUs' tokens to the other nodes hit among 32, over 400 GB/s.
+    "12.6": _ragged(32, 8 * _TOKENS, 400e9),
+    # leaf level: a node holds 8 of the 32 gathers, each V/32: (V/4) x (8-1)/8 / 400e9.
+    "12.7": _V405 / 4 * 7 / 8 / 400e9,
+    # C / W_rack x E / k.
+    "12.8": 2.5e15 / 3.6e12 * 256 / 8,
+    # F x W_nvlink / C.
+    "12.9": 53248 * 900e9 / 2.5e15,
+    # C / 400e9 x 8 / (8·4) tokens per GPU, x 2048 GPUs.
+    "12.10": 9.89e14 / 400e9 * 8 / 32 * 2048,
+    # 2·B·D / (W_node·M) x (M + S - 2).
+    "12.11": 2 * 2**19 * 16384 / (400e9 * 64) * (64 + 16 - 2),
+    # H100: the leaf (8 nodes) binds; GB200: one NVLink level over 64 GPUs.
+    "12.12": _ragged(8, 8 * _TOKENS, 400e9) / _ragged(64, _TOKENS, 900e9),
+}
+
+test_references_match_hand_computations = hand_answer_test("12.", HAND)
+test_no_stale_hand_answers = test_references_match_hand_computations.no_stale_answers
