@@ -30,7 +30,7 @@ from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
-           "gpu_levels", "ragged_fill", "achieved_bandwidth", "fixed_overhead"]
+           "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -163,6 +163,22 @@ def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, 
             t = share * (D - 1) / (D * W) * (2 if kind == "all_reduce" else 1)
         out.append((level.name, D, W, t))
     return out
+
+
+def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
+    """Return the seconds of a collective over every GPU of `cluster` in the book's simple form (ch. 12), with
+    W = `cluster.collective_bandwidth` and no ring factors: AllGather / ReduceScatter V/W, AllReduce 2V/W (V/W
+    with SHARP), AllToAll V/(N·W) in one node of N and V/(M·W_node) across M nodes. `gpu_collective` is the
+    precise per-level form."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
+    W = cluster.collective_bandwidth
+    if kind == "all_to_all":
+        one_node = cluster.nodes == 1
+        return nbytes / ((cluster.gpus if one_node else cluster.nodes) * (W if one_node else cluster.node_egress))
+    return nbytes / W * (2 if kind == "all_reduce" and not cluster.sharp else 1)
 
 
 def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,

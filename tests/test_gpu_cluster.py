@@ -115,7 +115,7 @@ def test_pq1_all_gather_in_one_node():
     # 12.PQ1: AllGather of bf16[1024, 16384] on 8 H100s: ~75 µs as bytes/W, ~65 µs with the 7/8 factor.
     V = 2 * 1024 * 16384
     assert sb.all_gather(NODE, None, V).time == pytest.approx(65e-6, rel=0.01)
-    assert V / NODE.gpu_bandwidth == pytest.approx(75e-6, rel=0.01)
+    assert sb.collectives.gpu_simple("all_gather", NODE, V) == pytest.approx(75e-6, rel=0.01)
 
 
 def test_pq2_all_to_all_dense_and_half_empty():
@@ -142,7 +142,9 @@ def test_cross_node_all_to_all_is_bound_by_node_egress():
     # ">4x worse" drops the (N-1)/N factors (4.5x); kept, 7/64 against 1/4 of the bytes: 2.6x.
     one, two = sb.all_to_all(NODE, None, 1e9).time, sb.all_to_all(GpuCluster("h100", gpus=16), None, 1e9).time
     assert one == pytest.approx(1e9 * 7 / (64 * 450e9)) and two == pytest.approx(1e9 / (4 * 400e9))
-    assert (1e9 / (2 * 400e9)) / (1e9 / (8 * 450e9)) == pytest.approx(4.5)
+    simple = sb.collectives.gpu_simple
+    two_nodes = GpuCluster("h100", gpus=16)
+    assert simple("all_to_all", two_nodes, 1e9) / simple("all_to_all", NODE, 1e9) == pytest.approx(4.5)
 
 
 def test_pq3_inner_axis_sharding_inside_a_scalable_unit():
@@ -209,6 +211,18 @@ def test_nvl72_racks_are_bound_by_nvlink_unless_a_replica_fills_the_rack():
     assert sb.training.critical_batch("dp", racks) == pytest.approx(2.5e15 / 900e9)
     assert sb.training.critical_batch("dp", racks, model_parallel=72) == pytest.approx(2.5e15 / 3.6e12)
     assert sb.training.tp_limit(53248, racks) == pytest.approx(sb.training.tp_limit(53248, racks.subset(72)))
+
+
+def test_the_simple_forms():
+    # ch. 12: AG ~ V/W_collective (450 GB/s in a node, 400 GB/s across H100 nodes), AR twice that or once with
+    # SHARP; the node's NVLink generation gives its switches.
+    assert sb.collectives.gpu_simple("all_gather", POD, 1e9) == pytest.approx(1e9 / 400e9)
+    assert sb.collectives.gpu_simple("all_reduce", POD, 1e9) == pytest.approx(2e9 / 400e9)
+    assert sb.collectives.gpu_simple("all_reduce", GpuCluster("h100", gpus=8, sharp=True), 1e9) == \
+        pytest.approx(1e9 / 450e9)
+    assert POD.nvlink.generation == "4.0" and POD.nvlink.switches_per_node == POD.nvswitches
+    with pytest.raises(ValueError, match="kind"):
+        sb.collectives.gpu_simple("broadcast", POD, 1e9)
 
 
 def test_gb200_racks_have_nine_times_the_node_egress():

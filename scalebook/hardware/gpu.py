@@ -141,6 +141,17 @@ class GpuCluster:
         return self.gpus_per_node * math.prod(level.degree for level in self.levels)
 
     @property
+    def nvlink(self) -> NvLink | None:
+        """The NVLink / NVSwitch generation of the cluster's GPUs (None for a GPU before NVLink 3)."""
+        return _nvlink_of(self.chip)
+
+    @property
+    def collective_bandwidth(self) -> float:
+        """The book's simple W_collective (B/s per GPU): NVLink egress inside one node, else the smaller of
+        NVLink and the node's egress; `bisection_per_gpu` is the precise per-level figure."""
+        return self.gpu_bandwidth if self.nodes == 1 else min(self.gpu_bandwidth, self.node_egress)
+
+    @property
     def node_bandwidth(self) -> float:
         """Bytes/s a node's NVLink fabric carries, one way: the smaller of its GPUs' egress and its switches'."""
         return min(self.gpus_per_node * self.gpu_bandwidth, self.nvswitches * self.nvswitch_bandwidth)
@@ -223,10 +234,15 @@ SUPERPOD = (FatTreeLevel("leaf", 32, 400e9, switches=8, switch_bandwidth=3.2e12)
 NVL72 = (FatTreeLevel("spine", 8, 3.6e12), FatTreeLevel("core", 16, 28.8e12))
 
 
+def _nvlink_of(chip: Chip) -> NvLink | None:
+    """The NVLink generation a GPU uses (None before NVLink 3)."""
+    return NVLINK.get(_GENERATION_OF.get(chip.name, ""))
+
+
 def _defaults(chip: Chip) -> dict:
     """The usual system of a GPU (ch. 12): DGX nodes of 8 with 400 GB/s of NICs under the SuperPod tree, or
     GB200 NVL72 racks with 3.6 TB/s out, with the NVSwitches of the GPU's NVLink generation."""
-    nvlink = NVLINK.get(_GENERATION_OF.get(chip.name, ""))
+    nvlink = _nvlink_of(chip)
     switches = dict(nvswitches=nvlink.switches_per_node if nvlink else 0,
                     nvswitch_bandwidth=nvlink.switch_bandwidth if nvlink else 0.0)
     if chip.name == "NVIDIA GB200":
