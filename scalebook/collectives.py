@@ -21,8 +21,10 @@ An array also sharded over axes that do not take part moves 1/|those axes| of th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
@@ -30,7 +32,8 @@ from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
-           "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead"]
+           "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead",
+           "fit_bandwidth"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -212,6 +215,25 @@ def fixed_overhead(nbytes: float, achieved: float, peak: float) -> float:
     if not 0 < achieved <= peak or nbytes <= 0:
         raise ValueError(f"need nbytes > 0 and 0 < achieved <= peak; got {nbytes!r}, {achieved!r}, {peak!r}")
     return nbytes / achieved - nbytes / peak
+
+
+def fit_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
+    """Fit measured collective times to T = overhead + V / peak; return (peak B/s, overhead s).
+
+    The model of `achieved_bandwidth`: feed it a sweep's array sizes and median times (e.g. from
+    `bench.collective_sweep`) to read off a machine's plateau and its fixed cost per call. The least squares
+    weighs each point by 1/T, so small messages count as much as large ones (relative errors).
+    """
+    V, T = np.asarray(nbytes, dtype=float), np.asarray(seconds, dtype=float)
+    if V.shape != T.shape or V.size < 2 or np.ptp(V) == 0:
+        raise ValueError(f"need at least two different sizes with one time each, got nbytes={list(V)}, "
+                         f"seconds={list(T)}")
+    if np.any(V <= 0) or np.any(T <= 0):
+        raise ValueError("nbytes and seconds must all be positive")
+    slope, overhead = np.polyfit(V, T, 1, w=1 / T)
+    if slope <= 0:
+        raise ValueError("the times do not grow with the bytes: no bandwidth to fit (sizes too small?)")
+    return float(1 / slope), max(float(overhead), 0.0)
 
 
 def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:

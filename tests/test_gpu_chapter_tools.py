@@ -59,3 +59,14 @@ def test_layout_explorer_opens_on_quiz_5_and_answers_fast():
     row = ex.result[1].rows[0]
     assert row["bound"] == "compute" and row["critical tokens/GPU"] == pytest.approx(309, rel=0.01)
     assert_answers_fast(gpu_layout_explorer, {"pp": 1, "gpus": 1024})
+
+
+def test_fit_bandwidth_recovers_a_plateau_and_a_fixed_cost():
+    sizes = [1e5, 1e6, 1e7, 1e8, 1e9]
+    times = [2.3e-4 + v / 370e9 for v in sizes]
+    peak, overhead = sb.collectives.fit_bandwidth(sizes, times)
+    assert peak == pytest.approx(370e9, rel=1e-6) and overhead == pytest.approx(2.3e-4, rel=1e-6)
+    with pytest.raises(ValueError, match="grow"):
+        sb.collectives.fit_bandwidth([1e6, 1e7], [2e-3, 1e-3])
+    with pytest.raises(ValueError, match="two different sizes"):
+        sb.collectives.fit_bandwidth([1e6], [1e-3])

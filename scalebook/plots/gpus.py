@@ -11,6 +11,7 @@ import numpy as np
 from .. import collectives
 from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels, ragged_fill
 from ..hardware import GpuCluster, TpuMesh
+from ..units import fmt_rate
 from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
@@ -103,18 +104,19 @@ def ragged_all_to_all(top_k: int = 4, units: Sequence[int] = (2, 4, 8, 16, 32, 6
 
 
 def achieved_bandwidth(peak: float, overhead: float, quoted: Sequence[tuple[float, float]] = (),
-                       nbytes: tuple[float, float] = (1e5, 1e11), label: str = "model") -> Figure:
+                       nbytes: tuple[float, float] = (1e5, 1e11), label: str = "model",
+                       points: str = "quoted measurements") -> Figure:
     """Bandwidth a collective achieves against message size when each call also pays a fixed `overhead`
-    (seconds): V / (overhead + V / peak); `quoted` (bytes, bytes/s) points are drawn over it."""
+    (seconds): V / (overhead + V / peak); `quoted` (bytes, bytes/s) points, labelled `points`, drawn over it."""
     lo, hi = positive_range("nbytes", nbytes)
     sizes = np.geomspace(lo, hi, 60)
     fig, ax = figure()
     ax.semilogx(sizes, [collectives.achieved_bandwidth(v, peak, overhead) / 1e9 for v in sizes], label=label)
-    ax.axhline(peak / 1e9, color="#555", ls=":", label=f"plateau {peak / 1e9:.0f} GB/s")
+    ax.axhline(peak / 1e9, color="#555", ls=":", label=f"plateau {fmt_rate(peak, 'B/s')}")
     for v, bw in quoted:
         ax.plot([v], [bw / 1e9], "rs")
     if quoted:
-        ax.plot([], [], "rs", label="quoted measurements")
+        ax.plot([], [], "rs", label=points)
     finish(ax, "message size (bytes)", "achieved bandwidth (GB/s)",
            "Collectives reach their bandwidth only on large messages", legend="upper left")
     return fig
