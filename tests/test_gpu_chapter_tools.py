@@ -6,7 +6,7 @@ from explorers import assert_answers_fast
 import scalebook as sb
 from scalebook import GpuCluster, plots
 from scalebook.hardware.gpu import get_cluster
-from scalebook.widgets import fat_tree_explorer, gpu_layout_explorer
+from scalebook.widgets import fat_tree_explorer, gpu_anatomy_explorer, gpu_layout_explorer
 
 
 @pytest.mark.parametrize("draw", [
@@ -70,3 +70,9 @@ def test_fit_bandwidth_recovers_a_plateau_and_a_fixed_cost():
         sb.collectives.fit_bandwidth([1e6, 1e7], [2e-3, 1e-3])
     with pytest.raises(ValueError, match="two different sizes"):
         sb.collectives.fit_bandwidth([1e6], [1e-3])
+
+
+def test_anatomy_explorer_opens_on_1024_flops_per_cycle_and_answers_fast():
+    rows = {r["quantity"]: r["value"] for r in gpu_anatomy_explorer().result.rows}
+    assert rows["bf16 FLOPs per tensor core per cycle"] == "1,024" and rows["CUDA cores (fp32 lanes)"] == "16,896"
+    assert_answers_fast(gpu_anatomy_explorer, {"chip": "b200", "clock_ghz": 1.86, "dtype": "fp8"})

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .core import Explorer, Log, explore, roofline_chart, roofline_explorer
-from .gpus import fat_tree_explorer, gpu_layout_explorer
+from .gpus import fat_tree_explorer, gpu_anatomy_explorer, gpu_layout_explorer
 from .inference import kv_variants_explorer, latency_breakdown_explorer, pareto_explorer
 from .llama import bounds_explorer, plan_explorer, run_explorer
 from .llama_serving import topology_explorer
@@ -33,4 +33,4 @@ __all__ += ["run_explorer", "bounds_explorer", "plan_explorer"]
 __all__ += ["serving_explorer"]
 __all__ += ["topology_explorer"]
 __all__ += ["pareto_explorer", "latency_breakdown_explorer", "kv_variants_explorer"]
-__all__ += ["fat_tree_explorer", "gpu_layout_explorer"]
+__all__ += ["gpu_anatomy_explorer", "fat_tree_explorer", "gpu_layout_explorer"]

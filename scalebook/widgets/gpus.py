@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..collectives import KINDS, gpu_levels
+from ..hardware import get_chip, sm
 from ..hardware.gpu import PRESETS, get_cluster
+from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import check_parallelism, critical_batch
@@ -16,9 +18,39 @@ from ..units import fmt_bytes, fmt_rate, fmt_time
 from .core import Explorer, Log, explore
 from .sharding import _first
 
-__all__ = ["fat_tree_view", "fat_tree_explorer", "gpu_layout_view", "gpu_layout_explorer"]
+__all__ = ["gpu_anatomy_table", "gpu_anatomy_explorer", "fat_tree_view", "fat_tree_explorer", "gpu_layout_view",
+           "gpu_layout_explorer"]
 
 GPU_COUNTS = [8, 16, 64, 256, 512, 1024, 2048, 4096, 16384]
+GPU_CHIPS = ["h100", "h200", "h800", "b200", "gb200", "a100"]
+
+
+def gpu_anatomy_table(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Table:
+    """Return what one GPU's parts deliver at a clock (GHz): CUDA cores and tensor cores, FLOPs per tensor core
+    per cycle for the chip's `dtype` peak, the CUDA cores' fp32 rate (one op, and FMA as two), on-chip memory,
+    and the peak arithmetic intensity against HBM."""
+    gpu = get_chip(chip)
+    clock = clock_ghz * 1e9
+    fast = sm.on_chip_bytes(gpu) if gpu.smem_bytes and gpu.register_bytes else {}
+    rows = [
+        ("SMs", f"{gpu.cores}"),
+        ("tensor cores (4 per SM)", f"{gpu.cores * sm.SUBPARTITIONS_PER_SM:,}"),
+        ("CUDA cores (fp32 lanes)", f"{sm.cuda_cores(gpu):,}"),
+        (f"{dtype} peak", fmt_rate(gpu.peak_flops(dtype))),
+        (f"{dtype} FLOPs per tensor core per cycle", f"{sm.tensor_core_flops_per_cycle(gpu, dtype, clock):,.0f}"),
+        ("CUDA-core fp32, 1 op per cycle", fmt_rate(sm.vector_flops(gpu, clock))),
+        ("CUDA-core fp32, FMA as 2 FLOPs", fmt_rate(sm.vector_flops(gpu, clock, fma=True))),
+        ("SMEM + registers", fmt_bytes(fast["total"]) if fast else "?"),
+        (f"peak intensity ({dtype} FLOPs per HBM byte)", f"{critical_intensity(gpu, dtype):.0f}"),
+    ]
+    return Table([{"quantity": q, "value": v} for q, v in rows], title=f"{gpu.name} at {clock_ghz:.2f} GHz")
+
+
+def gpu_anatomy_explorer(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Explorer:
+    """Return the SM calculator: pick a GPU, a clock and a dtype; opens on the H100 at the 1.83 GHz its tensor
+    peak assumes, where a tensor core does 1024 bf16 FLOPs per cycle."""
+    return explore(gpu_anatomy_table, title="What one GPU's parts deliver", chip=_first(GPU_CHIPS, chip),
+                   clock_ghz=(1.0, 2.2, 0.01, clock_ghz), dtype=_first(["bf16", "fp8", "int8", "fp4"], dtype))
 
 
 def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = "all_gather", nbytes: float = 1e9,
