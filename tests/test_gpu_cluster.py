@@ -79,7 +79,8 @@ def test_q2_1_and_q2_2_node_bandwidth_and_bisection():
 
 
 def test_q2_3_gather_half_a_gigabyte_in_a_node():
-    # 12.Q2.3: bf16[4096, 65536] (512 MiB): 536e6 · 7 / (8 · 450e9) ~ 1.04 ms.
+    # 12.Q2.3: bf16[4096, 65536] (512 MiB): 536e6 · 7 / (8 · 450e9) ~ 1.04 ms. PR #128 corrects the printed
+    # approximation B/(N·W) to B/W_uni and drops "bisection bandwidth"; the number is unchanged.
     assert sb.all_gather(NODE, "node", 2 * 4096 * 65536).time == pytest.approx(1.04e-3, rel=0.01)
 
 
@@ -120,6 +121,7 @@ def test_pq1_all_gather_in_one_node():
 
 def test_pq2_all_to_all_dense_and_half_empty():
     # 12.PQ2: AllToAll of bf16[B_X, N] in a node: bytes (N-1)/(W·N²) ~ bytes/(W·N); half when 4 of 8 entries are 0.
+    # PR #128: the byte count is V = 2·B·N (the book had reused B for it).
     V = 2 * 1024 * 8
     dense = sb.all_to_all(NODE, None, V).time
     assert dense == pytest.approx(V * 7 / (64 * 450e9))

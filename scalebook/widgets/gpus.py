@@ -21,7 +21,7 @@ from .sharding import _first
 __all__ = ["gpu_anatomy_table", "gpu_anatomy_explorer", "fat_tree_view", "fat_tree_explorer", "gpu_layout_view",
            "gpu_layout_explorer"]
 
-GPU_COUNTS = [8, 16, 64, 256, 512, 1024, 2048, 4096, 16384]
+GPU_COUNTS = [8, 16, 64, 72, 144, 256, 576, 1024, 2048, 4096, 16384]
 GPU_CHIPS = ["h100", "h200", "h800", "b200", "gb200", "a100"]
 
 
