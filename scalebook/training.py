@@ -601,15 +601,18 @@ def idle_fraction(grid: list[list[str]]) -> float:
     return cells.count("") / len(cells)
 
 
-def expert_parallel(model: TransformerConfig | str, chip: Chip | str, batch_tokens: float, Z: int, M: int = 1,
-                    dtype: str = "bf16") -> Estimate:
+def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluster, batch_tokens: float, Z: int,
+                    M: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a training step's MoE layers with the experts split Z ways (expert parallelism).
 
     Compute: 6 FLOPs per active expert parameter per token, shared over Z chips. Communication: each MoE
     layer sends every token's D-vector to its k experts and back, forward and backward: four AllToAlls of
-    B·k·D values, each V / (4·W_bidi·M) on a ring (ch. 3), so B·k·D·b / (W_bidi·M) per layer.
+    B·k·D values, each V / (4·W_bidi·M) on a ring (ch. 3), so B·k·D·b / (W_bidi·M) per layer; on a
+    `GpuCluster`, four ragged top-k AllToAlls over Z of its GPUs (ch. 12).
     """
-    model, chip = get_model(model), get_chip(chip)
+    model = get_model(model)
+    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
+    chip = hardware.chip if isinstance(hardware, GpuCluster) else hardware
     if not model.is_moe:
         raise ValueError(f"{model.name or 'this model'} has no experts (E=1); expert parallelism needs an MoE")
     if not isinstance(Z, int) or not 1 <= Z <= model.E:
@@ -617,6 +620,7 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str, batch_toke
     expert = model._mlp(model.F_expert or model.F)
     flops = 6 * batch_tokens * (model.k + model.shared) * expert * model.moe_layers / Z
     values = batch_tokens * model.k * model.D * model.moe_layers
-    t_comms = 0.0 if Z == 1 else values * dtype_bytes(dtype) / (_W(chip) * M)
+    token_bytes = batch_tokens * model.D * model.moe_layers * dtype_bytes(dtype)
+    t_comms = 4 * _all_to_all_seconds(hardware, token_bytes, Z, model.k, M)
     return Estimate(flops, values * dtype_bytes(dtype), flops / chip.peak_flops(dtype), t_comms, channel="ICI",
                     label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")

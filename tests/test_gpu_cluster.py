@@ -342,6 +342,16 @@ def test_expert_parallel_conditions():
     assert threshold(8, 8, POD) < threshold(16, 8, POD)  # inside one node EP is cheaper
 
 
+def test_expert_parallel_on_a_gpu_cluster_uses_ragged_all_to_alls():
+    # ch. 5's MoE step on a GPU cluster: four top-k AllToAlls of the tokens over Z GPUs; DeepSeek-V3's narrow
+    # experts (F_e = 2048 < 8 alpha) leave 64-way EP over 8 H800 nodes communication-bound.
+    ds, h800 = sb.get_model("deepseek-v3"), GpuCluster("h800", gpus=2048)
+    est = sb.training.expert_parallel(ds, h800, 1e6, Z=64)
+    tokens = 1e6 * ds.D * ds.moe_layers * 2
+    assert est.t_comms == pytest.approx(4 * sb.all_to_all(h800.subset(64), None, tokens, top_k=ds.k).time)
+    assert est.bound == "comms"
+
+
 def test_pipeline_comms_are_small():
     # ch. 12: 2BD/(W·N_MB)·(N_MB + N_stages - 2); with N_MB = 2·N_stages that is ~1.5 · 2BD/W, a quarter of
     # what FSDP moves for LLaMA-3 70B on the same pod.
