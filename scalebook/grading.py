@@ -40,12 +40,9 @@ class Comparison:
 
     @property
     def rel_error(self) -> float:
-        """Relative error |value - published| / |published| (0 for exact matches of non-numbers)."""
-        if not _is_number(self.value) or not _is_number(self.published):
-            return 0.0 if self.value == self.published else math.inf
-        if self.published == 0:
-            return abs(float(self.value))
-        return abs(float(self.value) - float(self.published)) / abs(float(self.published))
+        """Relative error |value - published| / |published|; for lists and tuples of the same length the
+        largest over their items; 0 or infinity for non-numbers, which must match exactly."""
+        return _rel_error(self.value, self.published)
 
     @property
     def ok(self) -> bool:
@@ -77,6 +74,16 @@ class Comparison:
             f"<div style='font-family:monospace'><span style='color:{colour};font-weight:bold'>{mark}</span>"
             f" {html.escape(body)}</div>"
         )
+
+
+def _rel_error(value: Any, published: Any) -> float:
+    if _is_number(value) and _is_number(published):
+        if published == 0:
+            return abs(float(value))
+        return abs(float(value) - float(published)) / abs(float(published))
+    if isinstance(value, (list, tuple)) and isinstance(published, (list, tuple)) and len(value) == len(published):
+        return max((_rel_error(v, p) for v, p in zip(value, published)), default=0.0)
+    return 0.0 if value == published else math.inf
 
 
 def _is_number(x: Any) -> bool:

@@ -81,3 +81,14 @@ def test_strip_solutions_splits_tuple_assignments_so_the_stub_runs():
 def test_strip_solutions_reports_an_unclosed_block():
     with pytest.raises(ValueError, match="line 1 has no matching END SOLUTION"):
         strip_solutions("# BEGIN SOLUTION\nx = 1\n")
+
+
+def test_expect_compares_sequences_item_by_item_within_rtol():
+    assert sb.expect([1.0, 2.01], [1.0, 2.0], rtol=0.01).ok
+    assert sb.expect(("memory", 8.6e-6), ("memory", 8.58e-6), rtol=0.01).ok
+    with pytest.raises(sb.grading.ExpectationError):
+        sb.expect([1.0, 2.1], [1.0, 2.0], rtol=0.01)
+    with pytest.raises(sb.grading.ExpectationError):
+        sb.expect([1.0], [1.0, 2.0])
+    with pytest.raises(sb.grading.ExpectationError):
+        sb.expect(("compute",), ("memory",))
