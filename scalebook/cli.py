@@ -6,6 +6,7 @@
     scalebook collective all_reduce --cluster h100-superpod --gpus 256 --bytes 1GiB [--sharp] [--top-k K]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
+    scalebook plan --model llama3-70b --cluster h100-superpod --chips 4096 --batch 4Mi
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
     scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2]
     scalebook exercises                       # regenerate exercises/ (and the .ipynb twins) from solutions/
@@ -81,7 +82,11 @@ def _shard(args: argparse.Namespace) -> str:
 def _plan(args: argparse.Namespace) -> str:
     from .training import plan
 
-    result = plan(args.model, args.chip, args.chips, parse_size(args.batch), seq_len=args.seq)
+    if bool(args.chip) == bool(args.cluster):
+        raise ValueError("give either --chip (a TPU) or --cluster (a GPU system such as h100-superpod)")
+    hardware = get_cluster(args.cluster, max(args.chips, get_cluster(args.cluster).gpus)) if args.cluster \
+        else args.chip
+    result = plan(args.model, hardware, args.chips, parse_size(args.batch), seq_len=args.seq)
     return f"{result}\n\n{result.candidates}"
 
 
@@ -181,10 +186,11 @@ def _parser() -> argparse.ArgumentParser:
     shard.add_argument("--sizes", required=True, help="dimension sizes, e.g. I=1024,J=4096,K=8192")
     shard.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES))
     shard.set_defaults(run=_shard)
-    train = sub.add_parser("plan", help="choose a training layout (DP, FSDP, TP, FSDP x TP, DCN) for a model")
+    train = sub.add_parser("plan", help="choose a training layout (DP, FSDP, TP, FSDP x TP, DCN; PP on GPUs)")
     train.add_argument("--model", required=True, help="a preset, e.g. llama3-70b (see scalebook.models)")
-    train.add_argument("--chip", required=True, help="a TPU, e.g. v5p")
-    train.add_argument("--chips", required=True, type=int, help="number of chips, e.g. 8960")
+    train.add_argument("--chip", default=None, help="a TPU, e.g. v5p")
+    train.add_argument("--cluster", default=None, help=f"or a GPU system: {', '.join(PRESETS)}")
+    train.add_argument("--chips", required=True, type=int, help="number of chips (GPUs), e.g. 8960")
     train.add_argument("--batch", required=True, help="global batch in tokens, e.g. 4Mi (= 4·2**20) or 4194304")
     train.add_argument("--seq", type=int, default=4096, help="sequence length in tokens (default 4096)")
     train.set_defaults(run=_plan)

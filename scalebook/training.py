@@ -10,10 +10,14 @@ link (the book's W_ici). Per layer, forward + backward:
     FSDP       12·B·D·F / X     4·D·F + 8·D·F     (AllGather weights fwd and bwd, ReduceScatter grads)
     TP         12·B·D·F / Y     4·B·D + 8·B·D     (AllGather activations in, ReduceScatter out)
     FSDP + TP  12·B·D·F / XY    (4·B·D/X + 4·D·F/Y) + (8·B·D/X + 8·D·F/Y)
+    DP + TP    12·B·D·F / XY    8·D·F/Y + (4·B·D/X + 8·B·D/X)   (ZeRO-1 DP of TP shards, the GPU recipe)
 
 In FSDP + TP the weight collectives run over the X axes and the activation collectives over the Y axes:
 different links, so they overlap one another and the communication time is the larger of the two. That is
 the assumption behind the book's optimum X_opt = sqrt((B/F)·(M_X/M_Y)·N) and threshold B/N > α²/(M_X·M_Y·F).
+
+On a `GpuCluster` (ch. 12) the same formulas run with NVLink for TP and the network for DP/FSDP (`_links`);
+expert parallelism ('ep' in `layer_cost`) and pipeline stages (P in `step_time`) add their own terms.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ OPTIMIZERS = {"adam": 2, "adamw": 2, "adafactor": 0, "sgd": 1, "none": 0}
 # (~20), only the outputs of the seven big matmuls (~7), or only each block's input (1, "block remat").
 REMAT_SAVES = {"none": 20, "big_matmuls": 7, "block": 1}
 
-STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp")
+STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp", "dp_tp")
 
 
 @dataclass(frozen=True)
@@ -132,9 +136,10 @@ def _W(chip: Chip) -> float:
     return chip.ici_bidirectional
 
 
-def _links(hardware: Chip | str | GpuCluster, Y: int = 1) -> tuple[Chip, float, float]:
+def _links(hardware: Chip | str | GpuCluster, Y: int = 1, P: int = 1) -> tuple[Chip, float, float]:
     """Return (chip, W_X, W_Y): the bandwidth per chip of the data-parallel (X) and tensor-parallel (Y)
-    collectives, such that moving b bytes of a model sharded Y ways takes b / (Y · W_X) and b / W_Y.
+    collectives, such that moving b bytes of a replica sharded over Y·P chips (TP × pipeline stages) takes
+    b / (Y·P · W_X), and b / W_Y.
 
     A TPU uses its bidirectional ICI link for both. A GPU cluster (ch. 12) runs TP over NVLink inside a node
     (a GPU's share of the node's NICs beyond it). Its data-parallel traffic crosses the network once per node,
@@ -143,12 +148,12 @@ def _links(hardware: Chip | str | GpuCluster, Y: int = 1) -> tuple[Chip, float, 
     binds (on an H100 SuperPod the network, on GB200 NVL72 racks NVLink).
     """
     if isinstance(hardware, GpuCluster):
-        n = hardware.gpus_per_node
+        n, replica = hardware.gpus_per_node, Y * P
         W_Y = hardware.gpu_bandwidth if Y <= n else hardware.node_egress / n
         if hardware.nodes == 1:
             return hardware.chip, hardware.gpu_bandwidth, W_Y
-        network = hardware.node_egress / min(Y, n)
-        return hardware.chip, min(hardware.gpu_bandwidth, network) if Y < n else network, W_Y
+        network = hardware.node_egress / min(replica, n)
+        return hardware.chip, min(hardware.gpu_bandwidth, network) if replica < n else network, W_Y
     chip = get_chip(hardware)
     return chip, _W(chip), _W(chip)
 
@@ -163,7 +168,7 @@ def _chip_and_link(hardware: Chip | str | GpuCluster, model_parallel: int = 1) -
                          "reduce over)")
     if not isinstance(model_parallel, int) or model_parallel < 1:
         raise ValueError(f"model_parallel={model_parallel!r} must be a positive integer (GPUs per model replica)")
-    chip, W_X, _ = _links(hardware, model_parallel)
+    chip, W_X, _ = _links(hardware, P=model_parallel)
     return chip, W_X * (model_parallel if isinstance(hardware, GpuCluster) else 1)
 
 
@@ -195,7 +200,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
     hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
     chip, W_X, W_Y = _links(hardware, Y)
     C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
-    shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y, "ep": Z}[strategy]
+    shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y, "dp_tp": X * Y, "ep": Z}[strategy]
     flops = 12 * B * D * F * (k if strategy == "ep" else 1) / shards
     weights = 2 * D * F * b  # both matrices of the layer
     acts = B * D * b
@@ -204,10 +209,11 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
         "fsdp": lambda: 3 * weights / (W_X * M_X),
         "tp": lambda: 6 * acts / (W_Y * M_Y),
         "fsdp_tp": lambda: max(3 * weights / (Y * W_X * M_X), 6 * acts / (X * W_Y * M_Y)),
+        "dp_tp": lambda: max(2 * weights / (Y * W_X * M_X), 6 * acts / (X * W_Y * M_Y)),
         "ep": lambda: 6 * _all_to_all_seconds(hardware, acts, Z, k, M_X),
     }[strategy]()
     nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts, "ep": 6 * acts * k,
-              "fsdp_tp": 3 * weights / Y + 6 * acts / X}[strategy]
+              "fsdp_tp": 3 * weights / Y + 6 * acts / X, "dp_tp": 2 * weights / Y + 6 * acts / X}[strategy]
     return Estimate(flops, nbytes, flops / C, comms, channel="ICI",
                     label=f"{strategy} layer (B={B:g}, D={D:g}, F={F:g}, X={X}, Y={Y}) on {chip.name}",
                     terms=(("W_X, W_Y", f"{W_X:.3g}, {W_Y:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
@@ -287,53 +293,60 @@ def _axes_of(chip: Chip) -> int:
 
 
 def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
-               Y: int, M_X: int, M_Y: int, dtype: str = "bf16") -> float:
+               Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1, microbatches: int = 1) -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).
 
     DP: AllReduce of every gradient, 2·P·b / (W·M_X). FSDP: AllGather weights forward and backward plus
     ReduceScatter gradients, 3·P·b / (W·M_X), divided by Y when combined with TP. TP: per layer, two blocks
     (attention and MLP) each AllGather their [B, D] input and ReduceScatter their output, forward and
-    backward: 2 · 6·B·D·b / (W·M_Y), divided by X when combined with FSDP; the two kinds run on different
-    mesh axes at once, so FSDP + TP takes the larger. W is bidirectional ICI on a TPU; on a GPU cluster the
-    data-parallel and tensor-parallel links of `_links` (network and NVLink).
+    backward: 2 · 6·B·D·b / (W·M_Y), divided by X when combined with FSDP or DP; the two kinds run on
+    different mesh axes at once, so a combination takes the larger. W is bidirectional ICI on a TPU; on a
+    GPU cluster the data-parallel and tensor-parallel links of `_links` (network and NVLink).
+
+    With `P` pipeline stages each chip holds 1/P of the layers, so both kinds move 1/P of the bytes, and the
+    stage-to-stage sends of `pipeline_comms` (forward and backward) are added.
     """
-    _, W_X, W_Y = _links(chip, Y)
+    _, W_X, W_Y = _links(chip, Y, P)
     b = dtype_bytes(dtype)
     weights = model.param_count() * b
-    acts = 2 * 6 * batch_tokens * model.D * b * model.L
-    return {
-        "dp": 2 * weights / (W_X * M_X),
-        "fsdp": 3 * weights / (W_X * M_X),
-        "tp": acts / (W_Y * M_Y),
-        "fsdp_tp": max(3 * weights / (Y * W_X * M_X), acts / (X * W_Y * M_Y)),
-    }[strategy]
+    acts = 2 * 6 * batch_tokens * model.D * b * model.L / P
+    data = {"dp": 2, "fsdp": 3, "tp": 0, "fsdp_tp": 3, "dp_tp": 2}[strategy] * weights / (Y * P * W_X * M_X)
+    tensor = acts / (X * W_Y * M_Y) if strategy in ("tp", "fsdp_tp", "dp_tp") else 0.0
+    sends = 2 * pipeline_comms(batch_tokens / X, model.D, P, microbatches, chip, dtype) if P > 1 else 0.0
+    return max(data, tensor) + sends
 
 
 def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
               strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
-              seq_len: int = 0, mfu: float = 1.0) -> Estimate:
+              seq_len: int = 0, mfu: float = 1.0, P: int = 1, microbatches: int | None = None) -> Estimate:
     """Return the `Estimate` of one training step in seconds: compute from the model's training FLOPs at
-    `mfu` of peak, communication from `comms_time`. X defaults to n_chips / Y; `time` assumes the
+    `mfu` of peak, communication from `comms_time`. X defaults to n_chips / (Y·P); `time` assumes the
     collectives overlap the compute. `chip` may be a `GpuCluster` (its network carries the collectives).
+
+    `P` pipeline stages of `microbatches` each (default 4·P) stretch the compute by the bubble,
+    (M + P - 1) / M, and add their sends to the communication.
     """
     model = get_model(model)
     hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
     chip = hardware.chip if isinstance(hardware, GpuCluster) else hardware
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
-    X = X if X is not None else n_chips // Y
-    if X * Y != n_chips:
-        raise ValueError(f"X·Y = {X}·{Y} must equal n_chips={n_chips}")
+    M = microbatches if microbatches is not None else 4 * P
+    pipeline_bubble(P, M)  # validates the stage and microbatch counts
+    X = X if X is not None else n_chips // (Y * P)
+    if X * Y * P != n_chips:
+        raise ValueError(f"X·Y·P = {X}·{Y}·{P} must equal n_chips={n_chips}")
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     if isinstance(hardware, GpuCluster) and n_chips != hardware.gpus:
         hardware = hardware.subset(n_chips)
     flops = model.flops_per_token(seq_len) * batch_tokens
-    t_math = flops / (n_chips * chip.peak_flops() * mfu)
-    t_comms = comms_time(model, hardware, batch_tokens, strategy, X, Y, M_X, M_Y)
-    return Estimate(flops / n_chips, t_comms * _links(hardware, Y)[1], t_math, t_comms,
+    t_math = flops / (n_chips * chip.peak_flops() * mfu) * (M + P - 1) / M
+    t_comms = comms_time(model, hardware, batch_tokens, strategy, X, Y, M_X, M_Y, P=P, microbatches=M)
+    return Estimate(flops / n_chips, t_comms * _links(hardware, Y, P)[1], t_math, t_comms,
                     channel="network" if isinstance(hardware, GpuCluster) else "ICI",
-                    label=f"{model.name or 'model'} step, {strategy} X={X} Y={Y} on {n_chips} × {chip.name}")
+                    label=f"{model.name or 'model'} step, {strategy} X={X} Y={Y}{f' P={P}' if P > 1 else ''} "
+                          f"on {n_chips} × {chip.name}")
 
 
 def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seconds: float,
@@ -350,7 +363,7 @@ class TrainingPlan:
     """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
 
     Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a
-    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (1: the planner does not pipeline).
+    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (the planner pipelines on GPU clusters).
     """
 
     model: TransformerConfig
@@ -377,7 +390,9 @@ class TrainingPlan:
 
     def __str__(self) -> str:
         used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
-        return (f"{self.model.name}: {self.strategy} with FSDP {self.fsdp} × TP {self.tp}"
+        data = "FSDP" if "fsdp" in self.strategy else "DP"
+        return (f"{self.model.name}: {self.strategy} with {data} {self.fsdp} × TP {self.tp}"
+                f"{f' × PP {self.pp}' if self.pp > 1 else ''}"
                 f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {used} × {self.chip.name}; "
                 f"{self.estimate}")
 
@@ -387,29 +402,43 @@ class TrainingPlan:
         return f"<p>{self}</p>" + self.candidates._repr_html_()
 
 
-def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int]]:
-    """(strategy, Y, M_X, M_Y) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
+def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, Y, M_X, M_Y, P) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
     axes = _axes_of(chip)
-    out = [("dp", 1, axes, 1), ("fsdp", 1, axes, 1)]
+    out = [("dp", 1, axes, 1, 1), ("fsdp", 1, axes, 1, 1)]
     if M <= 64:
-        out.append(("tp", M, 1, axes))
+        out.append(("tp", M, 1, axes, 1))
     Y = 2
     while Y < M and Y <= 64:
-        out.append(("fsdp_tp", Y, max(1, axes - 1), 1))
+        out.append(("fsdp_tp", Y, max(1, axes - 1), 1, 1))
         Y *= 2
     return out
 
 
-def _gpu_layouts(cluster: GpuCluster, M: int) -> list[tuple[str, int, int, int]]:
-    """(strategy, Y, M_X, M_Y) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node."""
-    out = [("dp", 1, 1, 1), ("fsdp", 1, 1, 1)]
-    if M <= cluster.gpus_per_node:
-        out.append(("tp", M, 1, 1))
-    Y = 2
-    while Y < M and Y <= cluster.gpus_per_node:
-        out.append(("fsdp_tp", Y, 1, 1))
-        Y *= 2
+def _gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, Y, M_X, M_Y, P) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node,
+    and the book's recipe for large models, TP in a node x P pipeline stages x ZeRO-1 data parallelism (P
+    dividing the layers)."""
+    n = cluster.gpus_per_node
+    out = [("dp", 1, 1, 1, 1), ("fsdp", 1, 1, 1, 1)]
+    if M <= n:
+        out.append(("tp", M, 1, 1, 1))
+    tp_degrees = [Y for Y in (2, 4, 8, 16, 32, 64) if Y <= n and Y < M]
+    out += [("fsdp_tp", Y, 1, 1, 1) for Y in tp_degrees]
+    out += [("dp_tp", Y, 1, 1, P) for Y in tp_degrees for P in (2, 4, 8, 16, 32)
+            if layers % P == 0 and Y * P <= M]
     return out
+
+
+def _per_chip_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips: int) -> float:
+    """Bytes per chip of a layout: ZeRO-3 shards everything over all chips (FSDP); plain DP replicates the
+    weights and optimizer; DP with TP and pipelining splits them over the Y·P chips of a replica and, as
+    ZeRO-1, the optimizer state also over the X replicas. Saved activations split over all chips."""
+    if strategy == "dp":
+        return state.params + state.grads + state.optimizer + state.activations / chips
+    if strategy == "dp_tp":
+        return (state.params + state.grads) / (Y * P) + state.optimizer / (X * Y * P) + state.activations / chips
+    return state.total / chips
 
 
 def _largest_divisor(n: int, cap: int) -> int:
@@ -446,39 +475,39 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
         raise ValueError(f"the batch ({units} {'tokens' if sequence_sharding else 'sequences'}) does not split "
                          f"evenly over {slices} slices")
     M = n_chips // slices
+    state = memory(model, batch_tokens, 1, saves_per_layer, optimizer)
     rows, best, best_memory = [], None, 0.0
-    for strategy, Y, M_X, M_Y in _gpu_layouts(cluster, M) if cluster else _layouts(chip, M):
-        X = _largest_divisor(units // slices, M // Y) if strategy != "tp" else 1
-        used = X * Y
+    for strategy, Y, M_X, M_Y, P in _gpu_layouts(cluster, M, model.L) if cluster else _layouts(chip, M):
+        X = _largest_divisor(units // slices, M // (Y * P)) if strategy != "tp" else 1
+        used = X * Y * P
+        microbatches = max(1, min(4 * P, int(batch_tokens / seq_len / (X * slices))))
         est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
-                        seq_len=seq_len)
+                        seq_len=seq_len, P=P, microbatches=microbatches)
         if slices > 1:
             dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
             est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
-        state = memory(model, batch_tokens, used * slices, saves_per_layer, optimizer, zero=0 if Y == 1 and
-                       strategy == "dp" else 3)
-        per_chip = state.per_chip
+        per_chip = _per_chip_memory(state, strategy, X * slices, Y, P, used * slices)
         why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM" \
             if per_chip > chip.hbm_bytes else ""
-        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "chips": used * slices, "memory/chip": per_chip,
-                     "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time, "why not": why,
-                     "_key": (strategy, X, Y, est)})
-        if not why and (best is None or (est.time, per_chip) < (best[3].time, best_memory)):
-            best, best_memory = (strategy, X, Y, est), per_chip
+        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
+                     "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
+                     "why not": why, "_key": (strategy, X, Y, P, est)})
+        if not why and (best is None or (est.time, per_chip) < (best[4].time, best_memory)):
+            best, best_memory = (strategy, X, Y, P, est), per_chip
     if best is None:
         raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
                          + "; ".join(r["why not"] for r in rows[:3]))
     for row in rows:
         if not row["why not"]:
-            e = row["_key"][3]
+            e = row["_key"][4]
             row["why not"] = ("chosen" if row["_key"] == best else
                               f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
-                              else f"{e.time / best[3].time - 1:.0%} slower")
+                              else f"{e.time / best[4].time - 1:.0%} slower")
         del row["_key"]
     formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
     table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
-    strategy, X, Y, est = best
-    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, 1, est, table)
+    strategy, X, Y, P, est = best
+    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
 
 
 

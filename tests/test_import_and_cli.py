@@ -64,6 +64,9 @@ def test_cli_shard(capsys):
     (["collective", "all_gather", "--chip", "h100", "--mesh", "8", "--bytes", "1GB"], "not a TPU"),
     (["collective", "all_gather", "--chip", "v5e", "--mesh", "4by4", "--bytes", "1GB"], "--mesh='4by4'"),
     (["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=a"], "--sizes="),
+    (["collective", "all_gather", "--bytes", "1GB"], "--cluster"),
+    (["collective", "all_to_all", "--cluster", "h100-superpd", "--bytes", "1GB"], "h100-superpod"),
+    (["plan", "--model", "llama3-70b", "--chips", "64", "--batch", "4Mi"], "--cluster"),
 ])
 def test_cli_planner_errors(capsys, argv, message):
     assert cli.main(argv) == 2
@@ -74,6 +77,17 @@ def test_cli_plan(capsys):
     assert cli.main(["plan", "--model", "llama3-70b", "--chip", "v5p", "--chips", "8960", "--batch", "4Mi"]) == 0
     out = capsys.readouterr().out
     assert "fsdp_tp with FSDP 2048 × TP 4 on 8192 of 8960" in out and "comms-bound" in out
+
+
+def test_cli_collective_and_plan_on_a_gpu_cluster(capsys):
+    # ch. 12: an AllReduce over one scalable unit binds at the leaf; SHARP halves it. LLaMA 3-70B on 4096 H100s
+    # with a 4M-token batch pipelines with 8-way TP.
+    argv = ["collective", "all_reduce", "--cluster", "h100-superpod", "--gpus", "256", "--bytes", "1GiB"]
+    assert cli.main(argv) == 0 and "bound by        leaf" in capsys.readouterr().out
+    assert cli.main([*argv, "--sharp"]) == 0 and "SHARP" in capsys.readouterr().out
+    assert cli.main(["plan", "--model", "llama3-70b", "--cluster", "h100-superpod", "--chips", "4096",
+                     "--batch", "4Mi"]) == 0
+    assert "TP 8 × PP" in capsys.readouterr().out
 
 
 def test_cli_serve(capsys):
