@@ -350,12 +350,13 @@ def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_c
 
 
 def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seconds: float,
-        seq_len: int = 0) -> float:
-    """Return model FLOPs utilisation: the model's training FLOPs per step over what the chips could do."""
+        seq_len: int = 0, dtype: str = "bf16") -> float:
+    """Return model FLOPs utilisation: the model's training FLOPs per step over what the chips could do at
+    their `dtype` peak (fp8 training, as DeepSeek-V3's, is measured against the fp8 peak)."""
     model, chip = get_model(model), get_chip(chip)
     if seconds <= 0:
         raise ValueError(f"seconds must be positive, got {seconds!r}")
-    return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops() * seconds)
+    return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops(dtype) * seconds)
 
 
 @dataclass(frozen=True, repr=False)

@@ -96,6 +96,14 @@ def test_mfu_inverts_step_time():
     assert t.mfu("llama3-8b", "v5e", 256, 1e6, step.t_math) == pytest.approx(0.5)
 
 
+def test_mfu_against_the_fp8_peak():
+    # An fp8 run is measured against the fp8 peak: on an H800 (1.979e15 fp8, 9.89e14 bf16) half the bf16 MFU.
+    args = ("deepseek-v3", "h800", 2048, 62914560, 10.0)
+    assert t.mfu(*args, dtype="fp8") == pytest.approx(t.mfu(*args) * 9.89e14 / 1.979e15)
+    with pytest.raises(ValueError, match="fp4"):
+        t.mfu(*args, dtype="fp4")
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: t.layer_cost("zero", 1, 1, 1, "v5p"), "strategy="),
     (lambda: t.layer_cost("dp", 1, 1, 1, "v5p", X=0), "X=0"),
