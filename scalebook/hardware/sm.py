@@ -78,7 +78,9 @@ def clock_from_vector_flops(chip: Chip | str, flops: float, fma: bool = True) ->
 
 
 def tensor_core_flops_per_cycle(chip: Chip | str, dtype: str = "bf16", clock: str | float = "boost") -> float:
-    """Return the FLOPs one tensor core does per cycle: peak / (SMs × 4 × clock)."""
+    """Return the FLOPs one tensor core does per cycle: peak / (SMs × 4 × clock), counting one tensor core
+    per subpartition as ch. 12 does (true since Ampere; a V100 SM has two per subpartition, so its figure
+    is per pair)."""
     chip = _gpu(chip)
     return chip.peak_flops(dtype) / (chip.cores * SUBPARTITIONS_PER_SM * _clock(chip, clock))
 
