@@ -101,6 +101,9 @@ def _fmt(x: Any, unit: str = "") -> str:
 
 
 def _percent(fraction: float) -> str:
+    """A relative error or tolerance as a percentage; below one part in a million, '< 1e-4%'."""
+    if fraction < 1e-6:
+        return "0%" if fraction == 0 else "< 1e-4%"
     return f"{fraction * 100:.2g}%" if fraction < 0.01 else f"{fraction:.1%}"
 
 

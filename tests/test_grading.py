@@ -21,6 +21,9 @@ def test_expect_raises_with_both_numbers_when_it_drifts():
 def test_expect_formats_units_and_small_tolerances():
     shown = str(sb.expect(1.0113e-3, 1.01e-3, rtol=0.005, unit="s"))
     assert "1.011 ms vs published 1.01 ms" in shown and "tolerance 0.5%" in shown
+    exact = str(sb.expect(2.0, 2.0 * (1 + 1e-12), rtol=1e-9))
+    assert "off by < 1e-4%, tolerance < 1e-4%" in exact
+    assert "off by 0%, tolerance 0%" in str(sb.expect(560, 560, rtol=0))
 
 
 def test_expect_compares_strings_exactly():
