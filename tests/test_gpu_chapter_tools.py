@@ -10,6 +10,8 @@ from scalebook.widgets import fat_tree_explorer, gpu_anatomy_explorer, gpu_layou
 
 
 @pytest.mark.parametrize("draw", [
+    lambda: plots.fat_tree(GpuCluster("h100", gpus=1024)),
+    lambda: plots.fat_tree(get_cluster("gb200-superpod")),
     lambda: plots.level_bandwidth([GpuCluster("h100", gpus=1024), get_cluster("gb200-superpod")]),
     lambda: plots.sharded_all_gather(GpuCluster("h100", gpus=256)),
     lambda: plots.tpu_vs_gpu(sb.TpuMesh("v5p", 8, 8, 16), GpuCluster("h100", gpus=1024)),
@@ -19,6 +21,12 @@ from scalebook.widgets import fat_tree_explorer, gpu_anatomy_explorer, gpu_layou
 def test_gpu_figures_are_labelled(draw):
     ax = draw().axes[0]
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_fat_tree_draws_every_node_and_switch():
+    # A 1024-GPU SuperPod: 128 nodes, 4 SUs x 8 leaf switches, 16 spine switches.
+    ax = plots.fat_tree(GpuCluster("h100", gpus=1024)).axes[0]
+    assert len(ax.patches) == 128 + 32 + 16
 
 
 def test_figures_reject_bad_input():

@@ -6,7 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
-from .gpus import achieved_bandwidth, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
+from .gpus import achieved_bandwidth, fat_tree, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
 from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
 from .models import attention_share, param_breakdown
 from .roofline import batch_roofline, roofline, sweep
@@ -20,4 +20,5 @@ __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
 __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]
-__all__ += ["level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all", "achieved_bandwidth"]
+__all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",
+            "achieved_bandwidth"]

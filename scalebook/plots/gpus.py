@@ -17,7 +17,53 @@ from .base import figure, finish, positive_range
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all", "achieved_bandwidth"]
+__all__ = ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all", "achieved_bandwidth"]
+
+
+def fat_tree(cluster: GpuCluster) -> Figure:
+    """Draw the cluster's network as a schematic: its nodes at the bottom, then each switch level it spans
+    (switches per unit as listed in its levels, one box per unit where no count is given), with every unit
+    wired to the switches of the unit above it, and the bandwidth each unit sends up printed per level."""
+    from matplotlib.patches import Rectangle
+
+    spans = [s for s in cluster.span(cluster.gpus) if s.name != "node"]
+    fig, ax = figure((9.5, 1.6 + 1.5 * (len(spans) + 1)))
+    rows: list[list[float]] = []  # x positions per row, bottom (nodes) first
+    nodes = cluster.nodes
+    rows.append([(i + 0.5) / nodes for i in range(nodes)])
+    groups = [nodes]  # units at each row
+    labels = [f"{nodes} node(s) of {cluster.gpus_per_node} GPUs, {fmt_rate(cluster.gpu_bandwidth, 'B/s')} "
+              f"NVLink per GPU, {fmt_rate(cluster.node_egress, 'B/s')} out of each node"]
+    below_units = nodes
+    for level, lv in zip(spans, cluster.levels):
+        units = max(1, below_units // level.degree)
+        per_unit = lv.switches or 1
+        rows.append([(u + (k + 0.5) / per_unit) / units for u in range(units) for k in range(per_unit)])
+        groups.append(units)
+        switches = f"{per_unit} switch(es)" if lv.switches else "switch count not listed"
+        labels.append(f"{lv.name}: {units} unit(s) × {switches}, each unit joins {level.degree} below; "
+                      f"{fmt_rate(level.bandwidth, 'B/s')} up from each unit below")
+        below_units = units
+    for r, xs in enumerate(rows):
+        y = r * 1.5
+        if r:  # wire every box below to the switches of its unit
+            units_here, below = groups[r], rows[r - 1]
+            per_here = len(xs) // units_here
+            per_below_unit = len(below) // units_here
+            alpha = min(0.8, 60 / (len(below) * per_here))  # dense wiring faint, sparse wiring visible
+            for u in range(units_here):
+                for xb in below[u * per_below_unit:(u + 1) * per_below_unit]:
+                    for xa in xs[u * per_here:(u + 1) * per_here]:
+                        ax.plot([xb, xa], [y - 1.5 + 0.12, y - 0.12], color="#1f77b4", lw=0.5, alpha=alpha)
+        width = min(0.6 / len(xs), 0.02)
+        for x in xs:
+            ax.add_patch(Rectangle((x - width / 2, y - 0.12), width, 0.24, color="#d62728" if r else "#2ca02c"))
+        ax.text(0.0, y + 0.3, labels[r], fontsize=8, va="bottom")
+    ax.set_xlim(-0.01, 1.01)
+    ax.set_ylim(-0.5, 1.5 * (len(rows) - 1) + 0.9)
+    ax.axis("off")
+    ax.set_title(f"{cluster.gpus} × {cluster.chip.name}: nodes (green) and switches (red), each level non-blocking")
+    return fig
 
 
 def level_bandwidth(clusters: Sequence[GpuCluster]) -> Figure:
