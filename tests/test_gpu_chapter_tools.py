@@ -10,8 +10,6 @@ from scalebook.widgets import fat_tree_explorer, gpu_anatomy_explorer, gpu_layou
 
 
 @pytest.mark.parametrize("draw", [
-    lambda: plots.fat_tree(GpuCluster("h100", gpus=1024)),
-    lambda: plots.fat_tree(get_cluster("gb200-superpod")),
     lambda: plots.level_bandwidth([GpuCluster("h100", gpus=1024), get_cluster("gb200-superpod")]),
     lambda: plots.sharded_all_gather(GpuCluster("h100", gpus=256)),
     lambda: plots.tpu_vs_gpu(sb.TpuMesh("v5p", 8, 8, 16), GpuCluster("h100", gpus=1024)),
@@ -24,9 +22,11 @@ def test_gpu_figures_are_labelled(draw):
 
 
 def test_fat_tree_draws_every_node_and_switch():
-    # A 1024-GPU SuperPod: 128 nodes, 4 SUs x 8 leaf switches, 16 spine switches.
+    # A 1024-GPU SuperPod: 128 nodes, 4 SUs x 8 leaf switches, 16 spine switches (a schematic: no axes, a title).
     ax = plots.fat_tree(GpuCluster("h100", gpus=1024)).axes[0]
-    assert len(ax.patches) == 128 + 32 + 16
+    assert len(ax.patches) == 128 + 32 + 16 and "1024" in ax.get_title()
+    racks = plots.fat_tree(get_cluster("gb200-superpod")).axes[0]
+    assert len(racks.patches) == 8 + 1 and any("not listed" in t.get_text() for t in racks.texts)
 
 
 def test_figures_reject_bad_input():
