@@ -19,15 +19,30 @@ from .hardware import Chip, get_chip
 from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_rate, fmt_time
 
 __all__ = [
-    "Estimate", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
+    "Estimate", "Overlap", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
     "critical_intensity", "critical_batch", "achievable_flops", "einsum_flops", "matmul_intensity", "attention",
 ]
 
 _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
 
 
+class Overlap:
+    """How two clocks make a time (mixin): `time` when the data movement overlaps the math, max(t_math,
+    t_link), and `upper` when it does not, t_math + t_link. A class using it defines both in seconds."""
+
+    @property
+    def time(self) -> float:
+        """Lower-bound time in seconds, assuming compute and data movement overlap perfectly."""
+        return max(self.t_math, self.t_link)
+
+    @property
+    def upper(self) -> float:
+        """Upper-bound time in seconds, assuming no overlap at all."""
+        return self.t_math + self.t_link
+
+
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Overlap):
     """A roofline estimate. FLOPs and bytes are counts; times are in seconds.
 
     `t_comms` is the bandwidth time (bytes / W). Links also have a latency floor `t_latency` (hops x
@@ -53,16 +68,6 @@ class Estimate:
         if self.latency_adds:
             return self.t_comms + self.t_latency
         return max(self.t_comms, self.t_latency)
-
-    @property
-    def time(self) -> float:
-        """Lower-bound time in seconds, assuming compute and data movement overlap perfectly."""
-        return max(self.t_math, self.t_link)
-
-    @property
-    def upper(self) -> float:
-        """Upper-bound time in seconds, assuming no overlap at all."""
-        return self.t_math + self.t_link
 
     @property
     def intensity(self) -> float:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from .collectives import collective
 from .hardware.topology import TpuMesh
-from .roofline import Estimate
+from .roofline import Estimate, Overlap
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_time
 
@@ -160,7 +160,7 @@ class Step(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Overlap):
     """How to compute a sharded matmul: collectives before and after a local matmul, and what it costs."""
 
     expr: str
@@ -178,18 +178,10 @@ class Plan:
 
     @property
     def t_comms(self) -> float:
-        """Seconds of communication, the collectives one after another."""
+        """Seconds of communication, the collectives one after another (their latency included)."""
         return sum(s.estimate.time for s in self.collectives)
 
-    @property
-    def time(self) -> float:
-        """Lower-bound seconds: communication overlapped with the matmul (the book's max)."""
-        return max(self.t_math, self.t_comms)
-
-    @property
-    def upper(self) -> float:
-        """Upper-bound seconds: no overlap."""
-        return self.t_math + self.t_comms
+    t_link = t_comms  # what `Overlap` combines with t_math: time = max (the book's), upper = sum
 
     @property
     def kinds(self) -> list[str]:
