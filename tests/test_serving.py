@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from speed import assert_fast
 
 from scalebook import inference, serving
 from scalebook.serving import MODES, Engine, Lengths, Report, Workload, simulate
@@ -37,7 +38,7 @@ def test_ten_thousand_requests_simulate_in_under_two_seconds(mode):
     serving._prefill_cost.cache_clear()
     start = time.perf_counter()
     report = simulate(CHAT, engine, 10_000)
-    assert time.perf_counter() - start < 2.0
+    assert_fast(time.perf_counter() - start, 2.0, f"simulate 10,000 requests ({mode})")
     assert len(report.ttft) == 10_000 and np.all(report.e2e >= report.ttft) and np.all(report.ttft > 0)
 
 
