@@ -13,7 +13,8 @@ from importlib import resources
 from ..tables import Table
 from ..units import fmt_bytes, fmt_rate
 
-__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES"]
+__all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
+           "IDEAL", "EFFICIENCY_MODES"]
 
 # Which peak-FLOP/s field a compute dtype uses.
 FLOP_DTYPES: dict[str, str] = {
@@ -31,6 +32,44 @@ _SPEC_FIELDS = (
     "dcn_bandwidth", "pcie_bandwidth", "clock_hz", "cores", "mxu_size",
     "vmem_bytes", "smem_bytes", "register_bytes", "l2_bytes", "base_clock_hz",
 )
+
+EFFICIENCY_MODES = ("ideal", "calibrated")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What real kernels and collectives reach on a chip, as fractions of its peaks, plus per-call latencies.
+
+    `matmul` (and `matmul_fp8`): the best large matmul's FLOP/s over the dense peak. `hbm`: achieved over
+    peak HBM bytes/s. `collectives`: bus bandwidth over link bandwidth per collective kind (nccl-tests'
+    busbw for GPUs). `network`: the same for links between nodes. `link`: an ICI link's achieved fraction
+    (TPUs). `latency_node` (s): the fixed cost of one collective call inside an NVLink node (GPUs) or of
+    one ICI hop (TPUs); `latency_network` (s): what each network level crossed adds to a call. The ideal
+    set (`IDEAL`) is all ones and zero latency: the book's bounds. `sources` names where each came from.
+    """
+
+    matmul: float = 1.0
+    matmul_fp8: float | None = None
+    hbm: float = 1.0
+    collectives: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+    network: float = 1.0
+    link: float = 1.0
+    latency_node: float = 0.0
+    latency_network: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def compute(self, dtype: str = "bf16") -> float:
+        """Fraction of the dense peak a large matmul in `dtype` reaches (fp8 falls back to bf16's)."""
+        return self.matmul_fp8 if str(dtype).lower() in ("fp8", "f8") and self.matmul_fp8 else self.matmul
+
+    def collective(self, kind: str) -> float:
+        """Bus-bandwidth fraction of collective `kind` (the mean of the listed kinds when it is not listed)."""
+        if kind in self.collectives:
+            return self.collectives[kind]
+        return sum(self.collectives.values()) / len(self.collectives) if self.collectives else 1.0
+
+
+IDEAL = Efficiency()
 
 
 @dataclass(frozen=True)
@@ -72,6 +111,22 @@ class Chip:
     device_kinds: tuple[str, ...] = ()
     notes: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    calibration: Efficiency | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def efficiency(self, mode: str | Efficiency = "ideal") -> Efficiency:
+        """Return the efficiency factors of `mode`: 'ideal' (the book's bounds: all ones, no latency),
+        'calibrated' (this chip's published measurements, `chips.toml`), or an `Efficiency` as given."""
+        if isinstance(mode, Efficiency):
+            return mode
+        if mode == "ideal":
+            return IDEAL
+        if mode != "calibrated":
+            raise ValueError(f"efficiency={mode!r}; allowed: {list(EFFICIENCY_MODES)} or an Efficiency")
+        if self.calibration is None:
+            known = [c.name for c in _load()[0].values() if c.calibration is not None]
+            raise ValueError(f"efficiency='calibrated': {self.name} has no calibrated factors; chips with "
+                             f"them: {known}")
+        return self.calibration
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Return the peak FLOP/s (OP/s for integers) of this chip for matmuls in `dtype`.
@@ -145,6 +200,10 @@ def _load() -> tuple[dict[str, Chip], dict[str, str]]:
         sources = {
             f: refs[overrides.get(f, default_ref)] for f in _SPEC_FIELDS if spec.get(f) is not None
         }
+        if "calibrated" in spec:
+            factors = dict(spec.pop("calibrated"))
+            cited = factors.pop("sources")
+            spec["calibration"] = Efficiency(sources={k: refs[v] for k, v in cited.items()}, **factors)
         for name in ("aliases", "device_kinds", "max_slice", "host_shape"):
             if name in spec:
                 spec[name] = tuple(spec[name])
