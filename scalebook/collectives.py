@@ -16,6 +16,12 @@ by the bisection: a quarter of the array crosses the middle of each axis in each
 on a ring (V / (4·W_bidi), a quarter of an AllGather) and one link without wraparound (V / (4·W_uni)); a
 ring whose links ran one way only would need V / (2·W_uni) (ch. 3, Q10). The longest axis sets the time.
 An array also sharded over axes that do not take part moves 1/|those axes| of the bytes.
+
+`efficiency="calibrated"` (default "ideal", the book's bounds) divides each link's bandwidth by the chip's
+measured fraction (`Chip.efficiency`: ICI link efficiency; NCCL bus bandwidth per collective inside a GPU
+node, the network's above it) and makes the per-call latency ADD to the bandwidth time (an alpha-beta
+model): per ICI hop on a TPU, and on a GPU a fixed cost per call inside the node plus one per network level
+crossed (the ideal GPU model has no latency term).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .hardware.chips import Efficiency
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
 from .roofline import Estimate
@@ -75,18 +82,20 @@ def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str
 
 
 def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] | int = (), top_k: int | None = None) -> Estimate:
+               also_sharded: str | Iterable[str] | int = (), top_k: int | None = None,
+               efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of collective `kind` (one of KINDS) over `axes` of `mesh` on `nbytes` bytes.
 
     On a `GpuCluster`, `axes` is None (every GPU) or 'node', and `also_sharded` is the size Y of an inner
     axis the array stays sharded over (see `gpu_levels`). `top_k` (AllToAll only): a ragged MoE dispatch
     where `nbytes` are the tokens and each goes to k random destinations (see `ragged_fill`).
+    `efficiency`: 'ideal' (the book's bound) or 'calibrated' (measured link fractions and per-call latency).
     """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
     if isinstance(mesh, GpuCluster):
         return gpu_collective(kind, mesh, axes, nbytes, 1 if also_sharded in ((), None) else also_sharded,
-                              top_k)
+                              top_k, efficiency)
     if top_k is not None and kind != "all_to_all":
         raise ValueError(f"top_k applies to all_to_all only, not kind={kind!r}")
     parts = _axes(mesh, axes)
@@ -105,7 +114,9 @@ def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] 
         t_bw = V / sum(a.bandwidth for a in parts)
         moved = V
     factor = 2 if kind == "all_reduce" else 1
-    t_bw, hops = factor * t_bw, factor * hops
+    eff = mesh.chip.efficiency(efficiency)
+    t_bw, hops = factor * t_bw / eff.link, factor * hops
+    hop_latency = eff.latency_node or mesh.hop_latency
     W = mesh.chip.ici_bandwidth
     ring = (group - 1) / group
     names = "".join(a.name for a in parts)
@@ -117,11 +128,14 @@ def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] 
         ("link", f"{fmt_rate(W, 'B/s')} one-way, {fmt_rate(2 * W, 'B/s')} bidirectional"),
         ("bandwidth term", _bandwidth_formula(kind, parts)),
         ("(N−1)/N", f"{ring:.3f} — the exact ring time is this fraction of the bandwidth term for wrapped axes"),
-        ("latency term", f"{hops} hops × {mesh.hop_latency * 1e6:g} µs"),
+        ("latency term", f"{hops} hops × {hop_latency * 1e6:g} µs"
+                         + (" (adds: calibrated)" if eff.latency_node else "")),
     )
+    if eff.link != 1:
+        terms += (("link efficiency", f"{eff.link:g} of the link bandwidth (calibrated)"),)
     return Estimate(0.0, factor * moved, 0.0, t_bw, channel="ICI",
                     label=f"{kind}_{names} of {fmt_bytes(nbytes)} on {mesh}", terms=terms,
-                    t_latency=hops * mesh.hop_latency)
+                    t_latency=hops * hop_latency, latency_adds=bool(eff.latency_node))
 
 
 def ragged_fill(units: int, top_k: int | None) -> float:
@@ -185,20 +199,29 @@ def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
 
 
 def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
-                   top_k: int | None = None) -> Estimate:
+                   top_k: int | None = None, efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of a collective over a GPU cluster (ch. 12): the slowest of its levels
-    (`gpu_levels`), the NVLink node first, then the fat tree."""
-    levels = gpu_levels(kind, cluster, axes, nbytes, Y, top_k)
+    (`gpu_levels`), the NVLink node first, then the fat tree. Calibrated, each level runs at its measured
+    bus-bandwidth fraction and the call pays a fixed latency in the node plus one per network level."""
+    eff = cluster.chip.efficiency(efficiency)
+    levels = [(name, D, W * (eff.collective(kind) if i == 0 else eff.network),
+               t / (eff.collective(kind) if i == 0 else eff.network))
+              for i, (name, D, W, t) in enumerate(gpu_levels(kind, cluster, axes, nbytes, Y, top_k))]
     group = cluster.group_size(axes)
     if group == 1:
         return Estimate(0.0, 0.0, 0.0, 0.0, channel="NVLink", label=f"{kind} over one GPU: free")
+    crossed = sum(1 for _, D, _, _ in levels[1:] if D > 1)
+    latency = eff.latency_node + crossed * eff.latency_network
     terms = [(f"{name} ({D} joined)", f"{t * 1e6:.4g} µs at {fmt_rate(W, 'B/s')} per unit")
              for name, D, W, t in levels]
     worst = max(range(len(levels)), key=lambda i: levels[i][3])
     terms.append(("bound by", terms[worst][0]))
+    if latency:
+        terms.append(("per-call latency", f"{latency * 1e6:.4g} µs (node + {crossed} network level(s)), adds"))
     what = f"{kind}{f' (top-{top_k} routed)' if top_k else ''}"
     return Estimate(0.0, float(nbytes), 0.0, levels[worst][3], channel="NVLink" if worst == 0 else "network",
-                    label=f"{what} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms))
+                    label=f"{what} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms),
+                    t_latency=latency, latency_adds=True)
 
 
 def achieved_bandwidth(nbytes: float, peak: float, overhead: float) -> float:
@@ -245,32 +268,33 @@ def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
 
 
 def all_gather(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] | int = ()) -> Estimate:
+               also_sharded: str | Iterable[str] | int = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of AllGather over `axes`: A[I_X] -> A[I]; `nbytes` is the gathered array.
 
     `also_sharded` names mesh axes the array stays sharded over (they do not take part), which divides
     the bytes each ring moves by their size.
     """
-    return collective("all_gather", mesh, axes, nbytes, also_sharded)
+    return collective("all_gather", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
 def reduce_scatter(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-                   also_sharded: str | Iterable[str] = ()) -> Estimate:
+                   also_sharded: str | Iterable[str] = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of ReduceScatter over `axes`: A[I]{U_X} -> A[I_X]; `nbytes` is the unreduced array."""
-    return collective("reduce_scatter", mesh, axes, nbytes, also_sharded)
+    return collective("reduce_scatter", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
 def all_reduce(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] = ()) -> Estimate:
+               also_sharded: str | Iterable[str] = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of AllReduce over `axes` (= ReduceScatter + AllGather, twice the cost)."""
-    return collective("all_reduce", mesh, axes, nbytes, also_sharded)
+    return collective("all_reduce", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
 def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
-               also_sharded: str | Iterable[str] = (), top_k: int | None = None) -> Estimate:
+               also_sharded: str | Iterable[str] = (), top_k: int | None = None,
+               efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of AllToAll over `axes`: A[I, J_X] -> A[I_X, J]; `nbytes` is the whole array.
 
     With `top_k`, a ragged MoE dispatch: `nbytes` are the tokens, each sent to k random members of the group
     (one copy per distinct destination), which costs ~min(k/N, 1) of a dense AllToAll of N copies.
     """
-    return collective("all_to_all", mesh, axes, nbytes, also_sharded, top_k)
+    return collective("all_to_all", mesh, axes, nbytes, also_sharded, top_k, efficiency)
