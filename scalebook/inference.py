@@ -7,7 +7,14 @@ parameter reads and the MLP arithmetic overlap, so with W and C summed over the 
     T_step = B·KV / W  +  max(2·B·P / C,  P·b / W)        (B sequences, P parameters, b bytes per parameter)
 
 and, when the model is split over chips, the per-layer collectives of tensor parallelism run at the same
-time: the step takes the larger of that and their time. Prefill is compute-bound: 2·P·T / (N·C·MFU).
+time: the step takes the larger of that and their time. Prefill is a roofline too: the larger of its FLOPs
+(2·P·T plus attention, at a fraction `mfu` of the peak) and its weight reads, beside its TP collectives.
+
+`efficiency="calibrated"` (default "ideal": the book's bounds, which every chapter uses) runs the same
+accounting at the chip's measured fractions (`Chip.efficiency`): the best matmul's share of the peak, the
+achieved HBM bandwidth, NCCL/ICI bus bandwidth, and a fixed latency per collective call. Calibrated, a
+tensor-parallel block ends in one AllReduce that waits for the matmul before it and holds up the next, so
+the collectives ADD to the step instead of hiding under it.
 """
 
 from __future__ import annotations
@@ -19,14 +26,16 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .collectives import all_gather, reduce_scatter
+from .collectives import all_gather, all_reduce, reduce_scatter
 from .hardware import Chip, GpuCluster, TpuMesh, get_chip
+from .hardware.chips import Efficiency
 from .models import TransformerConfig, get_model
 from .roofline import Estimate, critical_batch
 from .tables import Table
 from .units import fmt_time
 
-__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "default_mesh", "max_batch",
+           "pareto",
            "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
            "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
@@ -34,16 +43,19 @@ __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "pref
 @dataclass(frozen=True)
 class StepEstimate(Estimate):
     """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs) and
-    `t_ici` (model-parallel collectives), in seconds. `time` = max(t_kv + max(t_math, t_params), t_ici)."""
+    `t_ici` (model-parallel collectives), in seconds. `time` = max(t_kv + max(t_math, t_params), t_ici), or
+    their sum t_kv + max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives are serial)."""
 
     t_params: float = 0.0
     t_kv: float = 0.0
     t_ici: float = 0.0
     batch: int = 1
+    ici_adds: bool = False
 
     @property
     def time(self) -> float:
-        return max(self.t_kv + max(self.t_math, self.t_params), self.t_ici)
+        local = self.t_kv + max(self.t_math, self.t_params)
+        return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
 
     @property
     def upper(self) -> float:
@@ -52,7 +64,7 @@ class StepEstimate(Estimate):
     @property
     def bound(self) -> str:
         """Which term sets the step: 'ici', 'kv' (cache reads), 'params' (weight reads) or 'compute'."""
-        if self.t_ici >= self.t_kv + max(self.t_math, self.t_params):
+        if self.t_ici >= self.t_kv + max(self.t_math, self.t_params) and not self.ici_adds:
             return "ici"
         if self.t_kv >= max(self.t_math, self.t_params):
             return "kv"
@@ -95,32 +107,74 @@ def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 
 
 def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip | str, n_chips: int,
                 param_bytes: float = 2, compute_dtype: str = "bf16", t_ici: float = 0.0,
-                label: str = "") -> StepEstimate:
+                label: str = "", efficiency: str | Efficiency = "ideal") -> StepEstimate:
     """Return the `StepEstimate` of one decode step from raw counts: `params` parameters of `param_bytes`
     bytes each, `kv_bytes_per_seq` bytes of KV cache per sequence, `batch` sequences, on `n_chips` chips
-    that split weights and caches evenly."""
+    that split weights and caches evenly. Calibrated, HBM and FLOP/s run at the chip's measured fractions
+    and `t_ici` adds to the step."""
     chip = get_chip(chip)
     if batch < 1 or n_chips < 1:
         raise ValueError(f"batch and n_chips must be positive, got batch={batch!r}, n_chips={n_chips!r}")
-    W, C = n_chips * chip.hbm_bandwidth, n_chips * chip.peak_flops(compute_dtype)
+    eff = chip.efficiency(efficiency)
+    W = n_chips * chip.hbm_bandwidth * eff.hbm
+    C = n_chips * chip.peak_flops(compute_dtype) * eff.compute(compute_dtype)
     flops = 2 * batch * params
     nbytes = params * param_bytes + batch * kv_bytes_per_seq
     return StepEstimate(flops, nbytes, flops / C, nbytes / W, channel="HBM", label=label,
                         t_params=params * param_bytes / W, t_kv=batch * kv_bytes_per_seq / W, t_ici=t_ici,
-                        batch=batch)
+                        batch=batch, ici_adds=efficiency != "ideal")
 
 
-def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, batch: int, act_bytes: float) -> float:
-    """Seconds of tensor-parallel collectives per decode step: per layer, two blocks each all-gather their
-    [B, D] input and reduce-scatter their output over the whole mesh (latency floors included)."""
-    V = batch * model.D * act_bytes
-    per_block = all_gather(mesh, None, V).time + reduce_scatter(mesh, None, V).time
+def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, act_bytes: float,
+                    efficiency: str | Efficiency = "ideal") -> float:
+    """Seconds of tensor-parallel collectives per step over `tokens` tokens: per layer, two blocks each
+    all-gather their [tokens, D] input and reduce-scatter their output over the whole mesh (latency floors
+    included). Calibrated, each block's pair is one AllReduce call (as Megatron-style TP runs it), paying
+    one per-call latency."""
+    V = tokens * model.D * act_bytes
+    if efficiency == "ideal":
+        per_block = all_gather(mesh, None, V).time + reduce_scatter(mesh, None, V).time
+    else:
+        per_block = all_reduce(mesh, None, V, efficiency=efficiency).time
     return 2 * model.L * per_block
+
+
+def default_mesh(chip: Chip | str, n_chips: int) -> TpuMesh | GpuCluster:
+    """Return the slice a calibrated estimate assumes for `n_chips` chips: a `GpuCluster` of NVLink nodes for
+    a GPU, or the most cube-like (3-D families) or square (2-D) TPU slice of that many chips."""
+    chip = get_chip(chip)
+    if chip.kind == "gpu":
+        return GpuCluster(chip, gpus=n_chips)
+    dims = len(chip.max_slice or (1, 1))
+    sizes = [1] * dims
+    for p in _prime_factors(n_chips):
+        sizes[sizes.index(min(sizes))] *= p
+    return TpuMesh(chip, **dict(zip("XYZ", sorted(sizes, reverse=True))))
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return sorted(out, reverse=True)
+
+
+def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
+              efficiency: str | Efficiency) -> TpuMesh | GpuCluster | None:
+    """The mesh whose TP collectives a step pays: the one given; calibrated, a default one; else none."""
+    if mesh is not None and mesh.n_chips != n_chips:
+        raise ValueError(f"mesh has {mesh.n_chips} chips but n_chips={n_chips}")
+    if mesh is None and efficiency != "ideal" and n_chips > 1:
+        return default_mesh(chip, n_chips)
+    return mesh if n_chips > 1 else None
 
 
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
-                mesh: TpuMesh | GpuCluster | None = None) -> StepEstimate:
+                mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal") -> StepEstimate:
     """Return the `StepEstimate` of a decode step of `batch` sequences at `context` tokens each.
 
     Every weight is counted as read each step (the book's convention; the embedding table's lookups read
@@ -128,29 +182,43 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
 
     `param_bytes` and `kv_bytes` are bytes per weight and per cached value (1 for int8). With a `mesh` (of
     `n_chips` chips, a TPU slice or a `GpuCluster`), the tensor-parallel collectives of the bf16 activations
-    are added as `t_ici`.
+    are added as `t_ici`. `efficiency='calibrated'` uses the chip's measured fractions and per-call latency
+    (and a default slice of `n_chips` when no `mesh` is given); see the module docstring.
     """
-    model = get_model(model)
-    if mesh is not None and mesh.n_chips != n_chips:
-        raise ValueError(f"mesh has {mesh.n_chips} chips but n_chips={n_chips}")
+    model, chip = get_model(model), get_chip(chip)
+    mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     kv = kv_cache_bytes(model, context, 1, kv_bytes)
-    t_ici = _tp_collectives(model, mesh, batch, 2) if mesh is not None and n_chips > 1 else 0.0
+    t_ici = _tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
     return decode_time(model.param_count(), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
-                             f"{get_chip(chip).name}")
+                             f"{chip.name}", efficiency=efficiency)
 
 
-def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float = 0.4,
-            compute_dtype: str = "bf16", attention: bool = True) -> Estimate:
-    """Return the `Estimate` of prefilling `tokens` prompt tokens at `mfu` of the chips' peak (prefill is
-    compute-bound): 2 FLOPs per matmul parameter per token, plus causal attention unless `attention=False`
-    (the book's 2·P·T)."""
+def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float | None = None,
+            compute_dtype: str = "bf16", attention: bool = True, param_bytes: float = 2, kv_bytes: float = 2,
+            mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal") -> StepEstimate:
+    """Return the `StepEstimate` of prefilling one prompt of `tokens` tokens on `n_chips` chips.
+
+    A roofline: the FLOPs (2 per matmul parameter per token, plus causal attention unless `attention=False`;
+    the book's 2·P·T) at a fraction `mfu` of the peak, against reading every weight (`param_bytes` each) and
+    writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
+    collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
+    ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
+    """
     model, chip = get_model(model), get_chip(chip)
+    eff = chip.efficiency(efficiency)
+    mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if mfu is None else mfu
     if not 0 < mfu <= 1 or tokens <= 0:
         raise ValueError(f"need 0 < mfu <= 1 and tokens > 0, got mfu={mfu!r}, tokens={tokens!r}")
+    mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens
     C = n_chips * chip.peak_flops(compute_dtype) * mfu
-    return Estimate(flops, 0.0, flops / C, 0.0, label=f"{model.name} prefill of {tokens:g} tokens")
+    W = n_chips * chip.hbm_bandwidth * eff.hbm
+    weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, 1, kv_bytes)
+    t_ici = _tp_collectives(model, mesh, tokens, 2, efficiency) if mesh is not None else 0.0
+    return StepEstimate(flops, weights + cache, flops / C, (weights + cache) / W, channel="HBM",
+                        label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
+                        t_ici=t_ici, batch=max(1, round(tokens)), ici_adds=efficiency != "ideal")
 
 
 def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
