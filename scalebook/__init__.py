@@ -37,8 +37,10 @@ __all__ = [
     "sharded_ops", "problems", "notebooks", "cli",
 ]
 
-_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-                 "sharded_ops", "problems", "notebooks", "cli", "cheatsheet"}
+_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "autograde", "profiling", "labs",
+                 "problems", "notebooks", "cli", "cheatsheet", "hlo", "pipeline", "planner"}
+# The chapters' labs under the names chapters 7 and 10 use: `sb.decoder`, `from scalebook import sharded_ops`.
+_LAB_NAMES = {"decoder": "labs.ch07_decoder", "sharded_ops": "labs.ch10_programs"}
 
 
 def setup(n_cpu_devices: int = 8, quiet: bool = False):
@@ -49,6 +51,6 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False):
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_MODULES or name in _LAB_NAMES:
+        return importlib.import_module(f"{__name__}.{_LAB_NAMES.get(name, name)}")
     raise AttributeError(f"module 'scalebook' has no attribute {name!r}")

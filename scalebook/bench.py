@@ -13,16 +13,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .hardware import Chip, chip_for_device_kind
+from .hardware.chips import Chip, chip_for_device_kind
 from .roofline import matmul
+from .runtime import device_mesh, jnp_dtype
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_rate, fmt_time
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
            "COLLECTIVE_MODEL"]
-
-_JNP_DTYPES = {"fp32": "float32", "f32": "float32", "bf16": "bfloat16", "fp16": "float16", "int8": "int8"}
-
 
 def _jax():
     import jax
@@ -54,9 +52,7 @@ def median_time(fn: Callable[..., Any], *args: Any, repeats: int = 5, warmup: in
 
 def _array(shape: Sequence[int], dtype: str):
     _, jnp = _jax()
-    if dtype not in _JNP_DTYPES:
-        raise ValueError(f"dtype={dtype!r} cannot be benchmarked; allowed: {sorted(_JNP_DTYPES)}")
-    return jnp.ones(shape, dtype=_JNP_DTYPES[dtype])
+    return jnp.ones(shape, dtype=jnp_dtype(dtype))
 
 
 def _progress(items: Iterable, total: int, desc: str, progress: bool):
@@ -198,8 +194,6 @@ def collective_sweep(kinds: Sequence[str] = ("all_gather", "psum", "psum_scatter
     """
     jax, _ = _jax()
     from jax.sharding import NamedSharding, PartitionSpec
-
-    from .xla import device_mesh
 
     unknown = [k for k in kinds if k not in COLLECTIVE_MODEL]
     if unknown or not kinds:

@@ -1,18 +1,28 @@
-"""The runtime a chapter runs on: emulated CPU devices on a laptop, or a real TPU/GPU on Colab/Kaggle.
+"""The runtime a chapter runs on, and the JAX toolbox every live module shares.
 
 `setup()` must run before anything imports JAX: XLA reads the number of emulated CPU devices once, when
 its CPU backend starts. It then reports, in one line, what the chapter's live sections will run on.
+`jnp_dtype`, `device_mesh` and `compile_jit` are the one way the lab names a dtype, builds a mesh and
+compiles a function (`xla`, `profiling`, `bench` and the chapters' `labs` all go through them).
+JAX is imported only inside these functions.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .hardware import Chip, chip_for_device_kind
+from .hardware.chips import Chip, chip_for_device_kind
+from .units import JAX_DTYPES
 
-__all__ = ["Runtime", "setup", "host"]
+if TYPE_CHECKING:
+    import jax
+
+__all__ = ["Runtime", "setup", "host", "jnp_dtype", "device_mesh", "compile_jit"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +98,55 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
     if not quiet:
         print(info.summary())
     return info
+
+
+def jnp_dtype(name: str) -> Any:
+    """Return the JAX dtype of a scalebook dtype name ('fp32', 'bf16', 'fp16', 'int8'), e.g. jnp.bfloat16."""
+    import jax.numpy as jnp
+
+    key = str(name).lower()
+    if key not in JAX_DTYPES:
+        raise ValueError(f"dtype={name!r} cannot run in the live lab; allowed: {sorted(JAX_DTYPES)}")
+    return jnp.dtype(JAX_DTYPES[key])
+
+
+def device_mesh(axes: dict[str, int], mode: str = "auto") -> jax.sharding.Mesh:
+    """Return a JAX mesh with named axes of these sizes, e.g. {"X": 4, "Y": 2}, on the first devices.
+
+    `mode` is the axis type of every axis: 'auto' (XLA chooses shardings between the ones we pin) or
+    'explicit' (shardings are part of the type). On a laptop the devices are the emulated CPU devices; on a
+    TPU or GPU runtime with too few chips the CPU devices are used, so the compiled program (and its
+    collectives) is the same as on a real slice.
+    """
+    import jax
+    import numpy as np
+    from jax.sharding import AxisType
+
+    types = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
+    if mode not in types:
+        raise ValueError(f"mode={mode!r} is not a mesh axis type; allowed: {sorted(types)}")
+    if not isinstance(axes, dict) or not axes or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in axes.values()):
+        raise ValueError(f"axes={axes!r} must map axis names to positive sizes, e.g. {{'X': 4, 'Y': 2}}")
+    n = math.prod(axes.values())
+    devices = jax.devices() if jax.device_count() >= n else jax.devices("cpu")
+    if len(devices) < n:
+        raise ValueError(f"axes={axes!r} needs {n} devices but only {len(devices)} exist; run sb.setup() first")
+    return jax.sharding.Mesh(np.array(devices[:n]).reshape(tuple(axes.values())), tuple(axes),
+                             axis_types=(types[mode],) * len(axes))
+
+
+def compile_jit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> jax.stages.Compiled:
+    """Return `jax.jit(fn)` lowered for `args` (arrays or `jax.ShapeDtypeStruct`s with shardings) and compiled.
+
+    A function that is already jitted is used as it is (its own shardings stay); a `jax.stages.Compiled`
+    is returned unchanged, so one compilation can serve the HLO text, the cost analysis and the collectives.
+    """
+    if not callable(fn):
+        raise ValueError(f"fn must be a function (or a jitted or compiled one), got {type(fn).__name__} {fn!r}")
+    import jax
+
+    if isinstance(fn, jax.stages.Compiled):
+        return fn
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    return jitted.lower(*args, **kwargs).compile()

@@ -27,7 +27,7 @@ from .roofline import Estimate, Overlap
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_time
 
-__all__ = ["ArraySpec", "parse_spec", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
+__all__ = ["ArraySpec", "parse_spec", "parse_expr", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
            "sharded_matmul", "partition_spec", "mesh_axes"]
 
 _ARRAY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([^\]]*)\]\s*(\{[^}]*\})?\s*$")
@@ -213,7 +213,7 @@ class Plan(Overlap):
                 + self.table()._repr_html_())
 
 
-def _parse_expr(expr: str) -> tuple[ArraySpec, ArraySpec, ArraySpec]:
+def parse_expr(expr: str) -> tuple[ArraySpec, ArraySpec, ArraySpec]:
     parts = [p.strip() for p in re.split(r"@|->", expr)]
     if len(parts) != 3:
         raise ValueError(f"expr={expr!r} must look like 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
@@ -351,7 +351,7 @@ def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) 
     `sizes` gives every dimension (I=..., J=..., K=...), `dtype` the element type of all three arrays.
     The plan's `alternatives` lists every strategy considered with its lower-bound time.
     """
-    A, B, C = _parse_expr(expr)
+    A, B, C = parse_expr(expr)
     for spec in (A, B, C):
         local_shape(spec, mesh, sizes)
     (J,) = set(A.dim_names) & set(B.dim_names)

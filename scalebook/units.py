@@ -13,7 +13,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "PB",
     "KiB", "MiB", "GiB", "TiB",
     "ns", "us", "ms", "DAY", "YEAR",
-    "DTYPE_BYTES", "dtype_bytes",
+    "DTYPE_BYTES", "JAX_DTYPES", "dtype_bytes",
     "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
 ]
 
@@ -26,6 +26,14 @@ DTYPE_BYTES: dict[str, float] = {
     "bf16": 2, "bfloat16": 2, "fp16": 2, "f16": 2, "float16": 2,
     "fp8": 1, "f8": 1, "int8": 1, "i8": 1,
     "int4": 0.5, "i4": 0.5, "fp4": 0.5,
+}
+
+
+# The NumPy/JAX name of each dtype the live lab can run in (`runtime.jnp_dtype` turns it into a JAX dtype).
+JAX_DTYPES: dict[str, str] = {
+    "fp32": "float32", "f32": "float32", "float32": "float32",
+    "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "f16": "float16", "float16": "float16",
+    "int8": "int8", "i8": "int8",
 }
 
 

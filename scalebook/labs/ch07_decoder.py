@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from .bench import _jax, _progress, calibrate, default_dtype, median_time
-from .hardware import Chip
-from .inference import decode_time
-from .models import TransformerConfig
-from .tables import Table
-from .units import dtype_bytes, fmt_time
+from ..bench import _jax, _progress, calibrate, default_dtype, median_time
+from ..hardware.chips import Chip
+from ..inference import decode_time
+from ..models import TransformerConfig
+from ..runtime import jnp_dtype
+from ..tables import Table
+from ..units import dtype_bytes, fmt_time
 
 __all__ = ["TINY", "init", "prefill", "decode_step", "measure_decode"]
 
@@ -32,7 +33,7 @@ def init(config: TransformerConfig = TINY, seed: int = 0, dtype: str = "fp32") -
     L, D, F, N, K, H, V = (getattr(config, c) for c in "LDFNKHV")
     layer = {"wq": (D, N, H), "wk": (D, K, H), "wv": (D, K, H), "wo": (N, H, D), "w_gate": (D, F), "w_up": (D, F),
              "w_down": (F, D)}
-    fan_in, kind = {"embed": 1, "wo": N * H, "w_down": F}, {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
+    fan_in, kind = {"embed": 1, "wo": N * H, "w_down": F}, jnp_dtype(dtype)
     keys = iter(jax.random.split(jax.random.key(seed), 2 + L * len(layer)))
 
     def weight(name: str, shape: tuple[int, ...]):

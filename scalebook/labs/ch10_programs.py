@@ -6,7 +6,7 @@ The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the bo
 
     import scalebook as sb
     sb.setup()
-    from scalebook import sharded_ops
+    from scalebook import sharded_ops           # this module, under the name the chapter uses
     sharded_ops.sharding_modes(64, 128, 256)      # the collectives Auto, Explicit and Manual compile to
     sharded_ops.time_collective_matmul(1024, 2048, 8192)
     sharded_ops.time_overlapped_mlp(1024, 2048, 8192)   # AllGather- and ReduceScatter-style rings chained
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .tables import Table
-from .units import fmt_time
+from ..bench import median_time
+from ..runtime import device_mesh
+from ..tables import Table
+from ..units import fmt_time
+from ..xla import collectives, kinds
 
 if TYPE_CHECKING:
     import jax
@@ -38,25 +41,8 @@ MESH_SHAPE = {"X": 2, "Y": 4}
 
 
 def make_mesh(axes: dict[str, int] | None = None, mode: str = "auto") -> jax.sharding.Mesh:
-    """Return a mesh with these named axes (default X=2, Y=4) whose axes are all of type `mode` ('auto', 'explicit')."""
-    import jax
-    from jax.sharding import AxisType
-
-    types = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
-    if mode not in types:
-        raise ValueError(f"mode={mode!r} is not a mesh axis type; allowed: {sorted(types)}")
-    axes = dict(axes or MESH_SHAPE)
-    if jax.device_count() < _prod(axes.values()):
-        raise ValueError(f"axes={axes!r} needs {_prod(axes.values())} devices, JAX has {jax.device_count()}; "
-                         "run sb.setup() before importing JAX")
-    return jax.make_mesh(tuple(axes.values()), tuple(axes), axis_types=(types[mode],) * len(axes))
-
-
-def _prod(values: Any) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
+    """Return the chapter's mesh: these named axes (default X=2, Y=4), all of type `mode` ('auto', 'explicit')."""
+    return device_mesh(dict(axes or MESH_SHAPE), mode)
 
 
 def _put(mesh: jax.sharding.Mesh, shape: tuple[int, ...], spec: tuple, seed: int = 0) -> jax.Array:
@@ -79,8 +65,6 @@ def sharding_modes(B: int, D: int, F: int) -> Table:
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
 
-    from . import xla
-
     X, Y = MESH_SHAPE["X"], MESH_SHAPE["Y"]
     if B % X or D % Y or F % Y:
         raise ValueError(f"B={B}, D={D}, F={F} must split evenly: B over X={X}, D and F over Y={Y}")
@@ -89,9 +73,9 @@ def sharding_modes(B: int, D: int, F: int) -> Table:
     def add(mode: str, how: str, fn: Callable, mesh: jax.sharding.Mesh) -> None:
         x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), ("Y", None), seed=1)
         with jax.set_mesh(mesh):
-            colls = xla.collectives(jax.jit(fn), x, w)
+            colls = collectives(jax.jit(fn), x, w)
             out = jax.jit(fn)(x, w)
-        rows.append({"mode": mode, "how": how, "collectives": ", ".join(xla.kinds(colls)) or "none",
+        rows.append({"mode": mode, "how": how, "collectives": ", ".join(kinds(colls)) or "none",
                      "output sharding": str(out.sharding.spec)})
 
     auto, explicit = make_mesh(mode="auto"), make_mesh(mode="explicit")
@@ -203,8 +187,6 @@ def time_collective_matmul(B: int, D: int, F: int, repeats: int = 5) -> Table:
     import jax
     import jax.numpy as jnp
 
-    from . import xla
-    from .bench import median_time
 
     mesh = make_mesh()
     x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), (None, "Y"), seed=1)
@@ -218,7 +200,7 @@ def time_collective_matmul(B: int, D: int, F: int, repeats: int = 5) -> Table:
     for name, fn in programs.items():
         error = float(jnp.max(jnp.abs(fn(x, w) - reference)))
         rows.append({"program": name, "median time": median_time(fn, x, w, repeats=repeats),
-                     "collectives": ", ".join(xla.kinds(xla.collectives(fn, x, w))), "max |error|": error})
+                     "collectives": ", ".join(kinds(collectives(fn, x, w))), "max |error|": error})
     return Table(rows, columns=["program", "median time", "collectives", "max |error|"],
                  formats={"median time": fmt_time, "max |error|": lambda v: f"{v:.1e}"},
                  title=f"x[B_X, D_Y] · w[D, F_Y], B={B} D={D} F={F} "
@@ -341,8 +323,6 @@ def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from . import xla
-    from .bench import median_time
 
     mesh = make_mesh()
     X, Y = mesh.shape["X"], mesh.shape["Y"]
@@ -361,7 +341,7 @@ def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
     for name, fn in programs.items():
         error = float(jnp.max(jnp.abs(fn(x, w_in, w_out) - reference)))
         rows.append({"program": name, "median time": median_time(fn, x, w_in, w_out, repeats=repeats),
-                     "collectives": ", ".join(xla.kinds(xla.collectives(fn, x, w_in, w_out))),
+                     "collectives": ", ".join(kinds(collectives(fn, x, w_in, w_out))),
                      "max |error|": error})
     return Table(rows, columns=["program", "median time", "collectives", "max |error|"],
                  formats={"median time": fmt_time, "max |error|": lambda v: f"{v:.1e}"},
@@ -473,7 +453,7 @@ def process_layout(rows_per_device: int = 2, cols: int = 4) -> ProcessLayout:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    mesh = device_mesh({"data": jax.device_count()})
     local_rows = rows_per_device * jax.local_device_count()
     offset = jax.process_index() * local_rows
     local = np.arange(offset * cols, (offset + local_rows) * cols, dtype=np.float32).reshape(local_rows, cols)
