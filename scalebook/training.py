@@ -22,21 +22,25 @@ expert parallelism ('ep' in `layer_cost`) and pipeline stages (P in `step_time`)
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .collectives import all_to_all
-from .hardware import Chip, GpuCluster, get_chip
+from .hardware.chips import Chip, get_chip
+from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
+from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
 from .roofline import Estimate
-from .tables import Table
-from .units import dtype_bytes, fmt_bytes, fmt_time
+from .units import dtype_bytes, fmt_bytes
 
+# Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from
+# `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
-           "layer_cost", "critical_batch", "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "plan",
-           "TrainingPlan", "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction",
-           "expert_parallel"]
+           "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "critical_batch", "tp_limit", "x_opt",
+           "comms_time", "step_time", "mfu", "expert_parallel",
+           "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms"]
+_PLANNER_NAMES = ("plan", "TrainingPlan", "check_parallelism")
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -197,7 +201,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
     for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y), ("Z", Z), ("k", k)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}={value!r} must be a positive integer")
-    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
+    hardware, _ = resolve(chip)
     chip, W_X, W_Y = _links(hardware, Y)
     C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
     shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y, "dp_tp": X * Y, "ep": Z}[strategy]
@@ -227,8 +231,8 @@ def expert_width_threshold(Z: int, k: int, hardware: Chip | str | GpuCluster, D:
     return cost.t_comms / cost.t_math
 
 
-def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
-                   M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
+def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
+                        M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
     """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the
     bidirectional ICI link of a TPU or, for a `GpuCluster`, its NVLink egress (one node) or node egress (ch. 12):
 
@@ -243,7 +247,7 @@ def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None
     if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
         raise ValueError(f"need integers 1 <= k <= E, got E={E!r}, k={k!r}")
     if strategy == "dcn":
-        chip = get_chip(chip.chip if isinstance(chip, GpuCluster) else chip)
+        _, chip = resolve(chip)
         if not chip.dcn_bandwidth:
             raise ValueError(f"{chip.name} has no DCN bandwidth figure")
         return chip.peak_flops(dtype) / chip.dcn_bandwidth * E / k
@@ -256,6 +260,11 @@ def critical_batch(strategy: str, chip: Chip | str | GpuCluster, F: float | None
             raise ValueError("F (the MLP width) is needed for the FSDP + TP threshold")
         return alpha**2 / (M_X * M_Y * F)
     raise ValueError(f"strategy={strategy!r} has no batch threshold; allowed: dp, fsdp, fsdp_tp, dcn")
+
+
+# The book calls this threshold the critical batch; `roofline.critical_batch` is the batch of one compute-bound
+# matmul, so the training threshold's own name says what it is, and the old name stays for the chapters.
+critical_batch = min_tokens_per_chip
 
 
 def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str = "bf16") -> float:
@@ -277,7 +286,6 @@ def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
     return math.sqrt(B / F * M_X / M_Y * N)
 
 
-
 def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32") -> float:
     """Return the most parameters whose weights and optimizer state fit one chip's HBM (pure data parallelism)."""
     chip = get_chip(chip)
@@ -285,11 +293,6 @@ def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf
         raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
     per_param = dtype_bytes(param_dtype) + OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype)
     return chip.hbm_bytes / per_param
-
-
-def _axes_of(chip: Chip) -> int:
-    """Physical torus axes of a chip's slices (3 on v4p/v5p/TPU7x, 2 on v5e/v6e)."""
-    return len(chip.max_slice or (0, 0))
 
 
 def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
@@ -327,8 +330,7 @@ def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_c
     (M + P - 1) / M, and add their sends to the communication.
     """
     model = get_model(model)
-    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
-    chip = hardware.chip if isinstance(hardware, GpuCluster) else hardware
+    hardware, chip = resolve(chip)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
     M = microbatches if microbatches is not None else 4 * P
@@ -359,278 +361,6 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
     return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops(dtype) * seconds)
 
 
-@dataclass(frozen=True, repr=False)
-class TrainingPlan:
-    """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
-
-    Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a
-    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (the planner pipelines on GPU clusters).
-    """
-
-    model: TransformerConfig
-    chip: Chip
-    n_chips: int
-    batch_tokens: float
-    strategy: str
-    dp: int
-    fsdp: int
-    tp: int
-    pp: int
-    estimate: Estimate
-    candidates: Table
-
-    @property
-    def mfu(self) -> float:
-        """The best MFU this layout allows: compute time over step time (1 when compute-bound)."""
-        return self.estimate.t_math / self.estimate.time
-
-    @property
-    def chips_used(self) -> int:
-        """Chips the layout occupies: the data-parallel degree must divide the batch, so some may sit out."""
-        return self.dp * self.fsdp * self.tp * self.pp
-
-    def __str__(self) -> str:
-        used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
-        data = "FSDP" if "fsdp" in self.strategy else "DP"
-        return (f"{self.model.name}: {self.strategy} with {data} {self.fsdp} × TP {self.tp}"
-                f"{f' × PP {self.pp}' if self.pp > 1 else ''}"
-                f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {used} × {self.chip.name}; "
-                f"{self.estimate}")
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return f"<p>{self}</p>" + self.candidates._repr_html_()
-
-
-def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
-    """(strategy, Y, M_X, M_Y, P) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
-    axes = _axes_of(chip)
-    out = [("dp", 1, axes, 1, 1), ("fsdp", 1, axes, 1, 1)]
-    if M <= 64:
-        out.append(("tp", M, 1, axes, 1))
-    Y = 2
-    while Y < M and Y <= 64:
-        out.append(("fsdp_tp", Y, max(1, axes - 1), 1, 1))
-        Y *= 2
-    return out
-
-
-def _gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, int, int, int, int]]:
-    """(strategy, Y, M_X, M_Y, P) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node,
-    and the book's recipe for large models, TP in a node x P pipeline stages x ZeRO-1 data parallelism (P
-    dividing the layers)."""
-    n = cluster.gpus_per_node
-    out = [("dp", 1, 1, 1, 1), ("fsdp", 1, 1, 1, 1)]
-    if M <= n:
-        out.append(("tp", M, 1, 1, 1))
-    tp_degrees = [Y for Y in (2, 4, 8, 16, 32, 64) if Y <= n and Y < M]
-    out += [("fsdp_tp", Y, 1, 1, 1) for Y in tp_degrees]
-    out += [("dp_tp", Y, 1, 1, P) for Y in tp_degrees for P in (2, 4, 8, 16, 32)
-            if layers % P == 0 and Y * P <= M]
-    return out
-
-
-def _per_chip_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips: int) -> float:
-    """Bytes per chip of a layout: ZeRO-3 shards everything over all chips (FSDP); plain DP replicates the
-    weights and optimizer; DP with TP and pipelining splits them over the Y·P chips of a replica and, as
-    ZeRO-1, the optimizer state also over the X replicas. Saved activations split over all chips."""
-    if strategy == "dp":
-        return state.params + state.grads + state.optimizer + state.activations / chips
-    if strategy == "dp_tp":
-        return (state.params + state.grads) / (Y * P) + state.optimizer / (X * Y * P) + state.activations / chips
-    return state.total / chips
-
-
-def _largest_divisor(n: int, cap: int) -> int:
-    """The largest d <= cap that divides n (1 at worst)."""
-    return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
-
-
-def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
-         seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
-         sequence_sharding: bool = True) -> TrainingPlan:
-    """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
-    pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
-
-    The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
-    layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
-    On a `GpuCluster` (n_chips of its GPUs), TP stays inside a node and FSDP/DP runs over the network.
-    """
-    model = get_model(model)
-    cluster = chip if isinstance(chip, GpuCluster) else None
-    chip = cluster.chip if cluster else get_chip(chip)
-    if not isinstance(n_chips, int) or n_chips < 1:
-        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
-    if cluster and n_chips > cluster.gpus:
-        raise ValueError(f"n_chips={n_chips} exceeds the cluster's {cluster.gpus} GPUs")
-    if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
-    pod = n_chips if cluster else math.prod(chip.max_slice or (n_chips,))
-    slices = max(1, math.ceil(n_chips / pod))
-    if slices > 1 and not chip.dcn_bandwidth:
-        raise ValueError(f"n_chips={n_chips} needs {slices} slices of {chip.name} joined over DCN, and its "
-                         "dcn_bandwidth is unknown; use at most one pod or a chip with a DCN figure")
-    units = int(batch_tokens if sequence_sharding else batch_tokens // seq_len)
-    if units % slices:
-        raise ValueError(f"the batch ({units} {'tokens' if sequence_sharding else 'sequences'}) does not split "
-                         f"evenly over {slices} slices")
-    M = n_chips // slices
-    state = memory(model, batch_tokens, 1, saves_per_layer, optimizer)
-    rows, best, best_memory = [], None, 0.0
-    for strategy, Y, M_X, M_Y, P in _gpu_layouts(cluster, M, model.L) if cluster else _layouts(chip, M):
-        X = _largest_divisor(units // slices, M // (Y * P)) if strategy != "tp" else 1
-        used = X * Y * P
-        microbatches = max(1, min(4 * P, int(batch_tokens / seq_len / (X * slices))))
-        est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
-                        seq_len=seq_len, P=P, microbatches=microbatches)
-        if slices > 1:
-            dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
-            est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
-        per_chip = _per_chip_memory(state, strategy, X * slices, Y, P, used * slices)
-        why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM" \
-            if per_chip > chip.hbm_bytes else ""
-        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
-                     "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
-                     "why not": why, "_key": (strategy, X, Y, P, est)})
-        if not why and (best is None or (est.time, per_chip) < (best[4].time, best_memory)):
-            best, best_memory = (strategy, X, Y, P, est), per_chip
-    if best is None:
-        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
-                         + "; ".join(r["why not"] for r in rows[:3]))
-    for row in rows:
-        if not row["why not"]:
-            e = row["_key"][4]
-            row["why not"] = ("chosen" if row["_key"] == best else
-                              f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
-                              else f"{e.time / best[4].time - 1:.0%} slower")
-        del row["_key"]
-    formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
-    table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
-    strategy, X, Y, P, est = best
-    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
-
-
-
-
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
-
-
-def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virtual: int = 1) -> float:
-    """Return the fraction of a pipelined step that stages sit idle: (P-1) / (v·M + P - 1).
-
-    GPipe and 1F1B idle equally, (P-1)/(M+P-1) for P stages and M microbatches; 1F1B only keeps fewer
-    microbatches' activations alive. The interleaved schedule gives each device `virtual` chunks of layers,
-    which shrinks the bubble v-fold at the cost of v times more stage-to-stage sends.
-    """
-    if schedule not in PIPELINE_SCHEDULES:
-        raise ValueError(f"schedule={schedule!r}; allowed: {list(PIPELINE_SCHEDULES)}")
-    for name, value in (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
-    v = virtual if schedule == "interleaved" else 1
-    return (stages - 1) / (v * microbatches + stages - 1)
-
-
-def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -> list[list[str]]:
-    """Return a grid [stage][time slot] of work labels ('F3' = forward of microbatch 3, 'B3' backward, '' idle).
-
-    Each slot is one microbatch through one stage; a backward pass takes one slot like a forward (a drawing
-    aid, not a timing model). GPipe runs every forward, then every backward; 1F1B starts backwards as soon as
-    the last stage finishes a forward, so at most `stages` microbatches are in flight.
-    """
-    if schedule not in ("gpipe", "1f1b"):
-        raise ValueError(f"schedule={schedule!r}; allowed: gpipe, 1f1b")
-    pipeline_bubble(stages, microbatches, schedule)  # validates the counts
-    P, M = stages, microbatches
-    grid = [[""] * (2 * (M + P - 1)) for _ in range(P)]
-    if schedule == "gpipe":
-        for s in range(P):
-            for m in range(M):
-                grid[s][s + m] = f"F{m}"
-                grid[s][M + P - 1 + (P - 1 - s) + m] = f"B{m}"
-        return grid
-    order = []  # per stage: warm-up forwards, then one backward, one forward, ...
-    for s in range(P):
-        warm = min(P - s, M)
-        seq = [("F", m) for m in range(warm)]
-        for b in range(M):
-            seq.append(("B", b))
-            if warm + b < M:
-                seq.append(("F", warm + b))
-        order.append(seq)
-    done = {}  # (kind, stage, microbatch) -> slot
-    free, pos = [0] * P, [0] * P
-    while any(pos[s] < len(order[s]) for s in range(P)):
-        for s in range(P):
-            if pos[s] == len(order[s]):
-                continue
-            kind, m = order[s][pos[s]]
-            needs = ("F", s - 1, m) if kind == "F" else ("B", s + 1, m) if s < P - 1 else ("F", s, m)
-            if kind == "F" and s == 0:
-                ready = 0
-            elif needs in done:
-                ready = done[needs] + 1
-            else:
-                continue
-            slot = max(free[s], ready)
-            for row in grid:
-                row.extend([""] * (slot + 1 - len(row)))
-            grid[s][slot] = f"{kind}{m}"
-            done[(kind, s, m)], free[s] = slot, slot + 1
-            pos[s] += 1
-    width = max(max((i for i, c in enumerate(row) if c), default=0) for row in grid) + 1
-    return [row[:width] for row in grid]
-
-
-def pipeline_comms(batch_tokens: float, D: int, stages: int, microbatches: int, hardware: Chip | str | GpuCluster,
-                   dtype: str = "bf16") -> float:
-    """Return the seconds of stage-to-stage sends on a pipelined forward pass's critical path (ch. 12).
-
-    Each of the `microbatches` carries batch_tokens / microbatches activations of D values to the next stage;
-    the last microbatch leaves the first stage after M - 1 sends and crosses S - 1 boundaries, so the path
-    holds M + S - 2 sends: 2·B·D / (W·M) · (M + S - 2) in bf16. A stage is a node on a GPU cluster (its
-    NICs, W = node egress) or a chip on a TPU slice (one ICI link, one way).
-    """
-    for name, value in (("stages", stages), ("microbatches", microbatches), ("D", D)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
-    if batch_tokens <= 0:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must be positive")
-    if isinstance(hardware, GpuCluster):
-        W = hardware.node_egress
-    else:
-        chip = get_chip(hardware)
-        if chip.ici_bandwidth is None:
-            raise ValueError(f"{chip.name} has no ICI link; for GPUs pass a GpuCluster")
-        W = chip.ici_bandwidth
-    sends = microbatches + stages - 2
-    return batch_tokens * D * dtype_bytes(dtype) / (W * microbatches) * sends
-
-
-def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp: int = 1, ep: int = 1,
-                      E: int = 1, k: int = 1) -> dict[str, float | str]:
-    """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU
-    against the data-parallel threshold once each replica spans tp·pp·ep GPUs (`critical_batch`)."""
-    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
-    replica = tp * pp * ep
-    if cluster.gpus % replica:
-        raise ValueError(f"tp·pp·ep = {replica} must divide the cluster's {cluster.gpus} GPUs")
-    per_gpu = batch_tokens / cluster.gpus
-    critical = critical_batch("dp", cluster, model_parallel=replica, E=E, k=k)
-    return {"GPUs": cluster.gpus, "model parallel": replica, "data parallel": cluster.gpus // replica,
-            "tokens/GPU": per_gpu, "critical tokens/GPU": critical,
-            "bound": "compute" if per_gpu >= critical else "comms"}
-
-
-def idle_fraction(grid: list[list[str]]) -> float:
-    """Return the fraction of empty (idle) slots in a pipeline grid."""
-    cells = [c for row in grid for c in row]
-    return cells.count("") / len(cells)
-
-
 def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluster, batch_tokens: float, Z: int,
                     M: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a training step's MoE layers with the experts split Z ways (expert parallelism).
@@ -641,8 +371,7 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluste
     `GpuCluster`, four ragged top-k AllToAlls over Z of its GPUs (ch. 12).
     """
     model = get_model(model)
-    hardware = chip if isinstance(chip, GpuCluster) else get_chip(chip)
-    chip = hardware.chip if isinstance(hardware, GpuCluster) else hardware
+    hardware, chip = resolve(chip)
     if not model.is_moe:
         raise ValueError(f"{model.name or 'this model'} has no experts (E=1); expert parallelism needs an MoE")
     if not isinstance(Z, int) or not 1 <= Z <= model.E:
@@ -654,3 +383,12 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluste
     t_comms = 4 * _all_to_all_seconds(hardware, token_bytes, Z, model.k, M)
     return Estimate(flops, values * dtype_bytes(dtype), flops / chip.peak_flops(dtype), t_comms, channel="ICI",
                     label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")
+
+
+def __getattr__(name: str) -> Any:
+    """Serve the planner's names from `planner` (which imports this module, so it cannot be imported at the top)."""
+    if name in _PLANNER_NAMES:
+        from . import planner
+
+        return getattr(planner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from ..tables import Table
 from ..units import fmt_rate
 from .chips import Chip, get_chip
 
-__all__ = ["FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
+__all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
            "get_cluster", "fat_tree_switches"]
 
 
@@ -288,3 +288,12 @@ def fat_tree_switches(gpus: int, radix: int = 64, gpus_per_node: int = 8) -> dic
     if leaves * half <= radix * half:  # every leaf reaches every spine switch
         return {"nvswitch": nvswitches, "leaf": leaves, "spine": math.ceil(leaves * half / radix), "core": 0}
     return {"nvswitch": nvswitches, "leaf": leaves, "spine": leaves, "core": math.ceil(leaves * half / radix)}
+
+
+def resolve(hardware: Chip | str | GpuCluster) -> tuple[Chip | GpuCluster, Chip]:
+    """Return (the hardware, its chip): a `GpuCluster` stays itself and brings its GPU; a chip name or `Chip`
+    is looked up and stands for both (a TPU slice's chip, or one GPU)."""
+    if isinstance(hardware, GpuCluster):
+        return hardware, hardware.chip
+    chip = get_chip(hardware)
+    return chip, chip

@@ -1,0 +1,196 @@
+"""The layout search: which parallelism (DP, FSDP, TP, FSDP x TP, TP x pipeline x ZeRO-1) trains a model fastest.
+
+`plan` tries every layout the chip or cluster allows, prices each with `training.step_time`, keeps those
+whose memory per chip fits in HBM and returns the fastest as a `TrainingPlan`, with a table of every
+candidate and why it lost. `check_parallelism` checks a published GPU layout the way ch. 12 does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .hardware.chips import Chip
+from .hardware.gpu import GpuCluster, resolve
+from .models import TransformerConfig, get_model
+from .roofline import Estimate
+from .tables import Table
+from .training import Memory, memory, min_tokens_per_chip, step_time
+from .units import fmt_bytes, fmt_time
+
+__all__ = ["TrainingPlan", "plan", "check_parallelism"]
+
+
+@dataclass(frozen=True, repr=False)
+class TrainingPlan:
+    """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
+
+    Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a
+    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (the planner pipelines on GPU clusters).
+    """
+
+    model: TransformerConfig
+    chip: Chip
+    n_chips: int
+    batch_tokens: float
+    strategy: str
+    dp: int
+    fsdp: int
+    tp: int
+    pp: int
+    estimate: Estimate
+    candidates: Table
+
+    @property
+    def mfu(self) -> float:
+        """The best MFU this layout allows: compute time over step time (1 when compute-bound)."""
+        return self.estimate.t_math / self.estimate.time
+
+    @property
+    def chips_used(self) -> int:
+        """Chips the layout occupies: the data-parallel degree must divide the batch, so some may sit out."""
+        return self.dp * self.fsdp * self.tp * self.pp
+
+    def __str__(self) -> str:
+        used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
+        data = "FSDP" if "fsdp" in self.strategy else "DP"
+        return (f"{self.model.name}: {self.strategy} with {data} {self.fsdp} × TP {self.tp}"
+                f"{f' × PP {self.pp}' if self.pp > 1 else ''}"
+                f"{f' × DP {self.dp} slices' if self.dp > 1 else ''} on {used} × {self.chip.name}; "
+                f"{self.estimate}")
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self}</p>" + self.candidates._repr_html_()
+
+
+def _axes_of(chip: Chip) -> int:
+    """Physical torus axes of a chip's slices (3 on v4p/v5p/TPU7x, 2 on v5e/v6e)."""
+    return len(chip.max_slice or (0, 0))
+
+
+def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, Y, M_X, M_Y, P) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
+    axes = _axes_of(chip)
+    out = [("dp", 1, axes, 1, 1), ("fsdp", 1, axes, 1, 1)]
+    if M <= 64:
+        out.append(("tp", M, 1, axes, 1))
+    Y = 2
+    while Y < M and Y <= 64:
+        out.append(("fsdp_tp", Y, max(1, axes - 1), 1, 1))
+        Y *= 2
+    return out
+
+
+def _gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, Y, M_X, M_Y, P) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node,
+    and the book's recipe for large models, TP in a node x P pipeline stages x ZeRO-1 data parallelism (P
+    dividing the layers)."""
+    n = cluster.gpus_per_node
+    out = [("dp", 1, 1, 1, 1), ("fsdp", 1, 1, 1, 1)]
+    if M <= n:
+        out.append(("tp", M, 1, 1, 1))
+    tp_degrees = [Y for Y in (2, 4, 8, 16, 32, 64) if Y <= n and Y < M]
+    out += [("fsdp_tp", Y, 1, 1, 1) for Y in tp_degrees]
+    out += [("dp_tp", Y, 1, 1, P) for Y in tp_degrees for P in (2, 4, 8, 16, 32)
+            if layers % P == 0 and Y * P <= M]
+    return out
+
+
+def _per_chip_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips: int) -> float:
+    """Bytes per chip of a layout: ZeRO-3 shards everything over all chips (FSDP); plain DP replicates the
+    weights and optimizer; DP with TP and pipelining splits them over the Y·P chips of a replica and, as
+    ZeRO-1, the optimizer state also over the X replicas. Saved activations split over all chips."""
+    if strategy == "dp":
+        return state.params + state.grads + state.optimizer + state.activations / chips
+    if strategy == "dp_tp":
+        return (state.params + state.grads) / (Y * P) + state.optimizer / (X * Y * P) + state.activations / chips
+    return state.total / chips
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    """The largest d <= cap that divides n (1 at worst)."""
+    return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
+
+
+def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+         seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
+         sequence_sharding: bool = True) -> TrainingPlan:
+    """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
+    pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
+
+    The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
+    layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
+    On a `GpuCluster` (n_chips of its GPUs), TP stays inside a node and FSDP/DP runs over the network.
+    """
+    model = get_model(model)
+    hardware, chip = resolve(chip)
+    cluster = hardware if isinstance(hardware, GpuCluster) else None
+    if not isinstance(n_chips, int) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    if cluster and n_chips > cluster.gpus:
+        raise ValueError(f"n_chips={n_chips} exceeds the cluster's {cluster.gpus} GPUs")
+    if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
+    pod = n_chips if cluster else math.prod(chip.max_slice or (n_chips,))
+    slices = max(1, math.ceil(n_chips / pod))
+    if slices > 1 and not chip.dcn_bandwidth:
+        raise ValueError(f"n_chips={n_chips} needs {slices} slices of {chip.name} joined over DCN, and its "
+                         "dcn_bandwidth is unknown; use at most one pod or a chip with a DCN figure")
+    units = int(batch_tokens if sequence_sharding else batch_tokens // seq_len)
+    if units % slices:
+        raise ValueError(f"the batch ({units} {'tokens' if sequence_sharding else 'sequences'}) does not split "
+                         f"evenly over {slices} slices")
+    M = n_chips // slices
+    state = memory(model, batch_tokens, 1, saves_per_layer, optimizer)
+    rows, best, best_memory = [], None, 0.0
+    for strategy, Y, M_X, M_Y, P in _gpu_layouts(cluster, M, model.L) if cluster else _layouts(chip, M):
+        X = _largest_divisor(units // slices, M // (Y * P)) if strategy != "tp" else 1
+        used = X * Y * P
+        microbatches = max(1, min(4 * P, int(batch_tokens / seq_len / (X * slices))))
+        est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
+                        seq_len=seq_len, P=P, microbatches=microbatches)
+        if slices > 1:
+            dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
+            est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
+        per_chip = _per_chip_memory(state, strategy, X * slices, Y, P, used * slices)
+        why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM" \
+            if per_chip > chip.hbm_bytes else ""
+        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
+                     "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
+                     "why not": why, "_key": (strategy, X, Y, P, est)})
+        if not why and (best is None or (est.time, per_chip) < (best[4].time, best_memory)):
+            best, best_memory = (strategy, X, Y, P, est), per_chip
+    if best is None:
+        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
+                         + "; ".join(r["why not"] for r in rows[:3]))
+    for row in rows:
+        if not row["why not"]:
+            e = row["_key"][4]
+            row["why not"] = ("chosen" if row["_key"] == best else
+                              f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
+                              else f"{e.time / best[4].time - 1:.0%} slower")
+        del row["_key"]
+    formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
+    table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
+    strategy, X, Y, P, est = best
+    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
+
+
+def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp: int = 1, ep: int = 1,
+                      E: int = 1, k: int = 1) -> dict[str, float | str]:
+    """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU
+    against the data-parallel threshold once each replica spans tp·pp·ep GPUs (`training.min_tokens_per_chip`)."""
+    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    replica = tp * pp * ep
+    if cluster.gpus % replica:
+        raise ValueError(f"tp·pp·ep = {replica} must divide the cluster's {cluster.gpus} GPUs")
+    per_gpu = batch_tokens / cluster.gpus
+    critical = min_tokens_per_chip("dp", cluster, model_parallel=replica, E=E, k=k)
+    return {"GPUs": cluster.gpus, "model parallel": replica, "data parallel": cluster.gpus // replica,
+            "tokens/GPU": per_gpu, "critical tokens/GPU": critical,
+            "bound": "compute" if per_gpu >= critical else "comms"}
