@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .collectives import all_gather, all_reduce, all_to_all
-from .hardware import GpuCluster, TpuMesh, get_chip
+from .hardware.chips import get_chip
+from .hardware.gpu import GpuCluster
+from .hardware.topology import TpuMesh
 from .inference import decode_step, kv_cache_bytes
 from .models import get_model
 from .roofline import critical_batch as matmul_critical_batch

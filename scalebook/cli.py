@@ -19,8 +19,9 @@ import argparse
 import sys
 
 from .collectives import KINDS, collective
-from .hardware import TpuMesh, get_chip, list_chips
+from .hardware.chips import get_chip, list_chips
 from .hardware.gpu import PRESETS, get_cluster
+from .hardware.topology import TpuMesh
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
 from .units import DTYPE_BYTES, fmt_time, parse_size

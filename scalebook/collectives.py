@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .estimate import Estimate
 from .hardware.chips import Efficiency
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
-from .roofline import Estimate
 from .units import fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",

@@ -27,10 +27,12 @@ from functools import cache
 from importlib import resources
 
 from .collectives import all_gather, all_reduce, reduce_scatter
-from .hardware import Chip, GpuCluster, TpuMesh, get_chip
-from .hardware.chips import Efficiency
+from .estimate import Estimate
+from .hardware.chips import Chip, Efficiency, get_chip
+from .hardware.gpu import GpuCluster
+from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
-from .roofline import Estimate, critical_batch
+from .roofline import critical_batch
 from .tables import Table
 from .units import fmt_time
 

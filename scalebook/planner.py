@@ -11,10 +11,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .estimate import Estimate
 from .hardware.chips import Chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
-from .roofline import Estimate
 from .tables import Table
 from .training import Memory, memory, min_tokens_per_chip, step_time
 from .units import fmt_bytes, fmt_time

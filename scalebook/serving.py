@@ -48,7 +48,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 
-from .hardware import Chip, get_chip
+from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table

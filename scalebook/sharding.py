@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from .collectives import collective
+from .estimate import Estimate, Overlap
 from .hardware.topology import TpuMesh
-from .roofline import Estimate, Overlap
 from .tables import Table
 from .units import dtype_bytes, fmt_bytes, fmt_time
 

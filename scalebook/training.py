@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .collectives import all_to_all
+from .estimate import Estimate
 from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
-from .roofline import Estimate
 from .units import dtype_bytes, fmt_bytes
 
 # Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from

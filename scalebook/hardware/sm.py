@@ -7,6 +7,7 @@ ALUs), and a slice of the register file. The counts below follow from the chip's
 
 from __future__ import annotations
 
+from ..estimate import Estimate
 from ..tables import Table
 from ..units import fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
@@ -94,16 +95,16 @@ def on_chip_bytes(chip: Chip | str) -> dict[str, float]:
     return {"smem": smem, "registers": regs, "total": smem + regs}
 
 
-def vector_add(N: float, chip: Chip | str, clock: str | float = "boost"):
+def vector_add(N: float, chip: Chip | str, clock: str | float = "boost") -> Estimate:
     """Return the roofline `Estimate` of adding two fp32[N] vectors on a GPU's CUDA cores: N FLOPs at
     `vector_flops`, 12·N bytes (read two, write one) at HBM bandwidth."""
-    from ..roofline import estimate  # the roofline module imports hardware; import it when called
-
     chip = _gpu(chip)
     if N <= 0:
         raise ValueError(f"N={N!r} must be a positive vector length")
-    cores = chip.replace(fp32_flops=vector_flops(chip, clock))
-    return estimate(N, 12 * N, cores, dtype="fp32", label=f"fp32[{N:g}] + fp32[{N:g}] on {chip.name}'s CUDA cores")
+    C, W = vector_flops(chip, clock), chip.hbm_bandwidth
+    return Estimate(float(N), 12.0 * N, N / C, 12 * N / W, channel="HBM",
+                    label=f"fp32[{N:g}] + fp32[{N:g}] on {chip.name}'s CUDA cores",
+                    terms=(("C (CUDA cores)", fmt_rate(C)), ("W (HBM)", fmt_rate(W, "B/s"))))
 
 
 def gpu_table(chips: tuple[str, ...] = ("v100", "a100", "h100", "h200", "b200")) -> Table:

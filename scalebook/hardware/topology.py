@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..estimate import Estimate
 from ..units import fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
@@ -158,8 +159,6 @@ class TpuMesh:
         Latency and bandwidth add: hops x hop_latency + nbytes / (links x one-way link bandwidth), where
         `links` is the number of axes the route moves along (one outgoing link per direction of travel).
         """
-        from ..roofline import Estimate
-
         if nbytes < 0:
             raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
         hops = self.hops(src, dst)

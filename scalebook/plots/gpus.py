@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import collectives
 from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels, ragged_fill
-from ..hardware import GpuCluster, TpuMesh
+from ..hardware.gpu import GpuCluster
+from ..hardware.topology import TpuMesh
 from ..units import fmt_rate
 from .base import figure, finish, positive_range
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hardware import Chip, get_chip
+from ..hardware.chips import Chip, get_chip
 from ..inference import decode_step, decode_time, kv_cache_bytes, max_batch
 from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch

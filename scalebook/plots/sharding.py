@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..collectives import KINDS, collective
-from ..hardware import TpuMesh
+from ..hardware.topology import TpuMesh
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
 from ..units import fmt_bytes, fmt_time
 from .base import figure

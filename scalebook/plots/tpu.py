@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import systolic as _systolic
-from ..hardware import Chip, TpuMesh, get_chip
-from ..roofline import Estimate
+from ..estimate import Estimate
+from ..hardware.chips import Chip, get_chip
+from ..hardware.topology import TpuMesh
 from .base import figure
 
 if TYPE_CHECKING:

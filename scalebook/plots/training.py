@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hardware import Chip, get_chip
-from ..roofline import Estimate
+from ..estimate import Estimate
+from ..hardware.chips import Chip, get_chip
 from ..training import Memory, idle_fraction, layer_cost, x_opt
 from .base import figure, finish
 

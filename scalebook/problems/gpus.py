@@ -7,8 +7,7 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 from __future__ import annotations
 
 from ..collectives import all_gather, all_reduce, all_to_all
-from ..hardware import GpuCluster
-from ..hardware.gpu import get_cluster
+from ..hardware.gpu import GpuCluster, get_cluster
 from ..hardware.sm import tensor_core_flops_per_cycle, vector_add
 from ..training import critical_batch, pipeline_comms, tp_limit
 from . import problem

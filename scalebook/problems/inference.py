@@ -6,7 +6,7 @@ with the package (and with `chips.toml`, `models.toml`, `prices.toml`). Answers 
 
 from __future__ import annotations
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..inference import (
     cost_per_million_tokens,
     decode_step,

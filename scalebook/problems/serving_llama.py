@@ -7,7 +7,7 @@ in SI base units. Every decode step here leaves the inter-chip collectives out, 
 
 from __future__ import annotations
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..inference import (
     cost_per_million_tokens,
     decode_step,

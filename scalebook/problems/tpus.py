@@ -6,7 +6,8 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
-from ..hardware import TpuMesh, get_chip
+from ..hardware.chips import get_chip
+from ..hardware.topology import TpuMesh
 from ..roofline import critical_batch, critical_intensity, estimate
 from ..units import dtype_bytes
 from . import problem

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..models import from_hf_config, get_model
 from ..training import critical_batch, memory, plan
 from . import problem

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..hardware import chip_names, get_chip
-from ..roofline import Estimate, achievable_flops, matmul
+from ..estimate import Estimate
+from ..hardware.chips import chip_names, get_chip
+from ..roofline import achievable_flops, matmul
 from ..svg import Chart
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]

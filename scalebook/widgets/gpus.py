@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..collectives import KINDS, gpu_levels
-from ..hardware import get_chip, sm
+from ..hardware import sm
+from ..hardware.chips import get_chip
 from ..hardware.gpu import PRESETS, get_cluster
 from ..roofline import critical_intensity
 from ..svg import Chart

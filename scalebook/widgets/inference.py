@@ -6,7 +6,7 @@ Each answer is an SVG `Chart` with a `Table` or `StepEstimate` beside it: a redr
 
 from __future__ import annotations
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..inference import StepEstimate, cost_per_million_tokens, decode_step
 from ..plots.inference import breakdown_curves, kv_variant_table, pareto_curve
 from ..svg import Chart

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..hardware import Chip, get_chip
+from ..hardware.chips import Chip, get_chip
 from ..models import HF_CONFIG_KEYS, TransformerConfig, from_hf_config, get_model, model_names
 from ..tables import Table
 from ..training import critical_batch, plan, tp_limit, x_opt

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..hardware import Chip, TpuMesh, get_chip
+from ..hardware.chips import Chip, get_chip
+from ..hardware.topology import TpuMesh
 from ..inference import StepEstimate, cost_per_million_tokens, decode_step, max_batch, prices, smallest_topology
 from ..models import TransformerConfig, get_model
 from ..serving import Engine, Lengths, Workload, simulate

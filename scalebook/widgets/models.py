@@ -14,9 +14,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..hardware import get_chip
+from ..estimate import Estimate
+from ..hardware.chips import get_chip
 from ..models import REMAT_POLICIES, TransformerConfig, flop_conventions, get_model, model_names
-from ..roofline import Estimate, attention, critical_intensity
+from ..roofline import attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import REMAT_SAVES, activation_bytes

@@ -16,9 +16,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..collectives import KINDS, collective
-from ..hardware import TpuMesh
+from ..estimate import Estimate
+from ..hardware.topology import TpuMesh
 from ..plots.sharding import PALETTE, RING_KINDS, RingStep, device_blocks, ring_schedule
-from ..roofline import Estimate
 from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
 from ..svg import Chart
 from ..tables import Table

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .. import systolic as _systolic
-from ..hardware import TpuMesh, get_chip
-from ..roofline import Estimate, estimate, matmul
+from ..estimate import Estimate
+from ..hardware.chips import get_chip
+from ..hardware.topology import TpuMesh
+from ..roofline import estimate, matmul
 from ..tables import Table
 from ..units import fmt_bytes, fmt_time
 from .core import Explorer, Log, explore

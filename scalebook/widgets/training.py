@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..models import get_model
 from ..plots.training import STRATEGY_LABELS, per_chip, strategy_cost, strategy_curves, tokens
 from ..svg import Chart

@@ -1,0 +1,125 @@
+"""The value every roofline returns: two clocks side by side, and how they make a time.
+
+An operation spends T_math = FLOPs / C on arithmetic and T_comms = bytes / W moving data (W: whatever the
+bytes cross, HBM, an ICI link, PCIe …). With perfect overlap it takes max(T_math, T_comms), a lower bound;
+with none, T_math + T_comms, an upper bound at most 2× the first. `Overlap` holds that rule, `Estimate` the
+numbers; neither needs a chip, so every module can return one (`roofline` builds them from a chip's specs).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from .units import fmt_bytes, fmt_flops, fmt_time
+
+__all__ = ["Overlap", "Estimate"]
+
+_MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
+
+
+class Overlap:
+    """How two clocks make a time (mixin): `time` when the data movement overlaps the math, max(t_math,
+    t_link), and `upper` when it does not, t_math + t_link. A class using it defines both in seconds."""
+
+    @property
+    def time(self) -> float:
+        """Lower-bound time in seconds, assuming compute and data movement overlap perfectly."""
+        return max(self.t_math, self.t_link)
+
+    @property
+    def upper(self) -> float:
+        """Upper-bound time in seconds, assuming no overlap at all."""
+        return self.t_math + self.t_link
+
+
+@dataclass(frozen=True)
+class Estimate(Overlap):
+    """A roofline estimate. FLOPs and bytes are counts; times are in seconds.
+
+    `t_comms` is the bandwidth time (bytes / W). Links also have a latency floor `t_latency` (hops x
+    ~1 µs): a collective takes the larger of the two (`latency_adds=False`, the book's model), a
+    point-to-point send pays both (`latency_adds=True`); `t_link` is the result. `time` is the
+    overlapped (lower-bound) time max(t_math, t_link); `upper` is the serial time t_math + t_link.
+    `terms` lists how each number was obtained, for display.
+    """
+
+    flops: float
+    bytes: float
+    t_math: float
+    t_comms: float
+    channel: str = "HBM"
+    label: str = ""
+    terms: tuple[tuple[str, str], ...] = ()
+    t_latency: float = 0.0
+    latency_adds: bool = False
+
+    @property
+    def t_link(self) -> float:
+        """Time the data movement takes, latency included, in seconds."""
+        if self.latency_adds:
+            return self.t_comms + self.t_latency
+        return max(self.t_comms, self.t_latency)
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOPs per byte moved (inf when nothing moves)."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def bound(self) -> str:
+        """'compute' when the math clock is the longer one; else 'latency' when hop latency outweighs the
+        bandwidth time, else 'memory' (HBM/VMEM) or 'comms' (links)."""
+        if self.t_math >= self.t_link:
+            return "compute"
+        if self.t_latency > self.t_comms:
+            return "latency"
+        return "memory" if self.channel in _MEMORY_CHANNELS else "comms"
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s actually delivered at the lower-bound time."""
+        return self.flops / self.time if self.time else 0.0
+
+    def __add__(self, other: Estimate) -> Estimate:
+        """Run two operations one after the other: counts and both clocks add."""
+        if not isinstance(other, Estimate):
+            return NotImplemented
+        return Estimate(
+            self.flops + other.flops, self.bytes + other.bytes, self.t_math + other.t_math,
+            self.t_link + other.t_link, self.channel if self.channel == other.channel else "mixed",
+            " + ".join(x for x in (self.label, other.label) if x),
+        )
+
+    def summary(self) -> dict[str, str]:
+        """Return the headline numbers formatted for people."""
+        rows = {
+            "FLOPs": fmt_flops(self.flops),
+            f"bytes ({self.channel})": fmt_bytes(self.bytes),
+            "intensity": f"{self.intensity:.3g} FLOPs/B",
+            "T_math": fmt_time(self.t_math),
+            "T_comms": fmt_time(self.t_comms),
+        }
+        if self.t_latency:
+            rows["T_latency"] = fmt_time(self.t_latency) + (" (adds)" if self.latency_adds else " (floor)")
+        rows.update({"time (max)": fmt_time(self.time), "upper (sum)": fmt_time(self.upper), "bound": self.bound})
+        return rows
+
+    def __str__(self) -> str:
+        head = f"{self.label}: " if self.label else ""
+        s = self.summary()
+        latency = f", T_latency {fmt_time(self.t_latency)}" if self.t_latency else ""
+        return (
+            f"{head}{s['time (max)']} ({self.bound}-bound; T_math {s['T_math']}, "
+            f"T_comms {s['T_comms']}{latency}, intensity {s['intensity']})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = list(self.summary().items()) + list(self.terms)
+        body = "".join(
+            f"<tr><td style='text-align:left'>{html.escape(k)}</td>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        title = f"<caption>{html.escape(self.label)}</caption>" if self.label else ""
+        return f"<table>{title}<tbody>{body}</tbody></table>"
