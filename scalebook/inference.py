@@ -198,29 +198,32 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
 
 def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float | None = None,
             compute_dtype: str = "bf16", attention: bool = True, param_bytes: float = 2, kv_bytes: float = 2,
-            mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal") -> StepEstimate:
-    """Return the `StepEstimate` of prefilling one prompt of `tokens` tokens on `n_chips` chips.
+            mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
+            batch: int = 1) -> StepEstimate:
+    """Return the `StepEstimate` of prefilling `batch` prompts of `tokens` tokens each on `n_chips` chips.
 
     A roofline: the FLOPs (2 per matmul parameter per token, plus causal attention unless `attention=False`;
     the book's 2·P·T) at a fraction `mfu` of the peak, against reading every weight (`param_bytes` each) and
     writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
     collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
     ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
+    With `batch` prompts the FLOPs, caches and collectives scale with it; the weights are read once.
     """
     model, chip = get_model(model), get_chip(chip)
     eff = chip.efficiency(efficiency)
     mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if mfu is None else mfu
-    if not 0 < mfu <= 1 or tokens <= 0:
-        raise ValueError(f"need 0 < mfu <= 1 and tokens > 0, got mfu={mfu!r}, tokens={tokens!r}")
+    if not 0 < mfu <= 1 or tokens <= 0 or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"need 0 < mfu <= 1, tokens > 0 and an integer batch >= 1, got mfu={mfu!r}, "
+                         f"tokens={tokens!r}, batch={batch!r}")
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
-    flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens
+    flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens * batch
     C = n_chips * chip.peak_flops(compute_dtype) * mfu
     W = n_chips * chip.hbm_bandwidth * eff.hbm
-    weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, 1, kv_bytes)
-    t_ici = _tp_collectives(model, mesh, tokens, 2, efficiency) if mesh is not None else 0.0
+    weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
+    t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
     return StepEstimate(flops, weights + cache, flops / C, (weights + cache) / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
-                        t_ici=t_ici, batch=max(1, round(tokens)), ici_adds=efficiency != "ideal")
+                        t_ici=t_ici, batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal")
 
 
 def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
