@@ -8,7 +8,7 @@
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook plan --model llama3-70b --cluster h100-superpod --chips 4096 --batch 4Mi
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
-    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2]
+    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2] [--force] [--no-sandbox]
     scalebook exercises                       # regenerate exercises/ (and the .ipynb twins) from solutions/
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
@@ -118,7 +118,8 @@ def _grade(args: argparse.Namespace) -> str:
 
     from .autograde import grade
 
-    table = grade(Path(args.submissions), Path(args.out), timeout=args.timeout, jobs=args.jobs)
+    table = grade(Path(args.submissions), Path(args.out), timeout=args.timeout, jobs=args.jobs,
+                  sandboxed=not args.no_sandbox, force=args.force)
     return f"{table}\n\nwrote {args.out} and feedback/ beside it"
 
 
@@ -207,6 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     grader.add_argument("--out", default="gradebook.csv", help="CSV to write (feedback/ goes beside it)")
     grader.add_argument("--timeout", type=float, default=120, help="seconds allowed per cell (default 120)")
     grader.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
+    grader.add_argument("--no-sandbox", action="store_true",
+                        help="run notebooks without bubblewrap (trusted work only; every row says so)")
     grader.set_defaults(run=_grade)
     exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
     exercises.set_defaults(run=_exercises)

@@ -3,8 +3,10 @@
 `expect(value, published)` sets a computed number beside the book's printed one and raises when they
 drift apart, so executing a chapter (nbval, the website build) fails on a wrong number.
 `check(qid, answer)` grades a reader's answer against the reference solution registered in
-`scalebook.problems`. `strip_solutions` turns a solution notebook into the student version: code between
-`# BEGIN SOLUTION` and `# END SOLUTION` (the nbgrader markers) is replaced by stubs.
+`scalebook.problems`; under the autograder (grading mode) it only hands the answer, as plain JSON data,
+to the grader, which compares it with the key in its own process (`autograde`). `strip_solutions`
+turns a solution notebook into the student version: code between `# BEGIN SOLUTION` and
+`# END SOLUTION` (the nbgrader markers) is replaced by stubs.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from .units import fmt_si, fmt_time
 
-__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions", "GRADE_LOG"]
+__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
 
 
 class ExpectationError(AssertionError):
@@ -127,13 +129,16 @@ def check(qid: str, answer: Any) -> Comparison | None:
     """Grade `answer` to problem `qid` against its registered reference solution.
 
     Returns a ✓ `Comparison` when right; raises `ExpectationError` with the reference value when wrong;
-    prints a reminder and returns None when the answer is still the `...` placeholder.
+    prints a reminder and returns None when the answer is still the `...` placeholder. In grading mode
+    (`GRADE_ANSWERS` set) it records the answer for the grader and returns None.
     """
+    if os.environ.get(GRADE_ANSWERS):
+        _hand_out(qid, answer)
+        return None
     from .problems import get_problem
 
     problem = get_problem(qid)
     if answer is ... or answer is None:
-        _log_check(qid, "unanswered")
         print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
         return None
     unit = problem.unit if problem.unit in ("s", "B", "B/s", "FLOP/s") else ""
@@ -142,23 +147,55 @@ def check(qid: str, answer: Any) -> Comparison | None:
                             reference_name="expected")
         ok = result.ok
     except (TypeError, ValueError) as err:  # an answer of the wrong kind (a string, an array ...)
-        _log_check(qid, "wrong")
         raise ExpectationError(f"✗ {qid}: the answer must be a number in {problem.unit}, got {answer!r}") from err
-    _log_check(qid, "right" if ok else "wrong")
     if not ok:
         raise ExpectationError(str(result))
     return result
 
 
-GRADE_LOG = "SCALEBOOK_GRADE_LOG"
+GRADE_ANSWERS = "SCALEBOOK_GRADE_ANSWERS"
+MAX_RECORD = 64 * 1024  # bytes of one answer record; a larger answer is recorded as oversized
+MAX_DEPTH = 16  # nesting of lists in one answer
 
 
-def _log_check(qid: str, outcome: str) -> None:
-    """When the autograder runs a notebook it sets GRADE_LOG to a file; each check appends its outcome there."""
-    path = os.environ.get(GRADE_LOG)
-    if path:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"qid": qid, "outcome": outcome}) + "\n")
+def plain_answer(value: Any, depth: int = 0) -> Any:
+    """Return `value` as plain JSON data (numbers, strings, booleans, None, lists of them), or raise
+    `TypeError`: arrays and NumPy scalars become lists and numbers; nothing executable survives."""
+    if depth > MAX_DEPTH:
+        raise TypeError(f"an answer nests deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, (bool, str)):
+        return str(value) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [plain_answer(v, depth + 1) for v in value]
+    if hasattr(value, "tolist"):  # NumPy and JAX arrays and scalars
+        return plain_answer(value.tolist(), depth + 1)
+    if _is_number(value):
+        return float(value)
+    raise TypeError(f"an answer must be a number, a string or a list of them, got {type(value).__name__}")
+
+
+def _hand_out(qid: Any, answer: Any) -> None:
+    """Append one record {qid, answer} (or {qid, unanswered} / {qid, invalid}) to the grader's channel."""
+    record: dict[str, Any] = {"qid": str(qid)[:32]}
+    if answer is ... or answer is None:
+        record["unanswered"] = True
+    else:
+        try:
+            record["answer"] = plain_answer(answer)
+            json.dumps(record)  # ints too long to print raise here
+        except (TypeError, ValueError, OverflowError, RecursionError) as err:
+            record.pop("answer", None)
+            record["invalid"] = str(err)[:200]
+    line = json.dumps(record)
+    if len(line) > MAX_RECORD:
+        line = json.dumps({"qid": record["qid"], "invalid": "the answer is larger than the grader accepts"})
+    with open(os.environ[GRADE_ANSWERS], "a", encoding="utf-8") as channel:
+        channel.write(line + "\n")
+    print(f"{record['qid']}: answer recorded for the grader.")
 
 
 _BEGIN = re.compile(r"^\s*(?:#+|<!--)?\s*BEGIN SOLUTION\b")
