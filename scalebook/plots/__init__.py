@@ -6,14 +6,19 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
+from .chip import (banner, chip_diagram, elementwise_pipeline, hosts, memory_hierarchy, mxu_pipeline, pod_cubes,
+                   slices, tray)
+from .collective_steps import collective_matmul, collectives_summary, torus_steps
 from .gpus import achieved_bandwidth, fat_tree, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
 from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
 from .models import attention_share, param_breakdown
 from .profile import timeline
 from .roofline import batch_roofline, roofline, sweep
-from .sharding import collective_vs_size, ring_steps, sharding_grid
-from .tpu import bandwidth_ladder, stage_breakdown, systolic, torus
+from .sharding import collective_vs_size, ring_steps, sharding_gallery, sharding_grid
+from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, torus
+from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .training import memory_bars, pipeline, strategy_times
+from . import parallelism, schedules  # noqa: E402  (ch. 5's diagrams, used as sb.plots.parallelism.layout)
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
@@ -24,3 +29,7 @@ __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",
             "achieved_bandwidth"]
+__all__ += ["banner", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices", "pod_cubes",
+            "elementwise_pipeline", "mxu_pipeline", "systolic_strip"]
+__all__ += ["sharding_gallery", "torus_steps", "collectives_summary", "collective_matmul"]
+__all__ += ["layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]

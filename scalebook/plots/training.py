@@ -187,7 +187,8 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
 
 def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
     """Draw a pipeline schedule (from `training.pipeline_schedule`): one row per stage, one column per time
-    slot, forward passes in blue, backward passes in orange, idle slots (the bubble) hatched grey."""
+    slot, forward passes in blue, backward passes in orange, weight-gradient halves ('W', zero-bubble schedules)
+    in green, idle slots (the bubble) hatched grey."""
     if not grid or not grid[0]:
         raise ValueError("grid must have at least one stage and one time slot")
     stages, slots = len(grid), len(grid[0])
@@ -195,10 +196,11 @@ def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
     for s, row in enumerate(grid):
         for t, cell in enumerate(row):
             kind = cell[:1]
-            face = {"F": "#4e79a7", "B": "#f28e2b"}.get(kind, "#eeeeee")
+            face = {"F": "#4e79a7", "B": "#f28e2b", "W": "#59a14f"}.get(kind, "#eeeeee")
             ax.add_patch(_rect((t, stages - 1 - s), face, hatch="" if kind else "///"))
             if cell:
-                ax.text(t + 0.5, stages - 0.5 - s, cell, ha="center", va="center", fontsize=7, color="white")
+                ax.text(t + 0.5, stages - 0.5 - s, cell, ha="center", va="center", color="white",
+                        fontsize=7 if len(cell) < 4 else 5.5)
     ax.set_xlim(0, slots)
     ax.set_ylim(0, stages)
     ax.set_xticks(range(0, slots + 1, max(1, slots // 12)))

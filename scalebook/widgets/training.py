@@ -13,14 +13,27 @@ from ..models import get_model
 from ..plots.training import STRATEGY_LABELS, per_chip, strategy_cost, strategy_curves, tokens
 from ..svg import Chart
 from ..tables import Table
-from ..training import PIPELINE_SCHEDULES, REMAT_SAVES, idle_fraction, memory, pipeline_bubble, pipeline_schedule
+from ..training import (
+    PIPELINE_SCHEDULES,
+    REMAT_SAVES,
+    critical_batch,
+    idle_fraction,
+    max_params,
+    memory,
+    pipeline_bubble,
+    pipeline_schedule,
+    step_time,
+    tp_limit,
+    x_opt,
+)
 from ..units import fmt_bytes, fmt_time
 from .core import Explorer, Log, explore
 from .sharding import TPU_CHIPS, _first
 from .tpu import Picture
 
 __all__ = ["training_roofline_chart", "training_roofline_explorer", "memory_picture", "training_memory_explorer",
-           "pipeline_html", "pipeline_explorer"]
+           "pipeline_html", "pipeline_explorer", "threshold_table", "threshold_explorer", "dp_capacity_explorer",
+           "layout_step_explorer"]
 
 CHIP_COUNTS = [64, 256, 1024, 4096, 8192, 8960, 16384]
 _COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
@@ -153,3 +166,67 @@ def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1
         stages=(2, 16, 1, stages), microbatches=(1, 32, 1, microbatches), schedule=_first(["1f1b", "gpipe"], schedule),
         virtual=(1, 8, 1, virtual),
     )
+
+
+# --- thresholds, capacity and one layout's step (the chapter's worked examples) ----------------------------------
+
+
+def threshold_table(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int = 4096, M_X: int = 2,
+                    M_Y: int = 1) -> Table:
+    """Return each strategy's bound on `chip` (ch. 5): tokens per chip DP/FSDP (over all M_X + M_Y axes) and
+    FSDP + TP need, the TP width limit, how many chips a global batch `B` keeps compute-bound, and X_opt for `N` chips."""
+    dp = critical_batch("fsdp", chip, M_X=M_X + M_Y)
+    mixed = critical_batch("fsdp_tp", chip, F=F, M_X=M_X, M_Y=M_Y)
+    rows = [{"strategy": f"DP / FSDP over all {M_X + M_Y} axes", "bound": f"B/X > {dp:,.0f} tokens per chip",
+             "chips B keeps busy": f"{B / dp:,.0f}"},
+            {"strategy": f"FSDP + TP (M_X·M_Y = {M_X * M_Y})", "bound": f"B/N > {mixed:,.0f} tokens per chip",
+             "chips B keeps busy": f"{B / mixed:,.0f}"},
+            {"strategy": f"TP over {M_Y} axes", "bound": f"Y < {tp_limit(F, chip, M_Y=M_Y):.1f} (no batch helps)",
+             "chips B keeps busy": "—"},
+            {"strategy": f"X_opt on {N} chips", "bound": f"X = {x_opt(B, F, N, M_X, M_Y):,.1f}",
+             "chips B keeps busy": "—"}]
+    return Table(rows, title=f"{get_chip(chip).name}, F = {F:,.0f}, global batch {tokens(B)} tokens")
+
+
+def threshold_explorer(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int = 4096, M_X: int = 2,
+                       M_Y: int = 1) -> Explorer:
+    """Return an explorer of every strategy's bound (`threshold_table`); each worked example opens it on its
+    own inputs."""
+    return explore(lambda chip, B, F, N, M_X, M_Y: threshold_table(chip, B, round(F), N, M_X, M_Y),
+                   title="How many tokens per chip each strategy needs", chip=_first(TPU_CHIPS, chip),
+                   B=Log(1e3, 1e9, B), F=Log(1024, 262144, F), N=_first([64, *CHIP_COUNTS], N),
+                   M_X=(1, 3, 1, M_X), M_Y=(1, 3, 1, M_Y))
+
+
+def _capacity(chip: str, optimizer: str, param_bytes: int, state_bytes: int) -> Table:
+    c = get_chip(chip)
+    dtypes = {2: "bf16", 4: "fp32"}
+    n = max_params(chip, optimizer, dtypes[param_bytes], dtypes[state_bytes])
+    return Table([{"chip": c.name, "HBM": fmt_bytes(c.hbm_bytes), "bytes per parameter": c.hbm_bytes / n,
+                   "largest model under pure DP": f"{n / 1e9:.1f}B parameters"}],
+                 formats={"bytes per parameter": lambda v: f"{v:.0f}"}, title="Everything replicated on every chip")
+
+
+def dp_capacity_explorer(chip: str = "v5p", optimizer: str = "adam") -> Explorer:
+    """Return an explorer of the largest model pure data parallelism fits (ch. 5, Ex2: about 9B on a v5p)."""
+    return explore(_capacity, title="The largest model pure DP can train", chip=_first(TPU_CHIPS, chip),
+                   optimizer=_first(["adam", "adafactor", "sgd", "none"], optimizer), param_bytes=[2, 4],
+                   state_bytes=[4, 2])
+
+
+def layout_step_explorer(model: str = "llama2-13b", chip: str = "v5p", n_chips: int = 4096, B: float = 3e6,
+                         strategy: str = "fsdp_tp", X: int = 1024, M_X: int = 2, mfu: float = 0.4) -> Explorer:
+    """Return an explorer of one training step under a chosen layout (`training.step_time`), opening on
+    ch. 5's Q3: LLaMA 2-13B, 3M tokens, 1024-way FSDP × 4-way TP on 4096 v5p chips at 40% MFU."""
+    def view(model: str, chip: str, n_chips: int, B: float, strategy: str, X: int, M_X: int, mfu: float):
+        if strategy == "fsdp_tp" and n_chips % X:
+            raise ValueError(f"X={X} must divide n_chips={n_chips}")
+        axes = {"X": X, "Y": n_chips // X} if strategy == "fsdp_tp" else {}
+        return step_time(model, chip, n_chips, B, strategy, M_X=M_X, mfu=mfu, **axes)
+
+    return explore(view, title="One training step under a layout",
+                   model=_first(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b"], model),
+                   chip=_first(TPU_CHIPS, chip), n_chips=_first(CHIP_COUNTS, n_chips), B=Log(1e5, 1e8, B),
+                   strategy=_first(["fsdp_tp", "fsdp", "dp", "tp"], strategy),
+                   X=_first([64, 128, 256, 512, 1024, 2048, 4096], X), M_X=(1, 3, 1, M_X),
+                   mfu=(0.1, 1.0, 0.05, mfu))

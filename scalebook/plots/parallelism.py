@@ -1,0 +1,270 @@
+"""Figures for chapter 5's strategies: which device holds which shard of the layer's arrays (DP, FSDP, TP,
+FSDP + TP), the collectives of each pass as the sharded-matmul rules derive them, and the FLOPs-to-comms ratio.
+
+The layouts are written once in the chapter's notation (`LAYOUTS`); the collectives are not typed in but read
+off `sharding.sharded_matmul` for each forward and backward matmul (`pass_collectives`), so the pictures and the
+appendix table say exactly what the package computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..hardware.chips import Chip, get_chip
+from ..hardware.topology import TpuMesh
+from ..sharding import mesh_axes, parse_spec, sharded_matmul, total_bytes
+from ..units import fmt_bytes
+from .base import figure, finish
+from .training import STRATEGY_LABELS, strategy_curves
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["LAYOUTS", "FORWARD", "BACKWARD", "Transfer", "pass_collectives", "layer_chain", "layout",
+           "pass_bytes", "comms_ratio"]
+
+# The layer's arrays under each strategy, in chapter 3's notation (X: data/FSDP axis, Y: tensor axis).
+# The optimizer state is sharded like the weights it updates, except under pure DP (replicated).
+LAYOUTS: dict[str, dict[str, str]] = {
+    "dp": {"In": "In[B_X, D]", "Win": "Win[D, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F, D]", "Out": "Out[B_X, D]"},
+    "fsdp": {"In": "In[B_X, D]", "Win": "Win[D_X, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F_X, D]",
+             "Out": "Out[B_X, D]"},
+    "tp": {"In": "In[B, D_Y]", "Win": "Win[D, F_Y]", "Tmp": "Tmp[B, F_Y]", "Wout": "Wout[F_Y, D]",
+           "Out": "Out[B, D_Y]"},
+    "fsdp_tp": {"In": "In[B_X, D_Y]", "Win": "Win[D_X, F_Y]", "Tmp": "Tmp[B_X, F_Y]", "Wout": "Wout[F_Y, D_X]",
+                "Out": "Out[B_X, D_Y]"},
+}
+
+# Each pass as matmuls "A @ B -> C" over the layout's arrays ({name} is replaced by its spec). Transposes keep
+# the array's name with the dimensions swapped: sharded_matmul contracts the shared middle dimension.
+FORWARD = ("{In} @ {Win} -> {Tmp}", "{Tmp} @ {Wout} -> {Out}")
+BACKWARD = ("T:{Tmp} @ d:{Out} -> d:{Wout}", "d:{Out} @ T:{Wout} -> d:{Tmp}",
+            "T:{In} @ d:{Tmp} -> d:{Win}", "d:{Tmp} @ T:{Win} -> d:{In}")
+
+_KIND_NAMES = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter", "all_reduce": "AllReduce",
+               "all_to_all": "AllToAll"}
+_KIND_COLORS = {"all_gather": "#4e79a7", "reduce_scatter": "#f28e2b", "all_reduce": "#e15759"}
+_ARRAY_COLORS = {"In": "#59a14f", "Win": "#4e79a7", "Tmp": "#b07aa1", "Wout": "#4e79a7", "Out": "#59a14f",
+                 "opt": "#f28e2b"}
+_AXIS_SIZES = {"dp": {"X": 4}, "fsdp": {"X": 4}, "tp": {"Y": 4}, "fsdp_tp": {"X": 2, "Y": 2}}
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One collective of one pass: the matmul that needs it, its kind and axes, the array it moves and the bytes
+    a ring charges it (V for an AllGather or ReduceScatter of V bytes, 2V for an AllReduce: the book's count).
+    `reused` marks a gather of an array this pass (or the forward pass, with `keep_forward`) already gathered."""
+
+    pass_: str
+    matmul: str
+    kind: str
+    axes: tuple[str, ...]
+    array: str
+    nbytes: float
+    reused: bool = False
+
+    @property
+    def charged(self) -> float:
+        """Bytes the collective costs in the book's units (0 when the gathered copy is reused)."""
+        return 0.0 if self.reused else self.nbytes * (2 if self.kind == "all_reduce" else 1)
+
+
+def _spec(template: str, layout: dict[str, str]) -> str:
+    """Turn 'T:{Tmp}' into Tmp's spec with its two dimensions swapped and 'd:{Out}' into dOut's spec."""
+    text = template
+    for name, spec in layout.items():
+        parsed = parse_spec(spec)
+        dims = [f"{d}_{''.join(a)}" if a else d for d, a in parsed.dims]
+        text = text.replace(f"T:{{{name}}}", f"{name}[{', '.join(dims[::-1])}]")
+        text = text.replace(f"d:{{{name}}}", f"d{spec}").replace(f"{{{name}}}", spec)
+    return text
+
+
+def pass_collectives(strategy: str, mesh: TpuMesh, B: int, D: int, F: int, keep_forward: bool = True,
+                     dtype: str = "bf16") -> list[Transfer]:
+    """Return every collective of one layer's forward and backward pass under `strategy`, read off
+    `sharded_matmul` matmul by matmul. A second gather of the same array in a pass is marked `reused`; with
+    `keep_forward` so is a backward gather of an activation the forward pass already gathered (TP's input).
+    Weight gathers are never kept: FSDP discards gathered weights after use, which is its memory saving."""
+    if strategy not in LAYOUTS:
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(LAYOUTS)}")
+    layout = LAYOUTS[strategy]
+    out: list[Transfer] = []
+    seen: dict[str, set[str]] = {"forward": set(), "backward": set()}
+    sizes = {"B": B, "D": D, "F": F}
+    for pass_, templates in (("forward", FORWARD), ("backward", BACKWARD)):
+        for template in templates:
+            expr = _spec(template, layout)
+            plan = sharded_matmul(expr, mesh, dtype=dtype, **sizes)
+            inputs, output = expr.split("->")
+            specs = [parse_spec(s.strip()) for s in (*inputs.split("@"), output)]
+            for step in plan.collectives:
+                kind, axes, nbytes = step[0], tuple(step[1]), float(step[2])
+                # A gather moves the input of that logical size; a reduction produces the output.
+                spec = (min(specs[:2], key=lambda a: abs(total_bytes(a, mesh, sizes, dtype) - nbytes))
+                        if kind == "all_gather" else specs[2])
+                array = spec.name
+                # The collective runs within groups along `axes`: its array is the slice the other axes leave.
+                others = [a for a in spec.used_axes if a not in axes]
+                nbytes /= float(np.prod([mesh_axes(mesh)[a] for a in others])) if others else 1.0
+                is_weight = array.lstrip("d").startswith("W")
+                key = f"{array}/{''.join(axes)}"
+                reused = kind == "all_gather" and (
+                    key in seen[pass_] or (pass_ == "backward" and keep_forward and not is_weight
+                                           and key in seen["forward"]))
+                if kind == "all_gather":
+                    seen[pass_].add(key)
+                out.append(Transfer(pass_, expr, kind, axes, array, nbytes, reused))
+    return out
+
+
+def _block(ax, x: float, y: float, w: float, h: float, splits: tuple[int, int], held: tuple[int, int] | None,
+           color: str) -> None:
+    """Draw an array as a w × h box cut into splits (rows, cols); the held block (or all when None) coloured."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = splits
+    for r in range(rows):
+        for c in range(cols):
+            mine = held is None or (r, c) == held
+            ax.add_patch(Rectangle((x + c * w / cols, y + (rows - 1 - r) * h / rows), w / cols, h / rows,
+                                   facecolor=color if mine else "white", alpha=0.85 if mine else 1.0,
+                                   edgecolor="#333", lw=0.6))
+
+
+def _held(spec: str, coords: dict[str, int], sizes: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(splits per dimension, index of this device's block) for a 2-D spec on a device at mesh `coords`."""
+    parsed = parse_spec(spec)
+    splits, index = [], []
+    for _, axes in parsed.dims:
+        n, i = 1, 0
+        for a in axes:
+            n, i = n * sizes[a], i * sizes[a] + coords[a]
+        splits.append(n)
+        index.append(i)
+    return (splits[0], splits[1]), (index[0], index[1])
+
+
+def layer_chain(B: int = 2**17, D: int = 8192, F: int = 32768) -> Figure:
+    """Draw chapter 5's simplified layer as a chain of arrays, In[B, D] · W_in[D, F] → Tmp[B, F] · W_out[F, D]
+    → Out[B, D], each box drawn to its shape's proportions (log-compressed), with its bf16 size."""
+    fig, ax = figure((9.0, 2.9))
+    shapes = [("In", "B", "D", B, D), ("Win", "D", "F", D, F), ("Tmp", "B", "F", B, F), ("Wout", "F", "D", F, D),
+              ("Out", "B", "D", B, D)]
+    scale = lambda n: 0.4 + 0.5 * np.log2(n / min(B, D, F) + 1) / np.log2(max(B, D, F) / min(B, D, F) + 1)  # noqa: E731
+    x = 0.0
+    ops = ["·", "→", "·", "→"]
+    for i, (name, r, c, nr, nc) in enumerate(shapes):
+        h, w = scale(nr) * 1.6, scale(nc) * 1.6
+        _block(ax, x, -h / 2, w, h, (1, 1), None, _ARRAY_COLORS[name])
+        label = {"Win": "W_in", "Wout": "W_out"}.get(name, name)
+        ax.text(x + w / 2, h / 2 + 0.12, f"{label}[{r}, {c}]", ha="center", va="bottom", fontsize=9)
+        ax.text(x + w / 2, -h / 2 - 0.12, fmt_bytes(2 * nr * nc), ha="center", va="top", fontsize=8, color="#444")
+        x += w
+        if i < len(ops):
+            ax.text(x + 0.25, 0, ops[i], ha="center", va="center", fontsize=16)
+            x += 0.5
+    ax.set_xlim(-0.1, x + 0.1)
+    ax.set_ylim(-1.4, 1.4)
+    ax.axis("off")
+    ax.set_title(f"One layer as two matmuls (bf16, B = {B}, D = {D}, F = {F}): weights blue, activations green, Tmp purple")
+    return fig
+
+
+def layout(strategy: str, B: int = 2**17, D: int = 8192, F: int = 32768, chip: Chip | str = "v5p") -> Figure:
+    """Draw which shard of In, W_in, W_out and the optimizer state each of four devices holds under `strategy`
+    (DP, FSDP, TP on a 4-chip axis; FSDP + TP on 2 × 2), with each pass's collectives listed below, read off
+    `pass_collectives` for these shapes."""
+    if strategy not in LAYOUTS:
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(LAYOUTS)}")
+    sizes = _AXIS_SIZES[strategy]
+    mesh = TpuMesh(get_chip(chip).name, **sizes)
+    devices = [dict(zip(sizes, idx)) for idx in np.ndindex(*sizes.values())]
+    specs = dict(LAYOUTS[strategy])
+    specs["opt"] = specs["Win"].replace("Win", "opt") if strategy != "dp" else "opt[D, F]"
+    rows = [("In", "In"), ("Win", "W_in"), ("Wout", "W_out"), ("opt", "Adam state of W_in")]
+    fig, ax = figure((10.0, 6.4))
+    for d, coords in enumerate(devices):
+        x0 = d * 2.5
+        name = ", ".join(f"{a}={i}" for a, i in coords.items())
+        ax.text(x0 + 1.0, 4.75, f"device {d} ({name})", ha="center", fontsize=9, weight="bold")
+        for r, (key, label) in enumerate(rows):
+            splits, held = _held(specs[key], coords, sizes)
+            y = 3.6 - r * 1.1
+            _block(ax, x0 + 0.25, y, 1.5, 0.8, splits, held, _ARRAY_COLORS[key])
+            if d == 0:
+                ax.text(-0.1, y + 0.4, f"{label}\n{specs[key].split('[', 1)[1][:-1]}", ha="right", va="center",
+                        fontsize=8)
+    transfers = pass_collectives(strategy, mesh, B, D, F)
+    width = 2.5 * len(devices)
+    for i, pass_ in enumerate(("forward", "backward")):
+        items = [t for t in transfers if t.pass_ == pass_]
+        x = -1.6 + i * (width + 1.6) / 2
+        total = fmt_bytes(sum(t.charged for t in items)) if items else "0 B"
+        ax.text(x, -0.2, f"{pass_} pass: {total}", fontsize=9, weight="bold", va="top")
+        for j, t in enumerate(items or [None]):
+            line = ("no collective" if t is None else
+                    f"{_KIND_NAMES[t.kind]} over {''.join(t.axes)} of {t.array}: "
+                    + ("reused, gathered earlier" if t.reused else fmt_bytes(t.charged)))
+            ax.text(x, -0.65 - 0.38 * j, line, fontsize=8, va="top",
+                    color="#999" if t is not None and t.reused else "#000")
+    ax.set_xlim(-1.7, width)
+    ax.set_ylim(-3.0, 5.0)
+    ax.axis("off")
+    ax.set_title(f"{STRATEGY_LABELS[strategy]}: the shard each device holds (coloured), and the collectives\n"
+                 f"of each pass (B = {B}, D = {D}, F = {F}, bf16; AllReduce charged twice its array)", fontsize=10)
+    return fig
+
+
+def pass_bytes(mesh_of: dict[str, TpuMesh], B: int, D: int, F: int) -> Figure:
+    """Stacked bars of the bytes each strategy's collectives are charged in the forward and the backward pass
+    (AllGather, ReduceScatter, AllReduce at twice its array), from `pass_collectives` (gathers kept: TP's In)."""
+    fig, ax = figure((8.0, 4.2))
+    labels, x = [], 0
+    for strategy, mesh in mesh_of.items():
+        transfers = pass_collectives(strategy, mesh, B, D, F)
+        for pass_ in ("forward", "backward"):
+            bottom = 0.0
+            for kind, color in _KIND_COLORS.items():
+                gb = sum(t.charged for t in transfers if t.pass_ == pass_ and t.kind == kind) / 1e9
+                if gb:
+                    ax.bar(x, gb, bottom=bottom, color=color, width=0.8,
+                           label=_KIND_NAMES[kind] if _KIND_NAMES[kind] not in ax.get_legend_handles_labels()[1]
+                           else None)
+                    bottom += gb
+            ax.text(x, bottom, f"{bottom:.2g}", ha="center", va="bottom", fontsize=8)
+            labels.append(f"{STRATEGY_LABELS[strategy]}\n{'fwd' if pass_ == 'forward' else 'bwd'}")
+            x += 1
+        x += 0.5
+    ticks = [i + 0.5 * (i // 2) for i in range(len(labels))]
+    ax.set_xticks(ticks, labels, fontsize=8)
+    finish(ax, "strategy and pass", "GB per layer (AllReduce ×2)",
+           f"Collective bytes per pass, B = {B}, D = {D}, F = {F} (bf16)", "upper left")
+    ax.grid(False)
+    return fig
+
+
+def comms_ratio(chip: Chip | str = "v5p", N: int = 64, D: int = 8192, F: int = 32768, M_X: int = 2, M_Y: int = 1,
+                batches: Sequence[float] | None = None) -> Figure:
+    """Plot T_math / T_comms of one layer against the global batch for FSDP, TP and FSDP + TP on N chips, with
+    the ratio-1 line: above it a strategy hides its communication (ch. 5's small-slice picture)."""
+    bs = list(batches) if batches is not None else list(np.geomspace(1e3, 1e7, 61))
+    curves = strategy_curves(chip, N, D, F, M_X, M_Y, bs)
+    fig, ax = figure((7.5, 4.5))
+    colors = {"fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
+    for s, color in colors.items():
+        ratio = np.array(curves.t_math) / np.array(curves.t_comms[s])
+        ax.loglog(bs, ratio, color=color, lw=1.8, label=STRATEGY_LABELS[s])
+        at = curves.crossovers[s]
+        if at is not None:
+            ax.plot(at, 1.0, "o", color=color)
+            ax.annotate(f"B ≈ {at:,.0f}", (at, 1.0), textcoords="offset points", xytext=(4, -14 if s == "fsdp" else 6),
+                        fontsize=8, color=color)
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="T_math = T_comms")
+    finish(ax, "global batch B (tokens)", "T_math / T_comms (above 1: compute-bound)",
+           f"FLOPs-to-comms ratio per layer on {N} × {get_chip(chip).name}, D = {D}, F = {F}", "upper left")
+    return fig
