@@ -18,7 +18,7 @@ from .base import figure
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["bandwidth_ladder", "ladder_rows", "torus", "systolic", "stage_breakdown"]
+__all__ = ["bandwidth_ladder", "ladder_rows", "torus", "systolic", "systolic_strip", "stage_breakdown"]
 
 VMEM_FACTOR = 22.0  # VMEM -> MXU bandwidth over HBM bandwidth (How To Scale Your Model, ch. 2)
 
@@ -142,6 +142,54 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
     return fig
 
 
+SYSTOLIC_COLOURS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
+
+
+def _systolic_run(B: int, D: int, F: int) -> tuple[np.ndarray, np.ndarray, _systolic.Run]:
+    W, X = _systolic.example(B, D, F)
+    return W, X, _systolic.simulate(W, X)
+
+
+def _draw_systolic(ax, W: np.ndarray, X: np.ndarray, run: _systolic.Run, step: int, fontsize: float = 7) -> None:
+    """Draw cycle `step` of a systolic run on `ax`: PEs with weights and partial sums, queued X, finished Y."""
+    from matplotlib.patches import Rectangle
+
+    B, D = X.shape
+    F = W.shape[1]
+    frame = run.frames[step]
+    colors = SYSTOLIC_COLOURS
+    for i, j in itertools.product(range(D), range(F)):
+        b = frame.row[i, j]
+        face = colors[b % len(colors)] if b >= 0 else "white"
+        ax.add_patch(Rectangle((j, i), 0.92, 0.92, facecolor=face, edgecolor="0.3"))
+        ax.text(j + 0.06, i + 0.2, f"w={W[i, j]:g}", fontsize=fontsize, color="0.35")
+        if b >= 0:
+            ax.text(j + 0.46, i + 0.55, f"x{b}={X[b, i]:g}\nΣ={frame.psum[i, j]:g}", fontsize=fontsize,
+                    ha="center", va="center")
+    for i in range(D):  # activations still to enter row i, skewed: X[b, i] enters at cycle b + i
+        for b in range(B):
+            wait = b + i - step
+            if wait > 0:
+                ax.text(-0.5 - 0.7 * (wait - 1), i + 0.46, f"{X[b, i]:g}", ha="center", va="center",
+                        fontsize=fontsize, bbox=dict(boxstyle="round", fc=colors[b % len(colors)], lw=0))
+    ax.text(-0.3, -0.1, "X waits, skewed →", ha="right", fontsize=fontsize, color="0.35")
+    ax.text(-0.3, D + 0.35, "Y out ↓", ha="right", fontsize=fontsize, color="0.35")
+    for f in run.frames[: step + 1]:
+        for b, j in f.done:
+            ax.text(j + 0.46, D + 0.35 + 0.4 * b, f"y[{b},{j}]={run.product[b, j]:g}", ha="center",
+                    fontsize=fontsize)
+    ax.set_xlim(-(0.9 + 0.7 * max(B + D - 3, 0)), F + 0.1)
+    ax.set_ylim(D + 0.6 + 0.4 * B, -0.3)
+    ax.set_aspect("equal")
+    ax.set_xticks([j + 0.46 for j in range(F)], [str(j) for j in range(F)])
+    ax.set_yticks([i + 0.46 for i in range(D)], [str(i) for i in range(D)])
+
+
+def _systolic_step(run: _systolic.Run, step: int, B: int, D: int, F: int) -> None:
+    if not isinstance(step, (int, np.integer)) or not 0 <= step < run.cycles:
+        raise ValueError(f"step={step!r} must be in [0, {run.cycles}) for B={B}, D={D}, F={F}")
+
+
 def systolic(step: int, B: int = 3, D: int = 4, F: int = 4, title: str | None = None) -> Figure:
     """Draw cycle `step` of X[B, D] @ W[D, F] on a D x F weight-stationary systolic array.
 
@@ -149,45 +197,42 @@ def systolic(step: int, B: int = 3, D: int = 4, F: int = 4, title: str | None = 
     through it and shows the partial sum it sends down. Activations still waiting are queued, skewed, on the
     left; finished outputs Y[b, j] are listed under their column.
     """
-    W, X = _systolic.example(B, D, F)
-    run = _systolic.simulate(W, X)
-    if not 0 <= step < run.cycles:
-        raise ValueError(f"step={step!r} must be in [0, {run.cycles}) for B={B}, D={D}, F={F}")
-    frame = run.frames[step]
-    colors = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d"]
-    from matplotlib.patches import Rectangle
-
+    W, X, run = _systolic_run(B, D, F)
+    _systolic_step(run, step, B, D, F)
     left, bottom = 0.9 + 0.7 * max(B + D - 3, 0), D + 0.6 + 0.4 * B
     fig, ax = figure((0.8 * (left + F) + 1.2, 0.8 * bottom + 1.2))
-
-    for i, j in itertools.product(range(D), range(F)):
-        b = frame.row[i, j]
-        face = colors[b % len(colors)] if b >= 0 else "white"
-        ax.add_patch(Rectangle((j, i), 0.92, 0.92, facecolor=face, edgecolor="0.3"))
-        ax.text(j + 0.06, i + 0.2, f"w={W[i, j]:g}", fontsize=7, color="0.35")
-        if b >= 0:
-            ax.text(j + 0.46, i + 0.55, f"x{b}={X[b, i]:g}\nΣ={frame.psum[i, j]:g}", fontsize=7, ha="center",
-                    va="center")
-    for i in range(D):  # activations still to enter row i, skewed: X[b, i] enters at cycle b + i
-        for b in range(B):
-            wait = b + i - step
-            if wait > 0:
-                ax.text(-0.5 - 0.7 * (wait - 1), i + 0.46, f"{X[b, i]:g}", ha="center", va="center", fontsize=7,
-                        bbox=dict(boxstyle="round", fc=colors[b % len(colors)], lw=0))
-    ax.text(-0.3, -0.1, "X waits, skewed →", ha="right", fontsize=7, color="0.35")
-    ax.text(-0.3, D + 0.35, "Y out ↓", ha="right", fontsize=7, color="0.35")
-    for f in run.frames[: step + 1]:
-        for b, j in f.done:
-            ax.text(j + 0.46, D + 0.35 + 0.4 * b, f"y[{b},{j}]={run.product[b, j]:g}", ha="center", fontsize=7)
-    ax.set_xlim(-left, F + 0.1)
-    ax.set_ylim(bottom, -0.3)
-    ax.set_aspect("equal")
-    ax.set_xticks([j + 0.46 for j in range(F)], [str(j) for j in range(F)])
-    ax.set_yticks([i + 0.46 for i in range(D)], [str(i) for i in range(D)])
+    _draw_systolic(ax, W, X, run, step)
     ax.set_xlabel("PE column j (output feature index)")
     ax.set_ylabel("PE row i (contraction index)")
-    ax.set_title(title or f"Systolic array, cycle {step + 1} of {run.cycles}: {frame.busy} of {D * F} PEs busy",
-                 fontsize=10)
+    ax.set_title(title or f"Systolic array, cycle {step + 1} of {run.cycles}: {run.frames[step].busy} of {D * F} PEs "
+                          f"busy", fontsize=10)
+    return fig
+
+
+def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | None = None,
+                   title: str | None = None) -> Figure:
+    """Draw X[B, D] @ W[D, F] on a systolic array cycle by cycle: one panel per cycle in `steps` (default: every
+    cycle), the frames of an animation of the weight-stationary data flow."""
+    W, X, run = _systolic_run(B, D, F)
+    steps = list(range(run.cycles)) if steps is None else list(steps)
+    if not steps:
+        raise ValueError("steps must name at least one cycle")
+    for step in steps:
+        _systolic_step(run, step, B, D, F)
+    ncols = min(4, len(steps))
+    nrows = -(-len(steps) // ncols)
+    left, bottom = 0.9 + 0.7 * max(B + D - 3, 0), D + 0.6 + 0.4 * B
+    fig, axs = figure((ncols * (0.75 * (left + F) + 0.6), nrows * (0.75 * bottom + 0.7) + 0.5), ncols=ncols,
+                      nrows=nrows)
+    axs = list(np.atleast_1d(axs).ravel())
+    for ax, step in zip(axs, steps):
+        _draw_systolic(ax, W, X, run, step, fontsize=6.5)
+        ax.set_title(f"cycle {step + 1}: {run.frames[step].busy} of {D * F} PEs busy", fontsize=8)
+        ax.tick_params(labelsize=6)
+    for ax in axs[len(steps):]:
+        ax.set_visible(False)
+    fig.suptitle(title or f"X[{B},{D}] @ W[{D},{F}] on a {D}×{F} systolic array: weights stay, activations flow "
+                          f"right, partial sums flow down ({run.cycles} cycles = B + D + F − 2)", fontsize=10)
     return fig
 
 

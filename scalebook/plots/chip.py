@@ -1,0 +1,425 @@
+"""Concept diagrams of TPU hardware, drawn from a `Chip` or a `TpuMesh` so that they follow their numbers:
+a chip's TensorCores, the memory hierarchy, a host's tray, slices cut from a pod, a pod built of cubes, hosts
+joined by DCN, the elementwise pipeline HBM → VMEM → VPU and the MXU's tile pipeline."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..hardware.chips import Chip, get_chip
+from ..hardware.sm import VPU_ALUS, VPU_SHAPE
+from ..hardware.topology import TpuMesh
+from ..units import fmt_bytes, fmt_rate
+from .base import figure
+from .diagram import COLOURS, arrow, box, canvas, panels
+from .sharding import PALETTE
+from .tpu import VMEM_FACTOR
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["mxus_per_core", "vpu_flops_per_core", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
+           "pod_cubes", "pipeline_stages", "elementwise_pipeline", "mxu_pipeline", "banner"]
+
+VREGS_PER_CORE = 64  # vector registers of 8 x 128 x 4 B on a v5p core (How To Scale Your Model, ch. 2, appendix)
+
+
+def mxus_per_core(chip: Chip | str) -> int | None:
+    """Return the MXUs in one TensorCore, from peak bf16 FLOP/s = cores × MXUs × 2 × size² × clock; None when the
+    clock or MXU size is not in the spec table."""
+    c = get_chip(chip)
+    if not (c.clock_hz and c.mxu_size and c.cores and c.bf16_flops):
+        return None
+    return round(c.bf16_flops / (c.cores * 2 * c.mxu_size**2 * c.clock_hz))
+
+
+def vpu_flops_per_core(chip: Chip | str) -> float | None:
+    """Return one TensorCore's vector-unit FLOP/s (8 sublanes × 128 lanes × 4 ALUs per cycle × clock), or None."""
+    c = get_chip(chip)
+    return VPU_SHAPE[0] * VPU_SHAPE[1] * VPU_ALUS * c.clock_hz if c.clock_hz else None
+
+
+def _tpu(chip: Chip | str) -> Chip:
+    c = get_chip(chip)
+    if c.kind != "tpu":
+        raise ValueError(f"chip={c.name!r} is not a TPU")
+    return c
+
+
+def _text(value: float | None, fmt, unknown: str = "?") -> str:
+    return fmt(value) if value else unknown
+
+
+def chip_diagram(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
+    """Draw one TPU chip: each TensorCore (scalar unit, VPU, VMEM, its MXUs) above the HBM they share.
+
+    Sizes and rates come from the chip's spec: MXU count from `mxus_per_core`, VPU rate from
+    `vpu_flops_per_core`, VMEM → MXU bandwidth as ≈22× HBM (the book's figure).
+    """
+    c = _tpu(chip)
+    cores = c.cores or 1
+    n_mxu = mxus_per_core(c)
+    cw, gap = 6.4, 0.4
+    width = cores * cw + (cores - 1) * gap + 0.4
+    fig, ax = canvas(width, 7.4, (4.3 * width / 6.8 + 0.6, 5.2),
+                     title or f"{c.name}: {cores} TensorCore{'s' if cores > 1 else ''} sharing one HBM")
+    vpu = vpu_flops_per_core(c)
+    mxu_rate = c.bf16_flops / cores if c.bf16_flops else None
+    for k in range(cores):
+        x0 = 0.2 + k * (cw + gap)
+        box(ax, x0, 2.0, cw, 5.2, f"TensorCore {k}" if cores > 1 else "TensorCore", COLOURS["core"], fontsize=9,
+            va="top", lw=1.4)
+        box(ax, x0 + 0.2, 5.3, 2.7, 1.3, "scalar unit + SMEM\nissues instructions\nand DMAs", COLOURS["scalar"], 7)
+        box(ax, x0 + 0.2, 3.7, 2.7, 1.4, f"VPU: {VPU_SHAPE[0]}×{VPU_SHAPE[1]} lanes\n× {VPU_ALUS} ALUs, "
+                                         f"{_text(vpu, fmt_rate)}\nelementwise work", COLOURS["vpu"], 7)
+        shown = n_mxu or 1
+        mh = 2.9 / shown
+        for m in range(shown):
+            label = f"MXU {m}: {c.mxu_size}×{c.mxu_size}" if n_mxu else f"MXUs ({c.mxu_size}×{c.mxu_size})"
+            box(ax, x0 + 3.2, 3.7 + m * mh + 0.05, cw - 3.4, mh - 0.1, label, COLOURS["mxu"], 7)
+        ax.text(x0 + 3.2 + (cw - 3.4) / 2, 6.75, f"matmuls: {_text(mxu_rate, fmt_rate)} bf16", ha="center",
+                fontsize=7)
+        box(ax, x0 + 0.2, 2.25, cw - 0.4, 1.0, f"VMEM {_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}"
+                                               ": on-core scratchpad every operand passes through",
+            COLOURS["vmem"], 7)
+        arrow(ax, (x0 + cw / 2 + 1.2, 3.25), (x0 + cw / 2 + 1.2, 3.7), both=True, lw=1.6)
+        ax.text(x0 + cw / 2 + 1.35, 3.47, f"≈{VMEM_FACTOR:g}× HBM", fontsize=6.5, va="center")
+        arrow(ax, (x0 + 1.5, 3.25), (x0 + 1.5, 3.7), both=True)
+        arrow(ax, (x0 + cw / 2, 1.05), (x0 + cw / 2, 2.25), both=True, lw=1.6,
+              label=f"{_text(c.hbm_bandwidth, lambda b: fmt_rate(b, 'B/s'))}"
+                    + (f" shared by {cores} cores" if cores > 1 else ""), offset=(0, 0))
+    box(ax, 0.2, 0.1, width - 0.4, 0.95, f"HBM: {_text(c.hbm_bytes, fmt_bytes)} of weights, activations, caches",
+        COLOURS["hbm"], 8)
+    return fig
+
+
+def memory_hierarchy(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
+    """Draw the path operands take, HBM → VMEM → vector registers → VPU / MXU, with each level's capacity and the
+    bandwidth of each hop (per TensorCore where the spec is per core)."""
+    c = _tpu(chip)
+    cores = c.cores or 1
+    vreg = VREGS_PER_CORE * VPU_SHAPE[0] * VPU_SHAPE[1] * 4
+    vmem_bw = VMEM_FACTOR * c.hbm_bandwidth if c.hbm_bandwidth else None
+    fig, ax = canvas(13.6, 4.4, (11.0, 3.8), title or f"{c.name}: where the operands of one multiply travel")
+    levels = [
+        ("HBM", f"{_text(c.hbm_bytes, fmt_bytes)}\nper chip", COLOURS["hbm"]),
+        ("VMEM", f"{_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}\nper core", COLOURS["vmem"]),
+        ("vector registers", f"{fmt_bytes(vreg, binary=True)} per core\n({VREGS_PER_CORE} × 8×128×4 B)",
+         COLOURS["scalar"]),
+    ]
+    for k, (name, detail, colour) in enumerate(levels):
+        box(ax, 0.2 + k * 3.5, 1.3, 2.6, 1.9, f"{name}\n{detail}", colour, 8)
+    hops = [_text(c.hbm_bandwidth, lambda b: fmt_rate(b, "B/s")), _text(vmem_bw, lambda b: fmt_rate(b, "B/s"))
+            + f"\n(≈{VMEM_FACTOR:g}× HBM)"]
+    for k, label in enumerate(hops):
+        arrow(ax, (2.8 + k * 3.5, 2.25), (3.7 + k * 3.5, 2.25), both=True, lw=1.6, label=label, offset=(0, 0.75))
+    vpu = vpu_flops_per_core(c)
+    box(ax, 10.9, 2.5, 2.5, 1.4, f"VPU\n{_text(vpu, fmt_rate)} per core", COLOURS["vpu"], 8)
+    box(ax, 10.9, 0.6, 2.5, 1.4, f"MXUs\n{_text(c.bf16_flops and c.bf16_flops / cores, fmt_rate)}\nper core (bf16)",
+        COLOURS["mxu"], 8)
+    arrow(ax, (9.8, 2.4), (10.9, 3.1))
+    arrow(ax, (9.8, 2.1), (10.9, 1.3))
+    arrow(ax, (7.7, 1.3), (10.9, 0.9), rad=0.25, label="MXU reads VMEM", offset=(0.4, -0.65))
+    ax.text(6.8, 0.05, "capacity falls and bandwidth rises at each step to the right", ha="center", fontsize=8,
+            style="italic")
+    return fig
+
+
+def _chip_grid(ax, xs: Sequence[float], ys: Sequence[float], size: float, label=None, colour=None,
+               links: bool = True) -> None:
+    """Draw chips at every (x, y) of a grid with ICI links between grid neighbours."""
+    for i, j in itertools.product(range(len(xs)), range(len(ys))):
+        if links and i + 1 < len(xs):
+            ax.plot([xs[i], xs[i + 1]], [ys[j], ys[j]], color="#1f77b4", lw=1.5, zorder=1)
+        if links and j + 1 < len(ys):
+            ax.plot([xs[i], xs[i]], [ys[j], ys[j + 1]], color="#1f77b4", lw=1.5, zorder=1)
+        box(ax, xs[i] - size / 2, ys[j] - size / 2, size, size, label(i, j) if label else "",
+            colour(i, j) if colour else COLOURS["chip"], 6.5, zorder=2)
+
+
+def _host_shape(c: Chip) -> tuple[int, int]:
+    shape = tuple(c.host_shape or (2, 2))
+    return shape[0], shape[1] if len(shape) > 1 else 1
+
+
+def _tray(ax, x0: float, y0: float, hx: int, hy: int, pitch: float, first: tuple[int, int], colour: str,
+          host_y: float, host: str, pcie: str) -> None:
+    """Draw one host's tray of hx × hy chips from (x0, y0) with ICI inside, and its host box at `host_y`, joined
+    to the tray by one PCIe arrow."""
+    xs = [x0 + pitch / 2 + i * pitch for i in range(hx)]
+    ys = [y0 + pitch / 2 + j * pitch for j in range(hy)]
+    _chip_grid(ax, xs, ys, 0.62 * pitch, label=lambda i, j: f"({first[0] + i},{first[1] + j})",
+               colour=lambda i, j: colour)
+    box(ax, x0 + 0.05, y0 + 0.05, hx * pitch - 0.1, hy * pitch - 0.1, "", "none", ls=":", edge="#2ca02c", lw=1.3,
+        zorder=0)
+    top = host_y > y0
+    box(ax, x0 + 0.2, host_y, hx * pitch - 0.4, 0.7, host, colour, 8)
+    start = (x0 + hx * pitch / 2, host_y if top else host_y + 0.7)
+    end = (start[0], y0 + hy * pitch if top else y0)
+    arrow(ax, start, end, both=True, colour="#2ca02c", lw=2.0, label=pcie, offset=(0.0, 0.0))
+
+
+def _pcie(c: Chip) -> str:
+    return f"PCIe {_text(c.pcie_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip"
+
+
+def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
+    """Draw one host and its tray: the CPU host joined to its chips by PCIe, the chips joined by ICI, and the
+    host's DCN port to other hosts. Chip count and bandwidths come from the chip's spec."""
+    c = _tpu(chip)
+    hx, hy = _host_shape(c)
+    pitch = 1.4
+    width = hx * pitch + 3.2
+    fig, ax = canvas(width, hy * pitch + 3.2, (0.8 * width + 1.0, 0.8 * (hy * pitch + 3.2) + 0.8),
+                     title or f"One {c.name} host: {hx * hy} chips on PCIe, ICI between them")
+    _tray(ax, 0.3, 0.6, hx, hy, pitch, (0, 0), COLOURS["chip"], hy * pitch + 1.9, "host CPU + DRAM", _pcie(c))
+    arrow(ax, (hx * pitch + 0.2, hy * pitch + 2.25), (width - 0.1, hy * pitch + 2.25), both=True, colour="#9467bd",
+          label=f"DCN\n{_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip", offset=(0, -0.45))
+    ax.text(0.3, 0.1, f"blue: ICI, {_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per link one way; "
+                      f"dotted: the tray", fontsize=7)
+    return fig
+
+
+def hosts(mesh: TpuMesh, title: str | None = None) -> Figure:
+    """Draw a slice with its hosts: each host beside its tray of chips (PCIe), ICI between neighbouring chips
+    inside and across trays, and DCN joining the hosts. Chips are labelled (x, y); trays are dotted."""
+    if not isinstance(mesh, TpuMesh) or len(mesh.axes) != 2:
+        raise ValueError(f"mesh must be a 2-D TpuMesh, got {mesh!r}")
+    c = mesh.chip
+    X, Y = mesh.axes["X"], mesh.axes["Y"]
+    hx, hy = _host_shape(c)
+    if X % hx or Y % hy:
+        hx, hy = hy, hx
+    if X % hx or Y % hy:
+        raise ValueError(f"mesh {X}x{Y} is not tiled by {c.name}'s host trays of {hx}x{hy}")
+    gx, gy = X // hx, Y // hy
+    if gy > 2:
+        raise ValueError(f"mesh {X}x{Y} has {gy} rows of trays; the drawing holds at most 2 (hosts above and below)")
+    pitch = 1.2
+    width, height = X * pitch + 1.2, Y * pitch + 3.6
+    fig, ax = canvas(width, height, (min(11.0, 0.8 * width + 0.8), min(10.0, 0.8 * height + 0.8)),
+                     title or f"{c.name} {X}x{Y}: {mesh.hosts} hosts, each with its own tray of {hx * hy} chips")
+    tints = ["#deebf7", "#fde0dd", "#e5f5e0", "#fff7bc", "#efedf5", "#fee6ce", "#f0f0f0", "#e0f3f8"]
+    xs = [0.9 + i * pitch for i in range(X)]
+    ys = [2.3 + j * pitch for j in range(Y)]
+    for i, j in itertools.product(range(X), range(Y)):  # ICI across tray boundaries
+        if i + 1 < X and (i + 1) % hx == 0:
+            ax.plot([xs[i], xs[i + 1]], [ys[j], ys[j]], color="#1f77b4", lw=1.5, zorder=1)
+        if j + 1 < Y and (j + 1) % hy == 0:
+            ax.plot([xs[i], xs[i]], [ys[j], ys[j + 1]], color="#1f77b4", lw=1.5, zorder=1)
+    host_boxes = []
+    for b, a in itertools.product(range(gy), range(gx)):
+        x0, y0 = 0.9 - pitch / 2 + a * hx * pitch, 2.3 - pitch / 2 + b * hy * pitch
+        host_y = y0 + hy * pitch + 0.45 if b == gy - 1 else y0 - 1.15
+        k = len(host_boxes)
+        _tray(ax, x0, y0, hx, hy, pitch, (a * hx, b * hy), tints[k % len(tints)], host_y, f"host {k}", _pcie(c))
+        host_boxes.append((x0 + 0.2, host_y + 0.35))
+    for (x1, y1), (x2, y2) in itertools.pairwise(host_boxes):
+        ax.plot([x1, 0.12, 0.12, x2], [y1, y1, y2, y2], color="#9467bd", lw=2, zorder=0)
+    ax.text(0.2, 0.02, f"purple: DCN between hosts ({_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per "
+                       f"chip); blue: ICI ({_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} one way per link)",
+            fontsize=7)
+    return fig
+
+
+Subslice = tuple[Sequence[int], Sequence[int]]
+
+
+def _check_subslices(mesh: TpuMesh, subslices: Sequence[Subslice]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    out = []
+    dims = list(mesh.axes.values())
+    for k, (origin, shape) in enumerate(subslices):
+        origin, shape = tuple(origin), tuple(shape)
+        if len(origin) != len(dims) or len(shape) != len(dims):
+            raise ValueError(f"subslices[{k}] must give an origin and a shape with {len(dims)} entries")
+        if any(o < 0 or s < 1 or o + s > n for o, s, n in zip(origin, shape, dims)):
+            raise ValueError(f"subslices[{k}] = {origin} + {shape} does not fit in the "
+                             f"{mesh.shape_str(mesh.axes)} mesh")
+        out.append((origin, shape))
+    return out
+
+
+def _wraps(mesh: TpuMesh, shape: Sequence[int]) -> str:
+    sub = TpuMesh(mesh.chip, *shape)
+    axes = "".join(a for a, w in sub.wrap.items() if w)
+    return f"wraps on {axes}" if axes else "no wraparound"
+
+
+def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = None) -> Figure:
+    """Draw a pod (2-D grid, or 3-D cube in an oblique view) with sub-slices cut out of it, each coloured and
+    labelled with its shape and whether it has wraparound (by the chip family's rules, `TpuMesh`)."""
+    if not isinstance(mesh, TpuMesh):
+        raise ValueError(f"mesh must be a TpuMesh, got {type(mesh).__name__}")
+    subs = _check_subslices(mesh, subslices)
+    dims = list(mesh.axes.values()) + [1] * (3 - len(mesh.axes))
+    X, Y, Z = dims
+    owner: dict[tuple[int, int, int], int] = {}
+    for k, (origin, shape) in enumerate(subs):
+        o = list(origin) + [0] * (3 - len(origin))
+        s = list(shape) + [1] * (3 - len(shape))
+        for p in itertools.product(*(range(o[d], o[d] + s[d]) for d in range(3))):
+            owner.setdefault(p, k)
+    if Z > 8:
+        raise ValueError(f"mesh {mesh.shape_str(mesh.axes)}: the drawing shows at most 8 Z-planes")
+    legend = "\n".join(f"■ {k}: {mesh.shape_str(dict(zip(mesh.axes, shape)))} at {origin}, {math.prod(shape)} chips, "
+                       f"{_wraps(mesh, shape)}" for k, (origin, shape) in enumerate(subs))
+    head = title or f"{mesh.chip.name} {mesh.shape_str(mesh.axes)} ({_wraps(mesh, dims[:len(mesh.axes)])}): " \
+                    f"{len(subs)} sub-slices cut from it"
+    cell = 0.22 if max(X, Y) > 8 else 0.5
+    fig, axs = panels(Z, min(Z, 4), (max(2.4, cell * X + 0.8), max(2.4, cell * Y + 0.8)), X, Y, head + "\n" + legend)
+    for z, ax in enumerate(axs):
+        for x, y in itertools.product(range(X), range(Y)):
+            k = owner.get((x, y, z))
+            ax.add_patch(_square(x + 0.08, y + 0.08, 0.84, PALETTE[k] if k is not None else "white",
+                                 0.9 if k is not None else 0.6))
+            if k is not None and max(X, Y) <= 8:
+                ax.text(x + 0.5, y + 0.5, str(k), ha="center", va="center", fontsize=7, color="white")
+        if Z > 1:
+            ax.set_title(f"Z = {z}", fontsize=8)
+    return fig
+
+
+def _square(x: float, y: float, size: float, colour: str, alpha: float):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), size, size, facecolor=colour, edgecolor="0.4", lw=0.5, alpha=alpha)
+
+
+def pod_cubes(mesh: TpuMesh, cube: int = 4, title: str | None = None) -> Figure:
+    """Draw a 3-D slice as the cubes of `cube`³ chips it is built from (ICI inside each cube, one rack each) and
+    the optical links joining facing cube faces, with the wraparound links that close each axis into a ring."""
+    if not isinstance(mesh, TpuMesh) or len(mesh.axes) != 3:
+        raise ValueError(f"mesh must be a 3-D TpuMesh, got {mesh!r}")
+    X, Y, Z = mesh.axes.values()
+    if X % cube or Y % cube or Z % cube:
+        raise ValueError(f"mesh {mesh.shape_str(mesh.axes)} is not built of whole {cube}x{cube}x{cube} cubes")
+    cx, cy, cz = X // cube, Y // cube, Z // cube
+    if cx * cy * cz > 64:
+        raise ValueError(f"mesh {mesh.shape_str(mesh.axes)} has {cx * cy * cz} cubes; draw at most 64")
+    s, dx, dy = 1.0, 0.5, 0.4
+    pitch, oz = (2.6, (1.7, 1.35))
+    width = (cx - 1) * pitch + (cz - 1) * oz[0] + s + dx + 0.8
+    height = (cy - 1) * pitch + (cz - 1) * oz[1] + s + dy + 1.4
+    fig, ax = canvas(width, height, (min(9.0, 0.6 * width + 1.0), min(8.0, 0.6 * height + 1.0)),
+                     title or f"{mesh.chip.name} {mesh.shape_str(mesh.axes)}: {cx * cy * cz} cubes of {cube}³ chips "
+                              f"joined by optical links")
+    centres = {}
+    for k, j, i in itertools.product(reversed(range(cz)), range(cy), range(cx)):
+        x0, y0 = 0.4 + i * pitch + k * oz[0], 0.8 + j * pitch + k * oz[1]
+        centres[(i, j, k)] = (x0 + (s + dx) / 2, y0 + (s + dy) / 2)
+        _cube(ax, x0, y0, s, dx, dy)
+    for (i, j, k), (x, y) in centres.items():
+        for nxt in ((i + 1, j, k), (i, j + 1, k), (i, j, k + 1)):
+            if nxt in centres:
+                x2, y2 = centres[nxt]
+                ax.plot([x, x2], [y, y2], color="#ff7f0e", lw=1.6, ls="--", zorder=1)
+    wraps = "".join(a for a, w in mesh.wrap.items() if w) or "none"
+    ax.text(0.1, 0.1, f"each cube: {cube ** 3} chips wired by ICI (one rack)   orange dashed: optical links between "
+                      f"cube faces   wraparound on {wraps}", fontsize=7)
+    return fig
+
+
+def _cube(ax, x: float, y: float, s: float, dx: float, dy: float) -> None:
+    from matplotlib.patches import Polygon
+
+    faces = [
+        ([(x, y), (x + s, y), (x + s, y + s), (x, y + s)], "#9ecae1"),
+        ([(x, y + s), (x + s, y + s), (x + s + dx, y + s + dy), (x + dx, y + s + dy)], "#c6dbef"),
+        ([(x + s, y), (x + s + dx, y + dy), (x + s + dx, y + s + dy), (x + s, y + s)], "#6baed6"),
+    ]
+    for points, colour in faces:
+        ax.add_patch(Polygon(points, closed=True, facecolor=colour, edgecolor="0.2", lw=0.7, zorder=2))
+
+
+PIPELINE_STAGES = ("HBM → VMEM", "VMEM → registers", "VPU multiply", "registers → VMEM", "VMEM → HBM")
+
+
+def pipeline_stages(n_chunks: int, step: int) -> dict[str, int | None]:
+    """Return which chunk each stage of a pipelined elementwise op works on at `step` (None: idle).
+
+    Chunk c enters stage s at step c + s: every stage is busy once the pipe is full, so n chunks take
+    n + (stages − 1) steps rather than n × stages.
+    """
+    if not isinstance(n_chunks, int) or n_chunks < 1:
+        raise ValueError(f"n_chunks={n_chunks!r} must be a positive integer")
+    last = n_chunks + len(PIPELINE_STAGES) - 1
+    if not isinstance(step, int) or not 0 <= step < last:
+        raise ValueError(f"step={step!r} must be an integer in [0, {last})")
+    return {name: (step - s if 0 <= step - s < n_chunks else None) for s, name in enumerate(PIPELINE_STAGES)}
+
+
+def _draw_pipeline(ax, n_chunks: int, step: int) -> None:
+    stages = pipeline_stages(n_chunks, step)
+    done = min(n_chunks, max(0, step - len(PIPELINE_STAGES) + 2))
+    for k, (name, chunk) in enumerate(stages.items()):
+        y = len(stages) - 1 - k
+        box(ax, 0.1, y + 0.1, 2.4, 0.8, name, "white", 7)
+        if chunk is not None:
+            box(ax, 2.7, y + 0.15, 1.0, 0.7, f"chunk {chunk}", PALETTE[chunk % len(PALETTE)], 7, alpha=0.8)
+    ax.text(2.0, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=7.5)
+
+
+def elementwise_pipeline(n_chunks: int = 4, steps: Sequence[int] | None = None, title: str | None = None) -> Figure:
+    """Draw z = x * y computed chunk by chunk: one panel per step, each stage of the copy–compute–copy pipeline
+    showing the chunk it works on (`pipeline_stages`). The panels are the frames of an animation."""
+    last = n_chunks + len(PIPELINE_STAGES) - 1
+    steps = list(range(last)) if steps is None else list(steps)
+    fig, axs = panels(len(steps), min(4, len(steps)), (2.9, 2.6), 4.0, len(PIPELINE_STAGES) + 0.2,
+                      title or f"z = x * y in {n_chunks} chunks: the pipeline fills, runs full, drains "
+                               f"({last} steps instead of {n_chunks * len(PIPELINE_STAGES)})")
+    for ax, step in zip(axs, steps):
+        ax.set_ylim(-0.6, len(PIPELINE_STAGES) + 0.1)
+        _draw_pipeline(ax, n_chunks, step)
+    return fig
+
+
+def mxu_pipeline(n_tiles: int = 3, B: int = 128, size: int = 128, title: str | None = None) -> Figure:
+    """Draw a stream of `n_tiles` weight tiles through one MXU against time (cycles): each tile's weights load
+    while the previous tile computes, B rows of activations flow per tile, and the fill and drain of the
+    systolic array (size − 1 cycles each) are paid once, at the start and the end of the stream."""
+    if not isinstance(n_tiles, int) or n_tiles < 1:
+        raise ValueError(f"n_tiles={n_tiles!r} must be a positive integer")
+    if B < 1 or size < 1:
+        raise ValueError(f"B={B!r} and size={size!r} must be positive")
+    from matplotlib.patches import Rectangle
+
+    fill = size - 1
+    rows = ["load weights (RHS) tile", "stream activations (LHS) tile", "output tile leaves"]
+    fig, ax = figure((9.0, 3.0))
+    for t in range(n_tiles):
+        spans = [(t * B - size, size), (t * B, B), (t * B + fill, B)]  # weights load while tile t-1 computes
+        for r, (start, length) in enumerate(spans):
+            ax.add_patch(Rectangle((start, len(rows) - 1 - r - 0.35), length, 0.7,
+                                   facecolor=PALETTE[t % len(PALETTE)], alpha=0.75, edgecolor="0.3"))
+            ax.text(start + length / 2, len(rows) - 1 - r, f"tile {t}", ha="center", va="center", fontsize=7)
+    ax.axvspan(0, fill, color="0.85", zorder=0)
+    ax.text(fill / 2, -0.75, "bubble: the array fills", ha="center", fontsize=7)
+    end = fill + n_tiles * B
+    ax.set_xlim(-size - 5, end + 5)
+    ax.set_ylim(-1.0, len(rows) - 0.4)
+    ax.set_yticks(range(len(rows)), rows[::-1], fontsize=8)
+    ax.set_xlabel("time (MXU cycles)")
+    ax.set_title(title or f"{n_tiles} tiles through a {size}×{size} MXU, {B} rows each: "
+                          f"{n_tiles * B} busy cycles of {end + size}", fontsize=10)
+    return fig
+
+
+def banner(mesh: TpuMesh | None = None, title: str | None = None) -> Figure:
+    """Draw a banner: every chip of a slice coloured by its ICI hop distance from the centre chip, a picture of how
+    far a message must travel across one pod (default: a v5e 16x16)."""
+    mesh = mesh if mesh is not None else TpuMesh("v5e", X=16, Y=16)
+    if not isinstance(mesh, TpuMesh) or len(mesh.axes) != 2:
+        raise ValueError(f"mesh must be a 2-D TpuMesh, got {mesh!r}")
+    X, Y = mesh.axes["X"], mesh.axes["Y"]
+    centre = (X // 2, Y // 2)
+    hops = [[mesh.hops(centre, (x, y)) for x in range(X)] for y in range(Y)]
+    fig, ax = figure((10.0, 10.0 * Y / X / 2.2 + 1.0))
+    image = ax.imshow(hops, cmap="viridis_r", aspect=0.45, origin="lower")
+    ax.set_axis_off()
+    fig.colorbar(image, ax=ax, shrink=0.8, label="ICI hops from the centre chip")
+    ax.set_title(title or f"{mesh.n_chips} {mesh.chip.name} chips ({mesh.shape_str(mesh.axes)}): no message travels "
+                          f"more than {mesh.diameter} hops", fontsize=10)
+    return fig

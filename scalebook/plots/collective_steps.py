@@ -1,0 +1,164 @@
+"""Collectives drawn step by step from the ring schedule that prices them (`plots.sharding.ring_schedule`): on a
+2-D torus (one ring phase per axis), the four collectives side by side before and after, and a collective
+matmul whose partial sums travel round the ring while the next block is multiplied."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .diagram import arrow, box, panels
+from .sharding import PALETTE, RingStep, ring_schedule
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["TORUS_KINDS", "torus_schedule", "torus_steps", "collectives_summary", "collective_matmul"]
+
+TORUS_KINDS = ("all_gather", "reduce_scatter", "all_reduce")
+Held = dict[tuple[int, int], dict[tuple[int, int], float]]  # device (x, y) -> {piece (px, py): fill 0..1}
+
+
+def _check_torus(X: int, Y: int, kind: str) -> None:
+    for name, n in (("X", X), ("Y", Y)):
+        if not isinstance(n, int) or not 2 <= n <= 8:
+            raise ValueError(f"{name}={n!r} must be an integer from 2 to 8")
+    if kind not in TORUS_KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(TORUS_KINDS)}")
+
+
+def _gather_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    xs, ys = ring_schedule(X, "all_gather"), ring_schedule(Y, "all_gather")
+    out = []
+    for s in xs:
+        out.append((f"X ring, step {s.step}" if s.step else "start: one piece each",
+                    {(x, y): {(p.chunk, y): 1.0 for p in s.held[x]} for x in range(X) for y in range(Y)}))
+    for s in ys[1:]:
+        out.append((f"Y ring, step {s.step}",
+                    {(x, y): {(j, p.chunk): 1.0 for j in range(X) for p in s.held[y]}
+                     for x in range(X) for y in range(Y)}))
+    return out
+
+
+def _scatter_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    """ReduceScatter is the gather run backwards: first the Y rings sum, then the X rings."""
+    xs, ys = ring_schedule(X, "reduce_scatter"), ring_schedule(Y, "reduce_scatter")
+    out = []
+    for s in ys:
+        out.append((f"Y ring, step {s.step}" if s.step else "start: every piece, unsummed",
+                    {(x, y): {(j, p.chunk): p.fill / X for j in range(X) for p in s.held[y]}
+                     for x in range(X) for y in range(Y)}))
+    for s in xs[1:]:
+        out.append((f"X ring, step {s.step}",
+                    {(x, y): {(p.chunk, y): p.fill for p in s.held[x]} for x in range(X) for y in range(Y)}))
+    return out
+
+
+def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tuple[str, Held]]:
+    """Return the states of a collective over both axes of an X × Y torus: (label, held) per step, where held maps
+    each device (x, y) to the pieces it holds and how complete each is (1 = summed over every device).
+
+    The array is cut into X·Y pieces; a two-axis collective runs one ring phase per axis (AllGather: X then Y;
+    ReduceScatter: Y then X; AllReduce: ReduceScatter then AllGather), each phase the ring schedule that
+    `busiest_link_share` prices.
+    """
+    _check_torus(X, Y, kind)
+    if kind == "all_gather":
+        return _gather_phases(X, Y)
+    if kind == "reduce_scatter":
+        return _scatter_phases(X, Y)
+    return _scatter_phases(X, Y) + [(f"AllGather: {label}", held) for label, held in _gather_phases(X, Y)[1:]]
+
+
+def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | None = None) -> Figure:
+    """Draw a two-axis collective on an X × Y torus step by step: one panel per step, each device a small grid of
+    the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions)."""
+    states = torus_schedule(X, Y, kind)
+    ncols = min(5, len(states))
+    fig, axs = panels(len(states), ncols, (2.6, 2.9), X * (Y + 1), Y * (X + 1) + 0.2,
+                      title or f"{kind} over both axes of a {X}x{Y} torus: {len(states) - 1} steps, one ring phase per "
+                               f"axis (X·Y = {X * Y} pieces)")
+    for ax, (label, held) in zip(axs, states):
+        _draw_torus_state(ax, held, X, Y)
+        ax.set_title(label, fontsize=8)
+    return fig
+
+
+def _draw_torus_state(ax, held: Held, X: int, Y: int) -> None:
+    from matplotlib.patches import Rectangle
+
+    for (x, y), pieces in held.items():
+        ox, oy = x * (Y + 1), (Y - 1 - y) * (X + 1)
+        ax.add_patch(Rectangle((ox + 0.3, oy + 0.1), Y + 0.4, X + 0.4, fill=False, edgecolor="0.5", lw=0.6))
+        for (px, py), fill in pieces.items():
+            if fill > 0:
+                ax.add_patch(Rectangle((ox + 0.5 + py, oy + 0.3 + (X - 1 - px)), 0.95, 0.95,
+                                       facecolor=PALETTE[(px * Y + py) % len(PALETTE)], alpha=0.15 + 0.85 * fill,
+                                       edgecolor="none"))
+
+
+def _draw_ring_devices(ax, state: RingStep, n: int, y0: float, kind: str) -> None:
+    from matplotlib.patches import Rectangle
+
+    for i, pieces in enumerate(state.held):
+        box(ax, i * 1.3 + 0.1, y0, 1.1, n * 0.32 + 0.2, "", "white", edge="0.5", round_=False)
+        ax.text(i * 1.3 + 0.65, y0 - 0.18, f"dev {i}", ha="center", va="top", fontsize=6.5)
+        for k, p in enumerate(pieces):
+            row = p.chunk if kind != "all_to_all" else k
+            ax.add_patch(Rectangle((i * 1.3 + 0.2, y0 + 0.1 + (n - 1 - row) * 0.32 if kind != "all_to_all"
+                                    else y0 + 0.1 + (n * n - 1 - k) * 0.32 / n), 0.9,
+                                   0.3 if kind != "all_to_all" else 0.3 / n,
+                                   facecolor=PALETTE[p.chunk % len(PALETTE)], alpha=0.2 + 0.8 * p.fill,
+                                   edgecolor="none", zorder=3))
+
+
+def collectives_summary(n: int = 3, title: str | None = None) -> Figure:
+    """Draw AllGather, ReduceScatter and AllToAll over `n` devices before and after (the first and last states of
+    their ring schedules): what each device holds going in and coming out."""
+    kinds = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter (sums)", "all_to_all": "AllToAll"}
+    width = n * 1.3 + 0.2
+    fig, axs = panels(2 * len(kinds), 2, (0.55 * width + 1.2, 0.35 * n + 1.3), width, n * 0.32 + 0.7,
+                      title or f"Three collectives on {n} devices, before (left) and after (right)\n"
+                               f"colour: which part of the array (AllToAll: its destination); pale: not yet summed")
+    for row, (kind, name) in enumerate(kinds.items()):
+        states = ring_schedule(n, kind)
+        for col, state in enumerate((states[0], states[-1])):
+            ax = axs[2 * row + col]
+            ax.set_ylim(-0.45, n * 0.32 + 0.45)
+            _draw_ring_devices(ax, state, n, 0.1, kind)
+            ax.set_title(f"{name}: {'before' if col == 0 else f'after {state.step} ring steps'}", fontsize=8)
+    return fig
+
+
+def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
+    """Draw a reduce-scatter collective matmul over a one-way ring of `n` devices: at step s device i multiplies its
+    block for output chunk c = (i − 1 − s) mod n and adds it to the partial sum of chunk c that just arrived, then
+    passes the sum on; each send overlaps the next multiply, and after n − 1 sends device i holds chunk i.
+
+    The partial sums follow `ring_schedule(n, 'reduce_scatter', bidirectional=False)`, the same schedule as a
+    plain ReduceScatter, with a matmul slotted into every step.
+    """
+    final = ring_schedule(n, "reduce_scatter", bidirectional=False)[-1]
+    steps = n
+    fig, axs = panels(1, 1, (1.5 * steps + 1.2, 0.55 * n + 1.3), 1.9 * steps + 0.8, n + 0.9,
+                      title or f"Collective matmul on {n} devices: y = Σᵢ Wᵢ xᵢ\neach partial sum moves one hop per "
+                               f"step while the next block is multiplied")
+    ax = axs[0]
+    ax.set_ylim(-0.6, n + 0.9)
+    for s in range(steps):
+        ax.text(1.45 + 1.9 * s, n + 0.45, f"step {s + 1}", ha="center", fontsize=8)
+    for i in range(n):
+        y = n - 1 - i
+        ax.text(0.05, y + 0.4, f"dev {i}", fontsize=8, va="center")
+        for s in range(steps):
+            c = (i - 1 - s) % n
+            last = s == steps - 1
+            done = next(p for p in final.held[i] if p.chunk == i).fill * n if last else 0
+            label = f"+= W{c},{i}·x{i}" + (f"\ny{i} done: {done:.0f}/{n} terms" if last else "")
+            box(ax, 0.6 + 1.9 * s, y + 0.05, 1.7, 0.75, label, PALETTE[c % len(PALETTE)], 6.5,
+                alpha=0.3 + 0.6 * (s + 1) / steps)
+            if not last:
+                target = n - 1 - (i + 1) % n
+                arrow(ax, (2.3 + 1.9 * s, y + 0.4), (2.5 + 1.9 * s, target + 0.45), colour="#c0392b", lw=0.9)
+    ax.text(0.05, -0.45, "red: the partial sum goes to the next device (the last wraps to the first) while that "
+                         "device multiplies its next block", fontsize=7)
+    return fig

@@ -1,0 +1,218 @@
+"""Concept diagrams of a Transformer, drawn from a `TransformerConfig` so that every shape is the model's: one
+decoder layer with its einsums, a mixture-of-experts layer, the tiles of flash attention, and how a matmul's
+FLOPs add up (every count from `roofline.einsum_flops`)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..models import TransformerConfig, get_model
+from ..roofline import einsum_flops
+from ..units import fmt_si
+from .diagram import COLOURS, arrow, box, canvas, panels
+from .sharding import PALETTE
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["layer_einsums", "layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]
+
+
+def _n(value: float) -> str:
+    return fmt_si(value, "").strip()
+
+
+def layer_einsums(model: TransformerConfig | str) -> list[tuple[str, str, str]]:
+    """Return one decoder layer's matmuls in order: (name, einsum in the book's letters, weight shape in numbers).
+
+    B batch, T query and S key positions, D model width, N query heads, K key/value heads (G = N/K queries per
+    key head), H head width, F MLP width.
+    """
+    m = get_model(model)
+    rows = [
+        ("Q projection", "BTD,DNH→BTNH", f"W_Q[{m.D}, {m.N}, {m.H}]"),
+        ("K projection", "BSD,DKH→BSKH", f"W_K[{m.D}, {m.K}, {m.H}]"),
+        ("V projection", "BSD,DKH→BSKH", f"W_V[{m.D}, {m.K}, {m.H}]"),
+        ("scores Q·K", "BTKGH,BSKH→BTSKG", "no weights"),
+        ("mix V", "BTSKG,BSKH→BTKGH", "no weights"),
+        ("O projection", "BTNH,NHD→BTD", f"W_O[{m.N}, {m.H}, {m.D}]"),
+    ]
+    mlp = [("MLP up", "BTD,DF→BTF", f"W_in[{m.D}, {m.F}]")]
+    if m.gated:
+        mlp.append(("MLP gate", "BTD,DF→BTF", f"W_gate[{m.D}, {m.F}]"))
+    mlp.append(("MLP down", "BTF,FD→BTD", f"W_out[{m.F}, {m.D}]"))
+    return rows + mlp
+
+
+def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | None = None) -> Figure:
+    """Draw one pre-norm decoder layer top to bottom: norms, the Q/K/V projections, attention, the O projection,
+    the (gated) MLP and both residual adds. Each matmul (●) shows its einsum; weights (orange) show their shape
+    in the model's numbers; activations (blue) their shape in letters."""
+    m = get_model(model)
+    rows = {name: (spec, weight) for name, spec, weight in layer_einsums(m)}
+    fig, ax = canvas(12.0, 15.4, (8.6, 11.0), title or f"One decoder layer of {m.name or 'the model'}: D={m.D}, "
+                                                      f"F={m.F}, N={m.N}, K={m.K}, H={m.H}")
+    act, wt, op = COLOURS["act"], COLOURS["weight"], COLOURS["norm"]
+
+    def matmul(x: float, y: float, name: str) -> None:
+        spec, weight = rows[name]
+        ax.plot([x], [y], "o", color="k", ms=7, zorder=5)
+        ax.text(x + 0.25, y + 0.05, f"{name}\n{spec}", fontsize=6.5, va="center")
+        if weight != "no weights":
+            box(ax, x + 0.25, y - 0.85, 2.3, 0.45, weight, wt, 6.5)
+
+    box(ax, 4.0, 14.4, 4.0, 0.6, "x: [B, T, D]  (residual stream)", act, 8)
+    box(ax, 4.5, 13.1, 3.0, 0.5, "RMSNorm", op, 8)
+    arrow(ax, (6.0, 14.4), (6.0, 13.6))
+    for x, name in ((1.2, "Q projection"), (5.0, "K projection"), (8.6, "V projection")):
+        arrow(ax, (6.0, 13.1), (x, 12.2))
+        matmul(x, 12.0, name)
+    box(ax, 0.45, 9.9, 3.0, 0.55, "Q: [B, T, N, H]", act, 7)
+    box(ax, 3.9, 9.9, 3.2, 0.55, "K: [B, S, K, H]", act, 7)
+    box(ax, 8.3, 9.9, 3.2, 0.55, "V: [B, S, K, H]", act, 7)
+    for x in (1.2, 5.0, 8.6):
+        arrow(ax, (x, 11.85), (x + (0.3 if x > 8 else 0.0), 10.45))
+    arrow(ax, (1.8, 9.9), (3.4, 9.2))
+    arrow(ax, (5.5, 9.9), (3.6, 9.2))
+    matmul(3.5, 9.0, "scores Q·K")
+    box(ax, 1.3, 7.7, 4.5, 0.5, "causal mask, softmax over S: [B, T, S, K, G]", op, 7)
+    arrow(ax, (3.5, 8.85), (3.5, 8.2))
+    arrow(ax, (3.5, 7.7), (6.2, 7.05))
+    arrow(ax, (9.6, 9.9), (6.4, 7.05))
+    matmul(6.3, 6.85, "mix V")
+    arrow(ax, (6.3, 6.7), (6.3, 6.0))
+    matmul(6.3, 5.8, "O projection")
+    box(ax, 2.2, 4.7, 2.6, 0.5, "+ residual", op, 8)
+    arrow(ax, (6.3, 5.65), (4.8, 5.0))
+    residual = dict(color="0.45", lw=1.1, zorder=1)
+    ax.plot([4.0, 0.08, 0.08], [14.7, 14.7, 5.05], **residual)
+    arrow(ax, (0.08, 5.05), (2.2, 5.05), colour="0.45")
+    ax.plot([2.2, 0.25, 0.25], [4.8, 4.8, 0.38], **residual)
+    arrow(ax, (0.25, 0.38), (5.6, 0.38), colour="0.45")
+    box(ax, 2.0, 3.75, 3.0, 0.5, "RMSNorm", op, 8)
+    arrow(ax, (3.5, 4.7), (3.5, 4.25))
+    mlp = [n for n in ("MLP up", "MLP gate") if n in rows]
+    for x, name in zip((1.3, 6.0), mlp):
+        arrow(ax, (3.5, 3.75), (x, 3.3))
+        matmul(x, 3.1, name)
+        arrow(ax, (x, 2.95), (x, 1.85))
+    box(ax, 0.8, 1.35, 5.7, 0.5, "silu(gate) ⊙ up: [B, T, F]" if m.gated else "gelu(up): [B, T, F]", op, 7)
+    matmul(8.6, 1.6, "MLP down")
+    arrow(ax, (6.5, 1.6), (8.5, 1.6))
+    box(ax, 5.6, 0.1, 3.6, 0.55, "+ residual → x: [B, T, D]", op, 7)
+    arrow(ax, (8.6, 1.45), (8.6, 0.65))
+    ax.text(11.9, 15.2, f"G = N/K = {m.N // m.K} query heads share each key/value head\n"
+                      f"{_n(m.param_count() / m.L)} parameters per layer on average ({m.L} layers)\n"
+                        "grey: the residual stream", fontsize=7, ha="right", va="top")
+    return fig
+
+
+def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12, title: str | None = None) -> Figure:
+    """Draw a mixture-of-experts MLP: a router scores the E experts for each token, the top k (highlighted) run,
+    and their outputs are summed with the router's weights. Expert widths and counts come from the model; the
+    routing shown is an example (a fixed draw), not a trained router."""
+    m = get_model(model)
+    if not m.is_moe:
+        raise ValueError(f"model={m.name!r} has E=1 expert: not a mixture of experts")
+    n_show = min(m.E, shown)
+    scores = np.random.default_rng(0).random(n_show)
+    chosen = set(np.argsort(-scores)[: min(m.k, n_show)].tolist())
+    fe = m.F_expert or m.F
+    width = 1.3 * n_show + 2.2
+    fig, ax = canvas(width, 7.2, (min(12.0, 0.85 * width + 1.0), 5.6),
+                     title or f"{m.name or 'MoE'}: each token runs {m.k} of {m.E} experts "
+                              f"({_n(m.param_count(active=True))} of {_n(m.param_count())} parameters active)")
+    mid = width / 2
+    box(ax, mid - 1.6, 6.3, 3.2, 0.6, "token x: [D]", COLOURS["act"], 8)
+    box(ax, mid - 2.2, 5.1, 4.4, 0.7, f"router W_gate[{m.D}, {m.E}] → top-{m.k}", COLOURS["weight"], 8)
+    arrow(ax, (mid, 6.3), (mid, 5.8))
+    for j in range(n_show):
+        x = 1.1 + 1.3 * j
+        on = j in chosen
+        box(ax, x, 2.6, 1.1, 1.5, f"expert {j}\n[{m.D}, {fe}]", COLOURS["highlight"] if on else "white", 6.5,
+            lw=2.0 if on else 0.8, edge="k" if on else "0.6")
+        arrow(ax, (mid, 5.1), (x + 0.55, 4.1), colour="k" if on else "0.8", lw=1.3 if on else 0.6,
+              label=f"g={scores[j] / scores[list(chosen)].sum():.2f}" if on else "", fontsize=6)
+        if on:
+            arrow(ax, (x + 0.55, 2.6), (mid, 1.4))
+    if m.E > n_show:
+        ax.text(width - 0.5, 3.35, f"… {m.E - n_show} more", fontsize=7, va="center")
+    box(ax, mid - 2.4, 0.6, 4.8, 0.8, "Σ g·expert(x): [D]", COLOURS["act"], 8)
+    if m.shared:
+        ax.text(0.1, 0.1, f"+ {m.shared} shared expert(s) every token runs", fontsize=7)
+    return fig
+
+
+def flash_tiles(T: int = 8, S: int = 8, block: int = 2, causal: bool = True, title: str | None = None) -> Figure:
+    """Draw flash attention's tiling of the T × S score matrix into block × block tiles: tiles loaded and computed
+    (numbered in the order one query block visits them), tiles the causal mask skips, and the running state
+    (row max m, row sum ℓ, output O) that each query block keeps on chip instead of the full scores."""
+    for name, v in (("T", T), ("S", S), ("block", block)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}={v!r} must be a positive integer")
+    if T % block or S % block:
+        raise ValueError(f"block={block} must divide T={T} and S={S}")
+    nq, nk = T // block, S // block
+    fig, ax = canvas(nk + 5.5, nq + 1.2, (0.5 * (nk + 5.5) + 1.0, 0.5 * (nq + 1.2) + 0.8),
+                     title or f"Flash attention: {nq}×{nk} tiles of {block}×{block} scores, never all in memory "
+                              f"at once")
+    computed = skipped = 0
+    for qi, ki in itertools.product(range(nq), range(nk)):
+        y = nq - 1 - qi
+        first, last = ki * block, ki * block + block - 1
+        if causal and first > qi * block + block - 1:
+            colour, text = "0.92", "skip"
+            skipped += 1
+        else:
+            colour = COLOURS["mxu"] if not causal or last <= qi * block else COLOURS["highlight"]
+            text = f"{ki + 1}"
+            computed += 1
+        box(ax, ki + 0.05, y + 0.05, 0.9, 0.9, text, colour, 7, round_=False)
+    ax.text(nk / 2, nq + 0.4, "key blocks (S) →", ha="center", fontsize=8)
+    ax.text(-0.1, nq / 2, "query blocks (T)", rotation=90, ha="right", va="center", fontsize=8)
+    ax.text(nk + 0.4, nq - 0.5, f"green: {computed} tiles computed\nyellow: on the diagonal, masked inside\n"
+                                f"grey: {skipped} tiles skipped (causal)\nnumbers: the order a query block\n"
+                                f"visits its key blocks\n\nper query block, on chip:\n  m = running row max\n"
+                                f"  ℓ = running Σ exp(s − m)\n  O = running Σ exp(s − m)·V\nrescale O and ℓ when m "
+                                f"grows;\nO / ℓ at the end", fontsize=7, va="top")
+    return fig
+
+
+def matmul_flops(N: int = 3, P: int = 4, M: int = 2, title: str | None = None) -> Figure:
+    """Draw how A[N, P] @ B[P, M] adds up to 2·N·P·M FLOPs in three panels: one output element (a dot product
+    of length P: 2P FLOPs), one output row (2PM), the whole output (2NPM), each count from `einsum_flops`."""
+    for name, v in (("N", N), ("P", P), ("M", M)):
+        if not isinstance(v, int) or not 1 <= v <= 8:
+            raise ValueError(f"{name}={v!r} must be an integer from 1 to 8")
+    stages = [
+        ("one element C[0, 0]", einsum_flops("P,P->", {"P": P}), "2P", {(0, 0)}),
+        ("one row C[0, :]", einsum_flops("P,PM->M", {"P": P, "M": M}), "2PM", {(0, j) for j in range(M)}),
+        ("all of C", einsum_flops("NP,PM->NM", {"N": N, "P": P, "M": M}), "2NPM",
+         set(itertools.product(range(N), range(M)))),
+    ]
+    width = P + P + M + 4.0
+    height = max(N, P) + 1.8
+    fig, axs = panels(3, 3, (0.26 * width + 0.5, 0.3 * height + 0.6), width, height,
+                      title or f"FLOPs of A[N={N}, P={P}] @ B[P, M={M}]: a multiply and an add per term")
+    for ax, (label, flops, formula, cells) in zip(axs, stages):
+        rows = {r for r, _ in cells}
+        cols = {c for _, c in cells}
+        top = height - 1.2
+        for r, p in itertools.product(range(N), range(P)):
+            box(ax, p, top - r - 1, 0.95, 0.95, "", PALETTE[0] if r in rows else "white", round_=False,
+                alpha=0.7 if r in rows else 1)
+        for p, c in itertools.product(range(P), range(M)):
+            box(ax, P + 1 + c, top - p - 1, 0.95, 0.95, "", PALETTE[1] if c in cols else "white", round_=False,
+                alpha=0.7 if c in cols else 1)
+        for r, c in itertools.product(range(N), range(M)):
+            box(ax, P + M + 2 + c, top - r - 1, 0.95, 0.95, "", PALETTE[4] if (r, c) in cells else "white",
+                round_=False, alpha=0.8 if (r, c) in cells else 1)
+        ax.text(P / 2, top + 0.2, "A", ha="center", fontsize=8)
+        ax.text(P + 1 + M / 2, top + 0.2, "B", ha="center", fontsize=8)
+        ax.text(P + M + 2 + M / 2, top + 0.2, "C", ha="center", fontsize=8)
+        ax.text(width / 2, 0.05, f"{label}: {formula} = {flops:,.0f} FLOPs", ha="center", fontsize=8)
+    return fig
+
