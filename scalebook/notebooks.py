@@ -121,10 +121,16 @@ def derive_exercise(solution_text: str, solution_path: str) -> str:
 
 
 def twin_text(md_path: Path) -> str:
-    """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs."""
+    """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs, and no pairing.
+
+    The twin is the reader's copy. Without `jupytext.formats` in its metadata (and no global `formats` in
+    jupytext.toml), JupyterLab saves a twin on its own: running and saving it never rewrites the .md source.
+    The source keeps its pairing, so a contributor who opens the .md as a notebook still updates the twin.
+    """
     import jupytext
 
     nb = jupytext.read(md_path)
+    nb.metadata.get("jupytext", {}).pop("formats", None)
     for index, cell in enumerate(nb.cells):
         cell.id = f"{md_path.stem[:40]}-{index:03d}"  # stable ids keep the twin byte-for-byte reproducible
         if cell.cell_type == "code":
@@ -221,7 +227,8 @@ def check(root: Path) -> list[str]:
         else:
             has_outputs = path.suffix == ".ipynb" and any(
                 c.get("outputs") for c in json.loads(path.read_text(encoding="utf-8")).get("cells", []))
-            why = "has outputs (twins must be committed without them)" if has_outputs else "is stale"
+            why = ("has outputs (from a run in Jupyter? twins are committed without them)" if has_outputs
+                   else "is stale")
             problems.append(f"{rel}: {why} — run `make sync`")
     for folder in FOLDERS:
         for nb in sorted((root / folder).glob("*.ipynb")):
