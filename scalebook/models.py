@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .tables import Table
-from .units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from .units import check_int, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
            "flop_conventions"]
@@ -69,9 +69,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for letter in ("L", "D", "F", "N", "K", "H", "V", "E", "k"):
-            value = getattr(self, letter)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{letter}={value!r} must be a positive integer")
+            object.__setattr__(self, letter, check_int(letter, getattr(self, letter)))
         if self.N % self.K:
             raise ValueError(f"N={self.N} query heads must be a multiple of K={self.K} key/value heads")
         if self.k > self.E:

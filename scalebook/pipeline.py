@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster
-from .units import dtype_bytes
+from .units import check_int, check_positive, dtype_bytes
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms"]
 
@@ -25,9 +25,8 @@ def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virt
     """
     if schedule not in PIPELINE_SCHEDULES:
         raise ValueError(f"schedule={schedule!r}; allowed: {list(PIPELINE_SCHEDULES)}")
-    for name, value in (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
+    stages, microbatches, virtual = (check_int(name, value) for name, value in
+                                     (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)))
     v = virtual if schedule == "interleaved" else 1
     return (stages - 1) / (v * microbatches + stages - 1)
 
@@ -98,11 +97,9 @@ def pipeline_comms(batch_tokens: float, D: int, stages: int, microbatches: int, 
     holds M + S - 2 sends: 2·B·D / (W·M) · (M + S - 2) in bf16. A stage is a node on a GPU cluster (its
     NICs, W = node egress) or a chip on a TPU slice (one ICI link, one way).
     """
-    for name, value in (("stages", stages), ("microbatches", microbatches), ("D", D)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
-    if batch_tokens <= 0:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must be positive")
+    stages, microbatches, D = (check_int(name, value) for name, value in
+                               (("stages", stages), ("microbatches", microbatches), ("D", D)))
+    batch_tokens = check_positive("batch_tokens", batch_tokens)
     if isinstance(hardware, GpuCluster):
         W = hardware.node_egress
     else:

@@ -17,7 +17,7 @@ from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .tables import Table
 from .training import Memory, memory, min_tokens_per_chip, step_time
-from .units import fmt_bytes, fmt_time
+from .units import check_int, fmt_bytes, fmt_time
 
 __all__ = ["TrainingPlan", "plan", "check_parallelism"]
 
@@ -128,8 +128,7 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     model = get_model(model)
     hardware, chip = resolve(chip)
     cluster = hardware if isinstance(hardware, GpuCluster) else None
-    if not isinstance(n_chips, int) or n_chips < 1:
-        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    n_chips = check_int("n_chips", n_chips)
     if cluster and n_chips > cluster.gpus:
         raise ValueError(f"n_chips={n_chips} exceeds the cluster's {cluster.gpus} GPUs")
     if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
@@ -183,9 +182,7 @@ def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp:
                       E: int = 1, k: int = 1) -> dict[str, float | str]:
     """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU
     against the data-parallel threshold once each replica spans tp·pp·ep GPUs (`training.min_tokens_per_chip`)."""
-    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
+    tp, pp, ep = (check_int(name, value) for name, value in (("tp", tp), ("pp", pp), ("ep", ep)))
     replica = tp * pp * ep
     if cluster.gpus % replica:
         raise ValueError(f"tp·pp·ep = {replica} must divide the cluster's {cluster.gpus} GPUs")

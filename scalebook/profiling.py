@@ -36,7 +36,7 @@ from .plots.profile import timeline
 from .roofline import estimate
 from .runtime import compile_jit
 from .tables import Table
-from .units import fmt_bytes, fmt_flops, fmt_time
+from .units import check_int, fmt_bytes, fmt_flops, fmt_time
 
 # `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) and `timeline` (from `plots.profile`) are
 # re-exported under the names chapter 9 uses.
@@ -177,8 +177,7 @@ def capture(fn: Callable[..., Any], *args: Any, repeats: int = 3, chip: Chip | s
     """
     if not callable(fn):
         raise ValueError(f"fn must be a function, got {type(fn).__name__} {fn!r}")
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    repeats = check_int("repeats", repeats)
     import jax
 
     chip = get_chip(chip) if isinstance(chip, str) else chip or _default_chip()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .hardware.chips import Chip, chip_for_device_kind
-from .units import JAX_DTYPES
+from .units import JAX_DTYPES, check_int
 
 if TYPE_CHECKING:
     import jax
@@ -79,8 +79,7 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
     On a TPU or GPU runtime the accelerator stays the default backend; the CPU devices are still there
     (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count.
     """
-    if not isinstance(n_cpu_devices, int) or n_cpu_devices < 1:
-        raise ValueError(f"n_cpu_devices must be a positive integer, got {n_cpu_devices!r}")
+    n_cpu_devices = check_int("n_cpu_devices", n_cpu_devices, high=4096)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
     try:
@@ -125,9 +124,9 @@ def device_mesh(axes: dict[str, int], mode: str = "auto") -> jax.sharding.Mesh:
     types = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
     if mode not in types:
         raise ValueError(f"mode={mode!r} is not a mesh axis type; allowed: {sorted(types)}")
-    if not isinstance(axes, dict) or not axes or any(
-            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in axes.values()):
+    if not isinstance(axes, dict) or not axes:
         raise ValueError(f"axes={axes!r} must map axis names to positive sizes, e.g. {{'X': 4, 'Y': 2}}")
+    axes = {name: check_int(f"axes[{name!r}]", size) for name, size in axes.items()}
     n = math.prod(axes.values())
     devices = jax.devices() if jax.device_count() >= n else jax.devices("cpu")
     if len(devices) < n:

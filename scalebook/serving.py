@@ -52,7 +52,7 @@ from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .units import fmt_rate, fmt_time
+from .units import check_int, fmt_rate, fmt_time
 
 __all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "MODES", "METRICS"]
 
@@ -130,8 +130,7 @@ class Workload:
     def sample(self, n_requests: int, seed: int = 0) -> Requests:
         """Return `n_requests` requests. Arrivals, lengths and cache hits draw from separate streams of `seed`,
         so changing one knob leaves the others' draws alone."""
-        if not isinstance(n_requests, int) or n_requests < 1:
-            raise ValueError(f"n_requests must be a positive integer, got n_requests={n_requests!r}")
+        n_requests = check_int("n_requests", n_requests)
         rngs = [np.random.default_rng([seed, stream]) for stream in range(4)]
         gaps = rngs[0].exponential(1 / self.rate, n_requests) if math.isfinite(self.rate) else np.zeros(n_requests)
         prompt, output = self.prompt.sample(rngs[1], n_requests), self.output.sample(rngs[2], n_requests)
@@ -170,8 +169,8 @@ class Engine:
             raise ValueError(f"mode must be one of {MODES}, got mode={self.mode!r}")
         for name in ("n_chips", "slots", "prefill_chips", "decode_chips"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
+            if value is not None:
+                check_int(name, value)
         for name in ("param_bytes", "kv_bytes", "kv_bandwidth"):
             value = getattr(self, name)
             if value is not None and not value > 0:

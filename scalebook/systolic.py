@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .units import check_int
+
 __all__ = ["Frame", "Run", "simulate", "cycles", "utilisation", "example"]
 
 
@@ -61,9 +63,7 @@ class Run:
 
 def cycles(B: int, D: int, F: int) -> int:
     """Return the cycles a D x F weight-stationary array needs for B rows of activations: B + D + F - 2."""
-    for name, n in (("B", B), ("D", D), ("F", F)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name}={n!r} must be a positive integer")
+    B, D, F = (check_int(name, n) for name, n in (("B", B), ("D", D), ("F", F)))
     return B + D + F - 2
 
 

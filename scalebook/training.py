@@ -32,7 +32,7 @@ from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
-from .units import dtype_bytes, fmt_bytes
+from .units import check_int, check_positive, dtype_bytes, fmt_bytes
 
 # Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from
 # `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
@@ -121,8 +121,7 @@ def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1
     model = get_model(model)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    if not isinstance(n_chips, int) or n_chips < 1:
-        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    n_chips = check_int("n_chips", n_chips)
     P = model.param_count()
     return Memory(
         params=P * dtype_bytes(param_dtype),
@@ -170,8 +169,7 @@ def _chip_and_link(hardware: Chip | str | GpuCluster, model_parallel: int = 1) -
     if model_parallel != 1 and not isinstance(hardware, GpuCluster):
         raise ValueError("model_parallel applies to GPU clusters; on a TPU mesh pass M_X (axes the gradients "
                          "reduce over)")
-    if not isinstance(model_parallel, int) or model_parallel < 1:
-        raise ValueError(f"model_parallel={model_parallel!r} must be a positive integer (GPUs per model replica)")
+    model_parallel = check_int("model_parallel", model_parallel)
     chip, W_X, _ = _links(hardware, P=model_parallel)
     return chip, W_X * (model_parallel if isinstance(hardware, GpuCluster) else 1)
 
@@ -198,9 +196,8 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
     """
     if strategy not in STRATEGIES + ("ep",):
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES) + ['ep']}")
-    for name, value in (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y), ("Z", Z), ("k", k)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
+    X, Y, M_X, M_Y, Z, k = (check_int(name, value) for name, value in
+                            (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y), ("Z", Z), ("k", k)))
     hardware, _ = resolve(chip)
     chip, W_X, W_Y = _links(hardware, Y)
     C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
@@ -273,8 +270,7 @@ def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str =
     C is the peak in `dtype` and b its bytes per activation, so precision cancels out (int8 doubles C and
     halves the bytes): in bf16 the bound is the book's M_Y · F · W / C.
     """
-    if not isinstance(M_Y, int) or M_Y < 1 or not F > 0:
-        raise ValueError(f"need F > 0 and M_Y a positive integer, got F={F!r}, M_Y={M_Y!r}")
+    F, M_Y = check_positive("F", F), check_int("M_Y", M_Y)
     chip, W = _chip_and_link(chip)
     return M_Y * 2 * F * W / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 

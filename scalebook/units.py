@@ -1,13 +1,18 @@
-"""SI units, human-readable formatting and size parsing.
+"""SI units, human-readable formatting, size parsing, and the validators every public function uses.
 
 Every quantity in scalebook is a float in SI base units (bytes, FLOPs, seconds, bytes/s, FLOP/s).
-Formatting happens only at the edge, with the helpers below.
+Formatting happens only at the edge, with the helpers below. The `check_*` validators run before any
+arithmetic: each returns the value (as a float or int) or raises a `ValueError` that names the argument,
+the value given and what is allowed.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+import numbers
 import re
+from collections.abc import Iterable
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
@@ -15,9 +20,14 @@ __all__ = [
     "ns", "us", "ms", "DAY", "YEAR",
     "DTYPE_BYTES", "JAX_DTYPES", "dtype_bytes",
     "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
+    "LARGEST", "check_number", "check_positive", "check_non_negative", "check_int", "check_fraction",
+    "check_choice", "closest",
 ]
 
 KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
+# The largest number a calculator accepts: far beyond any real model, batch or cluster (a yotta-anything),
+# small enough that products of a few such numbers stay finite floats.
+LARGEST = 1e24
 KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
 ns, us, ms = 1e-9, 1e-6, 1e-3
 
@@ -131,3 +141,65 @@ def parse_size(text: str | float) -> float:
             f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
         )
     return float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+# --- validators ------------------------------------------------------------------------------------------------
+
+
+def check_number(name: str, value: object, *, low: float = -math.inf, high: float = LARGEST,
+                 low_open: bool = False, what: str = "a finite number") -> float:
+    """Return `value` as a float if it is a real number (not a bool) in [low, high] (or (low, high] when
+    `low_open`); else raise `ValueError` naming `name`, the value given and what is allowed (`what`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} must be {what}; got a {type(value).__name__}")
+    number = float(value)
+    too_low = number <= low if low_open else number < low
+    if math.isnan(number) or too_low or number > high:
+        raise ValueError(f"{name}={value!r} must be {what}")
+    return number
+
+
+def check_positive(name: str, value: object, high: float = LARGEST) -> float:
+    """Return `value` as a float if it is a finite number > 0 (at most `high`); else raise `ValueError`."""
+    return check_number(name, value, low=0.0, low_open=True, high=high,
+                        what=f"a positive finite number (at most {high:g})")
+
+
+def check_non_negative(name: str, value: object, high: float = LARGEST) -> float:
+    """Return `value` as a float if it is a finite number ≥ 0 (at most `high`); else raise `ValueError`."""
+    return check_number(name, value, low=0.0, high=high, what=f"a finite number ≥ 0 (at most {high:g})")
+
+
+def check_int(name: str, value: object, low: int = 1, high: float = LARGEST) -> int:
+    """Return `value` as an int if it is a whole number in [low, high] (2.0 counts, 2.5 and True do not)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} must be an integer ≥ {low}; got a {type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        whole = int(value)
+    elif math.isfinite(value) and float(value).is_integer():
+        whole = int(value)
+    else:
+        raise ValueError(f"{name}={value!r} must be a whole number ≥ {low}")
+    if not low <= whole <= high:
+        raise ValueError(f"{name}={value!r} must be an integer in [{low}, {high:g}]")
+    return whole
+
+
+def check_fraction(name: str, value: object) -> float:
+    """Return `value` as a float if it lies in (0, 1] (a share, an efficiency, an MFU); else raise `ValueError`."""
+    return check_number(name, value, low=0.0, low_open=True, high=1.0, what="a fraction in (0, 1]")
+
+
+def closest(name: object, known: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to `n` names of `known` closest in spelling to `name` (for 'did you mean' messages)."""
+    return difflib.get_close_matches(str(name), list(known), n=n, cutoff=0.5)
+
+
+def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
+    """Return `value` if it is one of `allowed`; else raise `ValueError` naming the closest allowed names."""
+    allowed = list(allowed)
+    if isinstance(value, str) and value in allowed:
+        return value
+    near = closest(value, allowed)
+    hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+    raise ValueError(f"{name}={value!r} is not one of {allowed}{hint}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..tables import Table
-from ..units import fmt_rate
+from ..units import check_int, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
@@ -118,8 +118,7 @@ class GpuCluster:
         elif given_levels and given_egress != given_levels[0].bandwidth:
             raise ValueError(f"node_egress={given_egress!r} must equal the first level's bandwidth "
                              f"({given_levels[0].bandwidth!r}): both are what a node pushes into the network")
-        if not isinstance(self.gpus, int) or self.gpus < 1:
-            raise ValueError(f"gpus={self.gpus!r} must be a positive integer")
+        object.__setattr__(self, "gpus", check_int("gpus", self.gpus))
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus={self.gpus} must be a whole number of {self.gpus_per_node}-GPU nodes")
         if self.gpus > self.capacity:
@@ -172,9 +171,8 @@ class GpuCluster:
         apart (the array stays sharded over an inner axis of that size). A level's `degree` counts the units
         below it that one such collective joins: 1 means it does not cross that level.
         """
-        if not isinstance(group, int) or group < 1 or group > self.gpus:
-            raise ValueError(f"group={group!r} must be an integer between 1 and the cluster's {self.gpus} GPUs")
-        if not isinstance(inner, int) or inner < 1 or group % inner:
+        group = check_int("group", group, high=self.gpus)
+        if check_int("inner", inner) > group or group % inner:
             raise ValueError(f"inner={inner!r} must be a positive integer dividing the group of {group} GPUs")
         X = group // inner
         out, below, members = [], 1, 1  # GPUs per unit below, and one collective's members in it

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..estimate import Estimate
-from ..units import fmt_bytes, fmt_rate
+from ..units import check_int, fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["TpuMesh", "CUBE", "HOP_LATENCY"]
@@ -51,9 +51,7 @@ class TpuMesh:
         if self.chip.kind != "tpu":
             raise ValueError(f"chip={self.chip.name!r} is not a TPU; a GPU cluster is a GpuCluster, not a TpuMesh")
         sizes = {"X": X, "Y": Y} if Z is None else {"X": X, "Y": Y, "Z": Z}
-        for name, size in sizes.items():
-            if not isinstance(size, int) or size < 1:
-                raise ValueError(f"{name}={size!r} must be a positive integer number of chips")
+        sizes = {name: check_int(name, size) for name, size in sizes.items()}
         self._check_shape(sizes)
         self.axes: dict[str, int] = sizes
         default = dict(zip(sizes, _default_wrap(self.chip, list(sizes.values()))))

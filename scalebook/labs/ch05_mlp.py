@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..hlo import Collective, collectives
 from ..runtime import compile_jit, device_mesh, jnp_dtype
-from ..units import dtype_bytes
+from ..units import check_int, dtype_bytes
 
 if TYPE_CHECKING:
     import jax
@@ -78,7 +78,7 @@ def mlp_train_step(strategy: str, axes: dict[str, int] | None = None, B: int = 2
     dt = jnp_dtype(dtype)
     n = math.prod(axes.values())
     for name, size in (("B", B), ("D", D), ("F", F)):
-        if not isinstance(size, int) or size < 1 or size % n:
+        if check_int(name, size) % n:
             raise ValueError(f"{name}={size!r} must be a positive multiple of the {n} devices")
     mesh = device_mesh(axes)
 
