@@ -9,6 +9,8 @@ from __future__ import annotations
 from .chip import (banner, chip_diagram, elementwise_pipeline, hosts, memory_hierarchy, mxu_pipeline, pod_cubes,
                    slices, tray)
 from .collective_steps import collective_matmul, collectives_summary, torus_steps
+from .gpu_diagrams import (expert_parallel, gpu_chip, gpu_pipeline, megatron_configs, nvl72, nvlink_nodes, nvswitch,
+                           sharp_bandwidth, sharp_diagram, sm_diagram, warp_divergence)
 from .gpus import achieved_bandwidth, fat_tree, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
 from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
 from .models import attention_share, param_breakdown
@@ -18,7 +20,7 @@ from .sharding import collective_vs_size, ring_steps, sharding_gallery, sharding
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, torus
 from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .training import memory_bars, pipeline, strategy_times
-from . import parallelism, schedules  # noqa: E402  (ch. 5's diagrams, used as sb.plots.parallelism.layout)
+from . import parallelism, schedules, serving  # noqa: E402  (diagrams, used as sb.plots.parallelism.layout)
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
@@ -27,6 +29,8 @@ __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["timeline"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]
+__all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
+            "nvswitch", "gpu_pipeline", "megatron_configs", "expert_parallel"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",
             "achieved_bandwidth"]
 __all__ += ["banner", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices", "pod_cubes",

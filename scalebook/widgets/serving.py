@@ -7,12 +7,15 @@ simulates a few hundred requests and draws an SVG `Chart`: it takes milliseconds
 
 from __future__ import annotations
 
+import html
+
 from ..inference import max_batch
+from ..plots.serving import batching_snapshots
 from ..serving import MODES, Engine, Lengths, Report, Workload, simulate
 from ..svg import Chart
 from .core import Explorer, Log, explore
 
-__all__ = ["serving_chart", "serving_view", "serving_explorer"]
+__all__ = ["serving_chart", "serving_view", "serving_explorer", "batching_html", "batching_stepper"]
 
 
 def serving_chart(report: Report) -> Chart:
@@ -54,3 +57,38 @@ def serving_explorer(rate: float = 2.0, mode: str = "interleaved", prompt: float
                    mode=[mode, *[m for m in MODES if m != mode]], prompt=Log(16, 32768, prompt),
                    output=Log(1, 4096, output), prefix_hit=(0.0, 1.0, 0.05, 0.0), model=model, chip=chip,
                    n_chips=n_chips, param_bytes=param_bytes, kv_bytes=kv_bytes, n_requests=n_requests)
+
+
+_SLOT_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#edc948")
+
+
+def batching_html(slots: int, outputs: list[int], step: int) -> str:
+    """Return an HTML picture of a continuous-batching engine before decode step `step` (`batching_snapshots`)."""
+    _, cells, queue, done = batching_snapshots(slots, outputs, step + 1)[-1]
+    rows = []
+    for i, cell in enumerate(cells):
+        if cell is None:
+            rows.append(f"<tr><th>slot {i}</th><td style='background:#eee;width:140px'>free</td></tr>")
+        else:
+            r, made = cell
+            rows.append(f"<tr><th>slot {i}</th><td style='background:{_SLOT_COLORS[r % 8]};color:#fff;width:140px'>"
+                        f"request {r}: {made} of {outputs[r]} tokens</td></tr>")
+    fmt = lambda rs: ", ".join(f"r{r}" for r in rs) or "none"  # noqa: E731
+    return (f"<b>before decode step {step}</b><table>{''.join(rows)}</table>"
+            f"<p>queue: {html.escape(fmt(queue))} &nbsp; finished: {html.escape(fmt(done))}</p>")
+
+
+class _Html:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return self.text
+
+
+def batching_stepper(slots: int = 4, outputs: tuple[int, ...] = (3, 5, 2, 4, 3, 2, 4), step: int = 0) -> Explorer:
+    """Return a stepper through a continuous-batching engine, one decode step per click of the slider (the
+    chapter's animation as a widget; the static strip is `plots.serving.continuous_batching`)."""
+    return explore(lambda slots, step: _Html(batching_html(slots, list(outputs), step)),
+                   title="Continuous batching, step by step", slots=(1, 8, 1, slots),
+                   step=(0, sum(outputs), 1, step))
