@@ -1,9 +1,9 @@
 """scalebook: the helper package of an executable textbook on scaling language models.
 
 The ground floor (imported here) is the analytic model: pure Python and NumPy, so `import scalebook`
-is fast and every widget answers at once. The live lab (`runtime`, `bench`, and later `xla`,
-`profiling`) imports JAX only when called; `plots` and `widgets` import matplotlib and ipywidgets only
-when used.
+is fast and every widget answers at once. The live lab (`runtime`, `bench`, `xla`, `profiling`, the
+chapters' `labs`) imports JAX only when a function of it is called; `plots` and `widgets` import matplotlib
+and ipywidgets only when used. `sb.decoder` and `sb.sharded_ops` are chapters 7's and 10's labs.
 
     import scalebook as sb
     rt = sb.setup()                        # emulate 8 CPU devices before JAX starts; describe the runtime
@@ -22,6 +22,7 @@ from .grading import check, expect
 from .hardware import Chip, GpuCluster, TpuMesh, get_chip, list_chips
 from .models import TransformerConfig, get_model
 from .roofline import Estimate
+from .runtime import setup
 from .sharding import Plan, sharded_matmul
 from .tables import Table
 
@@ -33,21 +34,14 @@ __all__ = [
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
-    "runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-    "sharded_ops", "problems", "notebooks", "cli",
+    "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
+    "sharded_ops", "labs", "pipeline", "planner", "problems", "notebooks", "cli", "cheatsheet",
 ]
 
-_LAZY_MODULES = {"runtime", "bench", "xla", "plots", "widgets", "svg", "systolic", "autograde", "profiling", "labs",
+_LAZY_MODULES = {"bench", "xla", "plots", "widgets", "svg", "systolic", "autograde", "profiling", "labs",
                  "problems", "notebooks", "cli", "cheatsheet", "hlo", "pipeline", "planner"}
 # The chapters' labs under the names chapters 7 and 10 use: `sb.decoder`, `from scalebook import sharded_ops`.
 _LAB_NAMES = {"decoder": "labs.ch07_decoder", "sharded_ops": "labs.ch10_programs"}
-
-
-def setup(n_cpu_devices: int = 8, quiet: bool = False):
-    """Emulate CPU devices before JAX starts and print what this chapter runs on (see `runtime.setup`)."""
-    from .runtime import setup as _setup
-
-    return _setup(n_cpu_devices, quiet)
 
 
 def __getattr__(name: str) -> Any:

@@ -162,7 +162,6 @@ def matmul_sweep(shapes: Sequence[tuple[int, int, int]], dtype: str | None = Non
     return Sweep(table, chip, dtype)
 
 
-
 COLLECTIVE_MODEL = {"all_gather": "all_gather", "psum": "all_reduce", "psum_scatter": "reduce_scatter",
                     "all_to_all": "all_to_all"}
 

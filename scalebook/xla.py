@@ -97,12 +97,11 @@ def matmul_collectives(expr: str, axes: dict[str, int], dtype: str = "bf16", **s
 
     A, B, C = parse_expr(expr)
     mesh = device_mesh(axes)
-    names = {a: n for a, n in axes.items()}
     for spec in (A, B, C):
-        unknown = sorted(set(spec.used_axes) - set(names))
+        unknown = sorted(set(spec.used_axes) - set(axes))
         if unknown:
             raise ValueError(f"{spec} uses axes {unknown} that axes={axes!r} does not define")
-        local_shape(spec, names, sizes)
+        local_shape(spec, axes, sizes)
     letters = {d: chr(ord("a") + i) for i, d in enumerate(dict.fromkeys((*A.dim_names, *B.dim_names)))}
     subscripts = ",".join("".join(letters[d] for d in s.dim_names) for s in (A, B))
     subscripts += "->" + "".join(letters[d] for d in C.dim_names)

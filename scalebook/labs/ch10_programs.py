@@ -1,4 +1,6 @@
-"""Chapter 10's programs: one matmul in JAX's three sharding modes, collective matmuls, a toy MoE, multi-host.
+"""Chapter 10's programs: one matmul in JAX's three sharding modes, collective matmuls, the multi-host layout.
+
+The toy mixture of experts lives in `ch10_moe` and is re-exported here, so `sharded_ops.moe_jit` works.
 
 Everything here runs on the 8 emulated CPU devices of `sb.setup()` and, unchanged, on a TPU or GPU slice.
 The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the book's letters
@@ -7,7 +9,7 @@ The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the bo
     import scalebook as sb
     sb.setup()
     from scalebook import sharded_ops           # this module, under the name the chapter uses
-    sharded_ops.sharding_modes(64, 128, 256)      # the collectives Auto, Explicit and Manual compile to
+    sharded_ops.sharding_modes(64, 128, 256)    # the collectives Auto, Explicit and Manual compile to
     sharded_ops.time_collective_matmul(1024, 2048, 8192)
     sharded_ops.time_overlapped_mlp(1024, 2048, 8192)   # AllGather- and ReduceScatter-style rings chained
 
@@ -26,6 +28,7 @@ from ..runtime import device_mesh
 from ..tables import Table
 from ..units import fmt_time
 from ..xla import collectives, kinds
+from .ch10_moe import moe_inputs, moe_jit, moe_local, moe_shard_map
 
 if TYPE_CHECKING:
     import jax
@@ -347,80 +350,6 @@ def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
                  formats={"median time": fmt_time, "max |error|": lambda v: f"{v:.1e}"},
                  title=f"MLP relu(x[B_X, D_Y] · w_in[D, F_Y]) · w_out[F_Y, D], B={B} D={D} F={F} "
                        f"on {jax.default_backend()} ({jax.device_count()} devices)")
-
-
-def moe_inputs(S: int = 256, D: int = 64, F: int = 128, E: int = 16, seed: int = 0) -> tuple[jax.Array, ...]:
-    """Return (a[S, D], w[E, D, F], route[S]) for the toy MoE: tokens, expert weights, each token's expert."""
-    import jax
-
-    ka, kw, kr = jax.random.split(jax.random.key(seed), 3)
-    return (jax.random.normal(ka, (S, D)), jax.random.normal(kw, (E, D, F)) / D**0.5,
-            jax.random.randint(kr, (S,), 0, E))
-
-
-def _grouped_matmul(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
-    """Return out[i] = a[i] · w[route[i]]; tokens with route == len(w) (padding) get zeros. Uses `ragged_dot`."""
-    import jax
-    import jax.numpy as jnp
-
-    E = w.shape[0]
-    order = jnp.argsort(route)
-    sizes = jnp.bincount(route, length=E + 1).astype("int32")
-    padded = jnp.concatenate([w, jnp.zeros((1, *w.shape[1:]), w.dtype)])
-    out_sorted = jax.lax.ragged_dot(a[order], padded, sizes)
-    return jnp.zeros_like(out_sorted).at[order].set(out_sorted)
-
-
-def moe_local(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
-    """Return the MoE output out[i] = a[i] · w[route[i]] computed on one device (grouped by `ragged_dot`)."""
-    return _grouped_matmul(a, w, route)
-
-
-def moe_jit(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
-    """Return `moe_local`'s output with tokens and experts sharded over all devices, partitioned by jit (Auto mode)."""
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    mesh = mesh or make_mesh({"X": jax.device_count()})
-    axis = mesh.axis_names[0]
-    rows, experts = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P(axis, None, None))
-    fn = jax.jit(moe_local, in_shardings=(rows, experts, rows), out_shardings=rows)
-    return fn(a, w, route)
-
-
-def moe_shard_map(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
-    """Return `moe_local`'s output with experts sharded over devices, tokens sent to them by `all_to_all`.
-
-    Each device packs its tokens into one buffer per destination device (capacity = its local token count,
-    so none is dropped), exchanges the buffers with `all_to_all`, applies its own experts (`ragged_dot`),
-    and sends the results back with a second `all_to_all`.
-    """
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import PartitionSpec as P
-
-    mesh = mesh or make_mesh({"X": jax.device_count()})
-    axis = mesh.axis_names[0]
-    n, E = mesh.shape[axis], w.shape[0]
-    if E % n or a.shape[0] % n:
-        raise ValueError(f"E={E} experts and S={a.shape[0]} tokens must both split over {n} devices")
-    per = E // n
-
-    def local(ab: jax.Array, wb: jax.Array, rb: jax.Array) -> jax.Array:
-        s = ab.shape[0]
-        dest, slot = rb // per, jnp.arange(s)
-        # Buffer [destination, slot]: token t sits at (dest[t], t); empty slots carry expert id `per` (padding).
-        send = jnp.zeros((n, s, ab.shape[1]), ab.dtype).at[dest, slot].set(ab)
-        ids = jnp.full((n, s), per, rb.dtype).at[dest, slot].set(rb % per)
-        recv = jax.lax.all_to_all(send, axis, 0, 0, tiled=True)
-        recv_ids = jax.lax.all_to_all(ids, axis, 0, 0, tiled=True)
-        done = _grouped_matmul(recv.reshape(n * s, -1), wb, recv_ids.reshape(-1)).reshape(n, s, -1)
-        back = jax.lax.all_to_all(done, axis, 0, 0, tiled=True)
-        return back[dest, slot]
-
-    fn = jax.shard_map(local, mesh=mesh, in_specs=(P(axis), P(axis), P(axis)), out_specs=P(axis))
-    return jax.jit(fn)(a, w, route)
 
 
 @dataclass(frozen=True)

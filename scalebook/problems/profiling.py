@@ -7,7 +7,7 @@ Each function computes its answer with scalebook from the inputs the problem sta
 from __future__ import annotations
 
 from ..hardware.chips import get_chip
-from ..profiling import padding, parse_op
+from ..hlo import padding, parse_op
 from ..roofline import estimate
 from . import problem
 
