@@ -106,8 +106,8 @@ def flops_per_token(run: Run) -> float:
     if convention == "megatron-full":
         return m.flops_per_token(seq, causal=False)
     if convention == "narayanan2021":
-        l, h = m.L, m.D
-        return 96 * l * h**2 * (1 + seq / (6 * h) + m.V / (16 * l * h))
+        layers, h = m.L, m.D
+        return 96 * layers * h**2 * (1 + seq / (6 * h) + m.V / (16 * layers * h))
     if convention == "palm":
         return 6 * m.param_count() + 12 * m.L * m.N * m.H * seq
     raise ValueError(f"run {run.id!r}: flops={convention!r}; allowed: megatron-causal, megatron-full, "

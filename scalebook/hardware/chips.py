@@ -43,13 +43,16 @@ class Efficiency:
     `matmul` (and `matmul_fp8`): the best large matmul's FLOP/s over the dense peak. `hbm`: achieved over
     peak HBM bytes/s. `collectives`: bus bandwidth over link bandwidth per collective kind (nccl-tests'
     busbw for GPUs). `network`: the same for links between nodes. `link`: an ICI link's achieved fraction
-    (TPUs). `latency_node` (s): the fixed cost of one collective call inside an NVLink node (GPUs) or of
-    one ICI hop (TPUs); `latency_network` (s): what each network level crossed adds to a call. The ideal
+    (TPUs). `attention`: the share of the dense peak a fused (flash) attention kernel reaches, forward and
+    backward (None: the matmul figure). `latency_node` (s): the fixed cost of one collective call inside an
+    NVLink node (GPUs) or of one ICI hop (TPUs); `latency_network` (s): what each network level crossed adds
+    to a call. The ideal
     set (`IDEAL`) is all ones and zero latency: the book's bounds. `sources` names where each came from.
     """
 
     matmul: float = 1.0
     matmul_fp8: float | None = None
+    attention: float | None = None
     hbm: float = 1.0
     collectives: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
     network: float = 1.0
