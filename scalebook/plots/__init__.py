@@ -13,6 +13,7 @@ from .gpu_diagrams import (expert_parallel, gpu_chip, gpu_pipeline, megatron_con
                            sharp_bandwidth, sharp_diagram, sm_diagram, warp_divergence)
 from .gpus import achieved_bandwidth, fat_tree, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
 from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
+from .llama import llama_config
 from .models import attention_share, param_breakdown
 from .profile import timeline
 from .roofline import batch_roofline, roofline, sweep
@@ -28,7 +29,7 @@ __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
 __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["timeline"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
-__all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]
+__all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch", "llama_config"]
 __all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
             "nvswitch", "gpu_pipeline", "megatron_configs", "expert_parallel"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",
