@@ -2,7 +2,10 @@
 
 `plan` tries every layout the chip or cluster allows, prices each with `training.step_time`, keeps those
 whose memory per chip fits in HBM and returns the fastest as a `TrainingPlan`, with a table of every
-candidate and why it lost. `check_parallelism` checks a published GPU layout the way ch. 12 does.
+candidate and why it lost. With `efficiency=` ('ideal' or 'calibrated') it searches published-style layouts
+instead — TP in a node × PP (virtual stages) × CP × ZeRO-1/FSDP data parallelism, recompute selective or
+full — priced by `training.predict`, keeping those whose calibrated memory fits (`search`).
+`check_parallelism` checks a published GPU layout the way ch. 12 does.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from .hardware.chips import Chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .training import Memory, memory, min_tokens_per_chip, step_time
+from .training import Memory, Prediction, memory, min_tokens_per_chip, predict, step_time
 from .units import check_int, fmt_bytes, fmt_time
 
-__all__ = ["TrainingPlan", "plan", "check_parallelism"]
+__all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -41,18 +44,37 @@ class TrainingPlan:
     pp: int
     estimate: Estimate
     candidates: Table
+    cp: int = 1
+    prediction: Prediction | None = None
+    ideal: Prediction | None = None
 
     @property
     def mfu(self) -> float:
-        """The best MFU this layout allows: compute time over step time (1 when compute-bound)."""
+        """The best MFU this layout allows: compute time over step time (1 when compute-bound); from a
+        `plan(..., efficiency=...)` search, the predicted MFU (`ideal_mfu` beside it)."""
+        if self.prediction is not None:
+            return self.prediction.mfu
         return self.estimate.t_math / self.estimate.time
+
+    @property
+    def ideal_mfu(self) -> float:
+        """The ideal (book's bound) MFU of the chosen layout."""
+        return self.ideal.mfu if self.ideal is not None else self.mfu
 
     @property
     def chips_used(self) -> int:
         """Chips the layout occupies: the data-parallel degree must divide the batch, so some may sit out."""
-        return self.dp * self.fsdp * self.tp * self.pp
+        return self.dp * self.fsdp * self.tp * self.pp * self.cp
 
     def __str__(self) -> str:
+        if self.prediction is not None:
+            lay = self.prediction.layout
+            v = lay["virtual_stages"]
+            return (f"{self.model.name} on {self.n_chips} × {self.chip.name}: TP {self.tp} × PP {self.pp}"
+                    f"{f' (v={v})' if v > 1 else ''} × CP {self.cp} × "
+                    f"{'FSDP' if lay['fsdp'] else 'DP'} {self.fsdp}, recompute {lay['recompute']}; "
+                    f"{self.prediction.efficiency} MFU {self.mfu:.1%} (ideal {self.ideal_mfu:.1%}), "
+                    f"{fmt_bytes(self.prediction.memory_per_chip)} per chip")
         used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
         data = "FSDP" if "fsdp" in self.strategy else "DP"
         return (f"{self.model.name}: {self.strategy} with {data} {self.fsdp} × TP {self.tp}"
@@ -117,14 +139,20 @@ def _largest_divisor(n: int, cap: int) -> int:
 
 def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
-         sequence_sharding: bool = True) -> TrainingPlan:
+         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False) -> TrainingPlan:
     """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
     pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
 
     The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
     layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
     On a `GpuCluster` (n_chips of its GPUs), TP stays inside a node and FSDP/DP runs over the network.
+
+    `efficiency='calibrated'` (or 'ideal') runs `search` instead: the layouts of published runs, priced by
+    `training.predict` and kept only where their calibrated memory fits (`tp_overlap`: the framework hides
+    TP collectives behind the matmuls, as Megatron-Core's --tp-comm-overlap does).
     """
+    if efficiency is not None:
+        return search(model, chip, n_chips, batch_tokens, seq_len, efficiency=efficiency, tp_overlap=tp_overlap)
     model = get_model(model)
     hardware, chip = resolve(chip)
     cluster = hardware if isinstance(hardware, GpuCluster) else None
@@ -191,3 +219,69 @@ def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp:
     return {"GPUs": cluster.gpus, "model parallel": replica, "data parallel": cluster.gpus // replica,
             "tokens/GPU": per_gpu, "critical tokens/GPU": critical,
             "bound": "compute" if per_gpu >= critical else "comms"}
+
+
+def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, long: bool):
+    """(tp, pp, cp, virtual_stages, fsdp, recompute) worth pricing: TP within a node, PP up to 64 stages with
+    up to 4 virtual stages, CP only for long sequences, and a data-parallel degree that divides the batch."""
+    for tp in (t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= per_node):
+        for cp in ((1, 2, 4, 8, 16, 32) if long else (1,)):
+            for pp in (p for p in (1, 2, 4, 8, 16, 32, 64) if p <= layers):
+                if n_chips % (tp * pp * cp) or sequences % (n_chips // (tp * pp * cp)):
+                    continue
+                for v in ((1, 2, 4) if pp > 1 else (1,)):
+                    if pp * v > layers:
+                        continue
+                    for fsdp in (False, True):
+                        for recompute in ("selective", "full"):
+                            yield tp, pp, cp, v, fsdp, recompute
+
+
+def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+           seq_len: int, efficiency: str = "calibrated", tp_overlap: bool = False) -> TrainingPlan:
+    """Return the fastest published-style layout of `model` on `n_chips` GPUs whose calibrated memory fits:
+    every TP (in a node) × PP (1-64 stages, v = 1, 2 or 4 virtual stages) × CP (for sequences of 32k tokens
+    or more) × ZeRO-1 or FSDP × selective or full recompute, microbatches of one sequence, each priced by
+    `training.predict` with `efficiency` ('calibrated' by default; memory is always the calibrated count) and
+    `tp_overlap` (whether the framework overlaps TP collectives with compute).
+    The chosen plan carries its prediction and the ideal one; `candidates` lists the ten fastest that fit
+    and how many did not."""
+    model = get_model(model)
+    hw, chip = resolve(hardware)
+    n_chips = check_int("n_chips", n_chips)
+    if chip.kind != "gpu":
+        raise ValueError(f"search lays out GPU clusters (TP inside an NVLink node); {chip.name} is a TPU: "
+                         "use plan() without efficiency")
+    if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
+    cluster = hw if isinstance(hw, GpuCluster) else GpuCluster(chip, gpus=n_chips)
+    if cluster.gpus != n_chips:
+        cluster = cluster.subset(n_chips)
+    fitting, too_big = [], 0
+    for tp, pp, cp, v, fsdp, recompute in _search_layouts(n_chips, cluster.gpus_per_node, model.L,
+                                                          int(batch_tokens // seq_len), seq_len >= 32768):
+        p = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=tp, pp=pp, cp=cp, fsdp=fsdp,
+                    virtual_stages=v, recompute=recompute, efficiency=efficiency, tp_overlap=tp_overlap)
+        if p.fits:
+            fitting.append(p)
+        else:
+            too_big += 1
+    if not fitting:
+        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at {batch_tokens:g} tokens of "
+                         f"{seq_len} ({too_big} tried)")
+    fitting.sort(key=lambda p: (p.step_time, p.memory_per_chip))
+    best = fitting[0]
+    lay = best.layout
+    ideal = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=lay["tp"], pp=lay["pp"], cp=lay["cp"],
+                    fsdp=lay["fsdp"], virtual_stages=lay["virtual_stages"], recompute=lay["recompute"],
+                    efficiency="ideal", tp_overlap=tp_overlap)
+    rows = [{**{k: p.layout[k] for k in ("tp", "pp", "virtual_stages", "cp", "dp", "fsdp", "recompute")},
+             "step": p.step_time, "MFU": p.mfu, "memory/chip": p.memory_per_chip} for p in fitting[:10]]
+    table = Table(rows, formats={"step": fmt_time, "MFU": lambda v: f"{v:.1%}", "memory/chip": fmt_bytes},
+                  title=f"fastest fitting layouts of {model.name} on {n_chips} × {chip.name} ({efficiency}; "
+                        f"{too_big} layouts did not fit)")
+    model_flops = best.mfu * best.step_time * chip.peak_flops()
+    est = Estimate(model_flops, 0.0, model_flops / chip.peak_flops(), best.step_time, channel="network",
+                   label=f"{model.name} step ({efficiency})")
+    return TrainingPlan(model, chip, n_chips, batch_tokens, "tp_pp_cp_" + ("fsdp" if lay["fsdp"] else "zero1"),
+                        1, lay["dp"], lay["tp"], lay["pp"], est, table, cp=lay["cp"], prediction=best, ideal=ideal)
