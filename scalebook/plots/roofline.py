@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..hardware import Chip, get_chip
-from ..roofline import Estimate, achievable_flops, matmul
+from ..estimate import Estimate
+from ..hardware.chips import Chip, get_chip
+from ..roofline import achievable_flops, matmul
+from ..units import fmt_rate
 from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
@@ -51,7 +53,7 @@ def roofline(
     """
     chips = _as_chips(chips)
     lo, hi = positive_range("intensity", intensity)
-    fig, ax = figure()
+    fig, ax = figure((9.0, 4.5))
     x = np.geomspace(lo, hi, 400)
     for chip in chips:
         y = achievable_flops(x, chip, dtype, bandwidth)
@@ -66,9 +68,26 @@ def roofline(
         px, py = _point_xy(point)
         ax.plot(px, py, "o", ms=7, label=label)
     ax.set_xlim(lo, hi)
+    tops = [c.peak_flops(dtype) for c in chips] + [_point_xy(p)[1] for p in (points or {}).values()]
+    bottoms = [float(achievable_flops(lo, c, dtype, bandwidth)) for c in chips]
+    ax.set_ylim(min(bottoms) / 3, max(tops) * 3)  # room above the roof, so no marker sits on the frame
     finish(ax, "arithmetic intensity (FLOPs per byte)", "attainable FLOP/s",
            title or "Roofline: " + ", ".join(c.name for c in chips))
+    _human_flops(ax)
+    _legend_outside(ax)
     return fig
+
+
+def _human_flops(ax: Any, axis: str = "y") -> None:
+    """Label an axis of FLOP/s in human units (197 TFLOP/s), not as powers of ten or an offset."""
+    from matplotlib.ticker import FuncFormatter
+
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(FuncFormatter(lambda v, _: fmt_rate(v, digits=3)))
+
+
+def _legend_outside(ax: Any) -> None:
+    """Move the legend to the right of the axes, where it cannot cover a curve or a point."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def batch_roofline(
@@ -93,8 +112,10 @@ def batch_roofline(
         ests = [matmul(int(B), D, F, chip, **matmul_kwargs) for B in batches]
         ax.plot(batches, [e.achieved_flops for e in ests], lw=2, label=f"D = F = {D}" if D == F else f"D={D}, F={F}")
         peak = ests[0].flops / ests[0].t_math
-    ax.axhline(peak, color="k", ls="--", lw=1, label=f"peak {peak:.3g} FLOP/s")
+    ax.axhline(peak, color="k", ls="--", lw=1, label=f"peak {fmt_rate(peak)}")
+    ax.set_ylim(0, peak * 1.12)
     finish(ax, "batch B (tokens)", "attainable FLOP/s", title or f"Matmul throughput against batch on {chip.name}")
+    _human_flops(ax)
     return fig
 
 
@@ -103,10 +124,12 @@ def sweep(result: Sweep, title: str | None = None) -> Figure:
     intensities = result.table.column("intensity")
     measured = result.table.column("measured FLOP/s")
     fig = roofline(result.chip, result.dtype, intensity=(min(intensities) / 3, max(intensities) * 3),
-                   title=title or f"Measured matmuls on {result.chip.name} ({result.dtype})")
+                   title=title or f"Matmuls timed on {result.chip.name}, {result.dtype}")
     ax = fig.axes[0]
-    ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="measured")
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(min(bottom, min(measured) / 3), max(top, max(measured) * 3))
+    ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="timed matmuls")
     for x, y, B in zip(intensities, measured, result.table.column("B")):
         ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend_outside(ax)
     return fig
