@@ -24,9 +24,11 @@ book: venv
 	$(BIN)/jupyter-book build . -W --builder html
 	@echo "open _build/html/index.html"
 
-## lab: open JupyterLab on the chapters
+## lab: open JupyterLab on the chapters (as a user, or as root in a container: then it adds --allow-root).
+## It serves the repository root, so that jupytext.toml applies, and opens the file browser at chapters/.
 lab: venv
-	$(BIN)/jupyter lab chapters/
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint, pairing check, package tests, then every chapter, solution and exercise notebook under nbval
 test: venv lint check-sync
