@@ -60,7 +60,7 @@ def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = 
     named system (the message marked), and a table of the levels at `nbytes`: units joined, bandwidth, time."""
     system = get_cluster(cluster, gpus, sharp)
     levels = gpu_levels(kind, system, None, nbytes, inner)
-    sizes = np.geomspace(1e6, 1e11, 24)
+    sizes = np.geomspace(1e3, 1e11, 32)
     per_size = [gpu_levels(kind, system, None, v, inner) for v in sizes]
     chart = Chart(title=f"{kind} over {gpus} GPUs of {cluster}" + (" (SHARP)" if sharp else ""),
                   xlabel="array size (bytes)", ylabel="time (s)", xlog=True, ylog=True)
@@ -78,12 +78,14 @@ def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = 
 
 
 def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str = "all_gather",
-                      nbytes: float = 2 * 8192 * 32768, inner: int = 1, sharp: bool = False) -> Explorer:
-    """Return the fat-tree calculator: pick a system, how many GPUs, the collective, the array size, the inner
-    axis it stays sharded over and SHARP; opens on ch. 12's AllGather of bf16[8192, 32768] in one SU."""
-    return explore(fat_tree_view, title="Collectives on a GPU fat tree",
+                      nbytes: float = 2 * 8192 * 32768, inner: int = 1, sharp: bool = False,
+                      title: str = "Collectives on a GPU fat tree") -> Explorer:
+    """Return the fat-tree calculator: pick a system, how many GPUs, the collective, the array size (bytes), the
+    inner axis it stays sharded over and SHARP; opens on ch. 12's AllGather of bf16[8192, 32768] in one SU, or on
+    whichever question's answer the arguments give (the chapter opens one per question, titled by `title`)."""
+    return explore(fat_tree_view, title=title,
                    cluster=_first(list(PRESETS), cluster), gpus=_first(GPU_COUNTS, gpus),
-                   kind=_first(list(KINDS), kind), nbytes=Log(1e6, 1e11, nbytes),
+                   kind=_first(list(KINDS), kind), nbytes=Log(1e3, 1e11, nbytes),
                    inner=_first([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=_first([False, True], sharp))
 
 
