@@ -1,0 +1,91 @@
+"""Calibrated efficiency factors (issue #19): data per chip with a source, the GPU collective latency term, the
+prefill roofline, and the ideal default that keeps every chapter's answer where it was."""
+
+import pytest
+
+import scalebook as sb
+from scalebook import collectives, inference
+from scalebook.hardware.chips import IDEAL, Efficiency
+
+LLAMA2_70B = sb.TransformerConfig(L=80, D=8192, F=28672, N=64, K=8, H=128, V=32000, name="Llama-2-70B")
+
+
+@pytest.mark.parametrize("name", ["a100", "h100", "h200", "b200", "gb200", "v4"])
+def test_every_calibrated_factor_names_its_source(name):
+    eff = sb.get_chip(name).efficiency("calibrated")
+    given = [f for f in ("matmul", "matmul_fp8", "attention", "hbm", "collectives", "network", "link",
+                         "latency_node", "latency_network") if getattr(eff, f) not in (None, 1.0, 0.0, {})]
+    assert given and all(eff.sources.get(f) for f in given)
+    assert 0 < eff.matmul <= 1 and 0 < eff.hbm <= 1
+
+
+def test_ideal_is_all_ones_and_unknown_modes_are_refused():
+    assert sb.get_chip("h100").efficiency("ideal") is IDEAL and IDEAL.latency_node == 0
+    with pytest.raises(ValueError, match="efficiency"):
+        sb.get_chip("h100").efficiency("fast")
+    with pytest.raises(ValueError, match="no calibrated factors"):
+        sb.get_chip("v5e").efficiency("calibrated")
+    assert sb.get_chip("h100").efficiency(Efficiency(matmul=0.5)).matmul == 0.5
+
+
+def test_gpt_fast_is_explained_by_35_us_per_allreduce():
+    """gpt-fast's Llama-2-70B bf16 batch-1 decode on 2/4/8 A100 (330 W, ~1.7 TB/s measured): after the weight
+    reads, what is left per token over its 160 AllReduces is ~35-39 µs each, the A100's calibrated figure."""
+    weights = LLAMA2_70B.param_count() * 2
+    for n, tokens_per_s in ((2, 21.32), (4, 38.01), (8, 62.50)):
+        left = 1 / tokens_per_s - weights / n / 1.7e12
+        assert left / (2 * LLAMA2_70B.L) == pytest.approx(35e-6, rel=0.15)
+        ours = inference.decode_step(LLAMA2_70B, "a100", n, 1, 200, efficiency="calibrated")
+        assert ours.tokens_per_second == pytest.approx(tokens_per_s, rel=0.05)
+        assert inference.decode_step(LLAMA2_70B, "a100", n, 1, 200).tokens_per_second > tokens_per_s
+
+
+def test_gpu_latency_is_per_call_in_the_node_plus_per_network_level():
+    node, two_nodes = sb.GpuCluster("a100", gpus=8), sb.GpuCluster("a100", gpus=16)
+    assert sb.all_reduce(node, None, 16384).time < 1e-6  # ideal: no latency term
+    small = sb.all_reduce(node, None, 16384, efficiency="calibrated")
+    assert small.t_latency == pytest.approx(35e-6) and small.latency_adds
+    across = sb.all_reduce(two_nodes, None, 16384, efficiency="calibrated")
+    assert across.t_latency == pytest.approx(35e-6 + 10e-6)
+
+
+@pytest.mark.parametrize("kind, published", [("all_reduce", 367.2), ("all_gather", 361.4),
+                                             ("reduce_scatter", 362.9)])
+def test_calibrated_nccl_bus_bandwidth_on_8_h200(kind, published):
+    """nccl-tests' busbw on 8 x H200 at 16 GiB (ml-engineering), within 10 %."""
+    V = 16 * 2**30
+    t = collectives.collective(kind, sb.GpuCluster("h200", gpus=8), None, V, efficiency="calibrated").time
+    busbw = V / t * (2 if kind == "all_reduce" else 1) * 7 / 8
+    assert busbw / 1e9 == pytest.approx(published, rel=0.10)
+
+
+def test_tpu_calibrated_collective_is_slower_and_pays_hop_latency():
+    mesh = sb.TpuMesh("v4", X=4, Y=4, Z=4)
+    ideal, real = sb.all_gather(mesh, None, 1e8), sb.all_gather(mesh, None, 1e8, efficiency="calibrated")
+    assert real.time > ideal.time and real.latency_adds
+
+
+def test_prefill_is_a_roofline_and_its_default_answers_stay():
+    """Few tokens: weight reads bind; many: FLOPs. The book's default (40 % MFU) answers do not move."""
+    short = inference.prefill("llama3-70b", "h100", 1, 16, mfu=1.0)
+    assert short.t_params > short.t_math and short.time == pytest.approx(short.t_params)
+    long = inference.prefill("llama3-70b", "v5e", 16, 8192, attention=False)
+    assert long.time == pytest.approx(0.91, rel=0.01)  # chapter 8's figure, unchanged
+    assert inference.prefill("llama3-70b", "v5e", 16, 1024).time == pytest.approx(
+        inference.prefill("llama3-70b", "v5e", 16, 1024, efficiency="ideal").time)
+
+
+def test_trt_llm_first_token_at_2048_tokens():
+    """TensorRT-LLM: 109 ms for Llama-2-70B fp8 on 4 H100; the ideal bound says ~36 ms, calibrated within 35 %."""
+    kw = dict(compute_dtype="fp8", param_bytes=1, kv_bytes=1)
+    ideal = inference.prefill(LLAMA2_70B, "h100", 4, 2048, mfu=1.0, **kw)
+    calibrated = inference.prefill(LLAMA2_70B, "h100", 4, 2048, efficiency="calibrated", **kw)
+    assert ideal.time * 1e3 == pytest.approx(36, rel=0.03)
+    assert ideal.time < calibrated.time < 0.109 and calibrated.time > 0.109 * 0.65
+
+
+def test_calibrated_decode_is_never_faster_than_ideal():
+    for n in (1, 2, 8):
+        ideal = inference.decode_step("llama3-70b", "h100", n, 64, 4096)
+        real = inference.decode_step("llama3-70b", "h100", n, 64, 4096, efficiency="calibrated")
+        assert real.time > ideal.time

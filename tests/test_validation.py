@@ -1,0 +1,69 @@
+"""The validation suite (issue #19): every ideal prediction a bound, the calibrated model within its
+thresholds, each disagreement shown with its reason, every figure cited."""
+
+import pytest
+
+import scalebook.validation as v
+
+
+def test_every_run_is_cited_and_has_a_known_metric():
+    cited = v.sources()
+    for run in v.runs():
+        assert run.source in cited and run.metric in v.METRICS and run.published > 0
+        assert run.check in ("V", "S", "D")
+
+
+def test_every_ideal_prediction_is_a_bound():
+    """The book's model at peak never predicts a run slower than it was measured."""
+    assert v.summary("ideal")["not a bound"] == []
+    for row in v.results("calibrated"):
+        if row["bound"] is not None:
+            assert row["bound"], row["run"]
+
+
+def test_memory_within_ten_percent_of_korthikanti():
+    rows = [r for r in v.results() if r["metric"].endswith("_gib")]
+    assert len(rows) == 12
+    for r in rows:
+        assert abs(r["error"]) <= 0.10, (r["run"], r["error"])
+
+
+def test_rows_beyond_35_percent_are_exactly_the_shown_disagreements():
+    """Every run within ±35 % unless the data file says why it is not (and then it must really miss)."""
+    s = v.summary()
+    marked = {r.id for r in v.runs() if r.disagreement}
+    assert set(s["beyond 35%"]) == marked
+    assert len(v.disagreements()) == len(marked)
+
+
+def test_gpt_fast_tensor_parallel_decode_within_five_percent():
+    for r in v.results():
+        if r["run"].startswith("gpt-fast Llama-2-70B TP"):
+            assert abs(r["error"]) <= 0.05, r
+
+
+@pytest.mark.xfail(strict=True, reason="Disagreement: the calibrated median absolute error is 27 % over all 46 "
+                   "throughput/time rows (19 % over the rows not marked as disagreements), not the 15 % the issue "
+                   "asks; see chapter 13 and validation.disagreements()")
+def test_calibrated_median_error_at_most_15_percent():
+    assert v.summary()["median abs error"] <= 0.15
+
+
+def test_table_prints_published_ideal_calibrated_and_error():
+    text = str(v.table())
+    for word in ("published", "ideal", "calibrated", "error", "gpt-fast", "Korthikanti", "†"):
+        assert word in text
+    assert "calibrated" not in v.table("ideal").columns
+
+
+def test_flop_conventions_reproduce_the_published_anchors():
+    runs = {r.id: r for r in v.runs()}
+    llama = runs["Llama 3 405B, 8,192 H100, TP8 PP16"]
+    assert v.flops_per_token(llama) == pytest.approx(2.524e12, rel=0.003)  # Megatron-Bridge's implied figure
+    palm = runs["PaLM 540B, 6,144 TPU v4"]
+    assert 238.3e3 * v.flops_per_token(palm) / (6144 * 275e12) == pytest.approx(0.462, abs=0.001)
+
+
+def test_bad_efficiency_is_refused():
+    with pytest.raises(ValueError, match="efficiency"):
+        v.results("optimistic")
