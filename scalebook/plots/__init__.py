@@ -21,13 +21,14 @@ from .sharding import collective_vs_size, ring_steps, sharding_gallery, sharding
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, torus
 from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .training import memory_bars, pipeline, strategy_times
+from .validation import validation
 from . import parallelism, schedules, serving  # noqa: E402  (diagrams, used as sb.plots.parallelism.layout)
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
 __all__ += ["sharding_grid", "ring_steps", "collective_vs_size"]
 __all__ += ["attention_share", "param_breakdown"]
-__all__ += ["timeline"]
+__all__ += ["timeline", "validation"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch", "llama_config"]
 __all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
