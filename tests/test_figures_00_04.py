@@ -1,0 +1,180 @@
+"""Chapters 00–04 draw a counterpart of every figure of the book, from the package's own objects.
+
+The count is read from the chapter sources: a code cell displays a figure when its last statement is a call of an
+`sb.plots` function (nbval executes every such cell). Each function so called must be one that returns a matplotlib
+`Figure`, and the diagrams themselves are checked below against the numbers they are drawn from.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from explorers import assert_answers_fast
+
+import scalebook as sb
+from scalebook.plots import chip as chip_plots
+from scalebook.plots import collective_steps, transformer
+from scalebook.plots.sharding import ring_schedule
+
+ROOT = Path(__file__).resolve().parents[1]
+# Figures per chapter in How To Scale Your Model (placements, shared/book-figures.md): 36 in chapters 00–04.
+BOOK_FIGURES = {"00_intro": 3, "01_rooflines": 2, "02_tpus": 14, "03_sharding": 13, "04_transformers": 4}
+_CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
+
+
+def _plot_call(node: ast.AST) -> str | None:
+    """Return 'name' (or 'module.name') when `node` is a call of sb.plots.name(...) or display(sb.plots...)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "display" and node.args:
+        node = node.args[0]
+    if not isinstance(node, ast.Call):
+        return None
+    parts = []
+    target = node.func
+    while isinstance(target, ast.Attribute):
+        parts.append(target.attr)
+        target = target.value
+    if isinstance(target, ast.Name) and target.id == "sb" and parts[-1:] == ["plots"] and len(parts) >= 2:
+        return ".".join(reversed(parts[:-1]))
+    return None
+
+
+def _python(line: str) -> str:
+    """Return a line of a cell as Python: an IPython magic (%pip, !ls) becomes `pass` at the same indent."""
+    code = line.lstrip()
+    return line[: len(line) - len(code)] + "pass" if code.startswith(("%", "!")) else line
+
+
+def figure_cells(chapter: str) -> list[str]:
+    """Return the sb.plots function behind every code cell of a chapter that ends by drawing a figure."""
+    text = (ROOT / "chapters" / f"{chapter}.md").read_text()
+    names = []
+    for body in _CELL.findall(text):
+        tree = ast.parse("\n".join(_python(line) for line in body.splitlines() if not line.startswith(":")))
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and (name := _plot_call(tree.body[-1].value)):
+            names.append(name)
+    return names
+
+
+def _resolve(name: str):
+    obj = sb.plots
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("chapter", sorted(BOOK_FIGURES))
+def test_chapter_draws_at_least_the_books_figures(chapter: str) -> None:
+    names = figure_cells(chapter)
+    assert len(names) >= BOOK_FIGURES[chapter], f"{chapter} draws {len(names)} figures: {names}"
+    for name in set(names):
+        fn = _resolve(name)
+        assert inspect.signature(fn).return_annotation in ("Figure", "'Figure'"), f"sb.plots.{name} is not a figure"
+
+
+def test_chapters_00_04_draw_36_or_more() -> None:
+    assert sum(len(figure_cells(c)) for c in BOOK_FIGURES) >= 36
+
+
+def test_figure_cells_reads_only_final_plot_calls() -> None:
+    fig_cell = "```{code-cell} ipython3\nx = 1\nsb.plots.torus(m)\n```"
+    hidden = "```{code-cell} ipython3\nf = sb.plots.torus(m)\n```"
+    assert [_plot_call(ast.parse(c).body[-1].value) for c in ("sb.plots.torus(m)", "display(sb.plots.chip.tray())")] \
+        == ["torus", "chip.tray"]
+    assert len(_CELL.findall(fig_cell + "\n" + hidden)) == 2
+    assert isinstance(ast.parse("f = sb.plots.torus(m)").body[-1], ast.Assign)  # an assignment displays nothing
+
+
+# --- the diagrams follow their inputs -------------------------------------------------------------------------
+
+
+def test_mxu_count_and_vector_rate_come_from_the_spec() -> None:
+    assert chip_plots.mxus_per_core("v5e") == 4  # 1.97e14 / (2 * 128² * 1.5 GHz)
+    assert chip_plots.mxus_per_core("v5p") == 4
+    assert chip_plots.mxus_per_core("v4p") is None  # no clock in the table
+    # ch. 2 appendix pop quiz: a v5p core's VPU does ~7e12 FLOP/s (8 x 128 x 4 x 1.75 GHz)
+    assert chip_plots.vpu_flops_per_core("v5p") == pytest.approx(7e12, rel=0.03)
+
+
+def test_elementwise_pipeline_overlaps_every_stage() -> None:
+    n, stages = 6, len(chip_plots.PIPELINE_STAGES)
+    full = chip_plots.pipeline_stages(n, stages - 1)
+    assert sorted(full.values()) == list(range(stages))[::-1][::-1]  # all five busy, chunks 4..0
+    assert chip_plots.pipeline_stages(n, n + stages - 2)["VMEM → HBM"] == n - 1  # the last step drains the last chunk
+    with pytest.raises(ValueError, match="step"):
+        chip_plots.pipeline_stages(n, n + stages - 1)
+
+
+def test_torus_collectives_end_where_they_should() -> None:
+    X, Y = 4, 2
+    gathered = collective_steps.torus_schedule(X, Y, "all_gather")[-1][1]
+    assert all(len(p) == X * Y and set(p.values()) == {1.0} for p in gathered.values())
+    scattered = collective_steps.torus_schedule(X, Y, "reduce_scatter")[-1][1]
+    owners = {piece for p in scattered.values() for piece, fill in p.items() if fill}
+    assert len(owners) == X * Y and all(list(p.values()) == [pytest.approx(1.0)] for p in scattered.values())
+    reduced = collective_steps.torus_schedule(X, Y, "all_reduce")
+    assert reduced[-1][1] == gathered
+    # each ring phase is the priced ring schedule: X/2 + Y/2 steps for a bidirectional gather
+    assert len(collective_steps.torus_schedule(X, Y, "all_gather")) - 1 == len(ring_schedule(X)) - 1 + \
+        len(ring_schedule(Y)) - 1
+
+
+def test_layer_diagram_weights_add_up_to_the_layer() -> None:
+    m = sb.get_model("llama3-70b")
+    shapes = [w for _, _, w in transformer.layer_einsums(m) if w != "no weights"]
+    sizes = [eval(w[w.index("["):].replace(", ", "*").strip("[]")) for w in shapes]  # noqa: S307 (our own text)
+    assert sum(sizes) == m.attention_params() + 3 * m.D * m.F
+
+
+def test_matmul_flops_panels_use_the_counting_rule() -> None:
+    assert sb.roofline.einsum_flops("NP,PM->NM", {"N": 3, "P": 4, "M": 2}) == 48  # 2NPM, the last panel
+
+
+@pytest.mark.parametrize("make", [
+    lambda: chip_plots.chip_diagram("v5p"), lambda: chip_plots.memory_hierarchy("v5e"), lambda: chip_plots.tray("v5e"),
+    lambda: chip_plots.hosts(sb.TpuMesh("v5e", X=8, Y=4)),
+    lambda: chip_plots.pod_cubes(sb.TpuMesh("v5p", X=4, Y=8, Z=4)),
+    lambda: chip_plots.slices(sb.TpuMesh("v5p", X=4, Y=4, Z=4), [((0, 0, 0), (4, 4, 4))]),
+    lambda: chip_plots.elementwise_pipeline(2), lambda: chip_plots.mxu_pipeline(2, B=8, size=4), chip_plots.banner,
+    lambda: sb.plots.systolic_strip(2, 2, 2, steps=[0, 1]), lambda: sb.plots.sharding_gallery(["A[I_X, J]"], key=True),
+    lambda: collective_steps.torus_steps(2, 2, "reduce_scatter"), lambda: collective_steps.collectives_summary(4),
+    lambda: collective_steps.collective_matmul(3), lambda: transformer.layer_diagram("llama3-8b"),
+    lambda: transformer.moe_diagram("deepseek-v3", shown=4), lambda: transformer.flash_tiles(4, 4, 2, causal=False),
+    lambda: transformer.matmul_flops(2, 2, 2),
+])
+def test_every_diagram_is_a_titled_figure(make) -> None:
+    fig = make()
+    titles = [fig._suptitle.get_text()] if fig._suptitle else []
+    titles += [ax.get_title() for ax in fig.axes]
+    assert any(t.strip() for t in titles)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: chip_plots.chip_diagram("h100"), "not a TPU"),
+    (lambda: chip_plots.hosts(sb.TpuMesh("v5e", X=4, Y=16)), "rows of trays"),
+    (lambda: chip_plots.slices(sb.TpuMesh("v5e", X=4, Y=4), [((2, 2), (4, 4))]), "does not fit"),
+    (lambda: chip_plots.pod_cubes(sb.TpuMesh("v5p", X=2, Y=4, Z=4)), "whole"),
+    (lambda: collective_steps.torus_steps(4, 4, "all_to_all"), "kind"),
+    (lambda: transformer.moe_diagram("llama3-70b"), "not a mixture"),
+    (lambda: transformer.flash_tiles(8, 8, 3), "block"),
+    (lambda: sb.plots.sharding_gallery(["A[I_XY, J]"], {"X": 3, "Y": 1}), "multiple"),
+    (lambda: sb.plots.systolic_strip(2, 2, 2, steps=[9]), "step"),
+])
+def test_diagrams_refuse_bad_input(call, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_pipeline_and_vpu_explorers_answer_fast() -> None:
+    def pipeline():
+        return sb.widgets.explore(lambda n_chunks, step: chip_plots.pipeline_stages(n_chunks, step),
+                                  n_chunks=(1, 8, 1, 4), step=(0, 11, 1, 4))
+
+    def vpu():
+        return sb.widgets.explore(lambda chip: chip_plots.vpu_flops_per_core(chip), chip=["v5p", "v5e"])
+
+    assert_answers_fast(pipeline, {"step": 6})
+    assert_answers_fast(vpu, {"chip": "v5e"})
