@@ -18,8 +18,8 @@ from pathlib import Path
 
 from .grading import strip_solutions
 
-__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "derive_exercise",
-           "twin_text", "readme_table", "expected_files", "sync", "check", "main"]
+__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "foreign_links",
+           "derive_exercise", "twin_text", "readme_table", "expected_files", "sync", "check", "main"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
 INSTALL_MARK = "# scalebook install cell: generated from _config.yml by `make sync`; edit that file, not this cell."
@@ -108,6 +108,24 @@ def set_badges(text: str, config: BookConfig, path: str) -> str:
         while rest and not rest[0].strip():
             rest = rest[1:]
     return "\n".join([*lines[: title + 1], "", line, "", *rest])
+
+
+# Every way a notebook or the README can name the repository: install cells, Colab, Kaggle and Binder links.
+_REPO_LINKS = {
+    "install cell": re.compile(r"git\+(https?://[^\s\"'@]+?)(?:\.git)?(?=[@\s\"'])"),
+    "Colab link": re.compile(r"colab\.research\.google\.com/github/([^/\s)]+/[^/\s)]+)"),
+    "Kaggle link": re.compile(r"kaggle\.com/kernels/welcome\?src=(https?://[^\s)]+?)/blob/"),
+    "Binder link": re.compile(r"mybinder\.org/v2/gh/([^/\s)]+/[^/\s)]+)"),
+}
+
+
+def foreign_links(text: str, config: BookConfig) -> list[str]:
+    """Return every install cell, Colab, Kaggle or Binder link in `text` that names another repository than
+    `config` (the one setting, repository.url in _config.yml)."""
+    wanted = {"install cell": config.url, "Colab link": config.slug, "Kaggle link": config.url,
+              "Binder link": config.slug}
+    return [f"{kind} names {found}, not {wanted[kind]}" for kind, pattern in _REPO_LINKS.items()
+            for found in pattern.findall(text) if found.rstrip("/") != wanted[kind]]
 
 
 def derive_exercise(solution_text: str, solution_path: str) -> str:
@@ -234,6 +252,10 @@ def check(root: Path) -> list[str]:
         for nb in sorted((root / folder).glob("*.ipynb")):
             if not nb.with_suffix(".md").exists() and nb not in expected:
                 problems.append(f"{nb.relative_to(root)}: has no .md source")
+    config = read_config(root)
+    for path in sorted(p for p in expected if p.exists()):
+        problems += [f"{path.relative_to(root)}: {line} — links are generated from repository.url in _config.yml"
+                     for line in foreign_links(path.read_text(encoding="utf-8"), config)]
     return problems
 
 

@@ -142,3 +142,10 @@ def test_answering_an_exercise_and_saving_leaves_its_md_source_unchanged(server:
     server.call("PUT", f"/api/contents/{path}", {"type": "notebook", "format": "json", "content": nb})
     assert _snapshot(server.root) == before
     assert "= 42" in (server.root / path).read_text()
+
+
+def test_make_lab_allows_root_only_as_root():
+    shutil.which("make") or pytest.skip("make is not installed")
+    run = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert ("--allow-root" in run.stdout) == (os.getuid() == 0), run.stdout
+    assert f'--ServerApp.root_dir="{ROOT}"' in run.stdout  # the repository root, where jupytext.toml is

@@ -114,3 +114,13 @@ def test_chapters_and_exercises_carry_colab_and_kaggle_badges_under_the_title(bo
     exercise = (book / "exercises" / "09_demo.md").read_text()
     assert config.kaggle("exercises/09_demo.ipynb") in exercise
     assert "Open in Colab" not in (book / "solutions" / "09_demo.md").read_text()
+
+
+def test_check_catches_a_hard_coded_repository_link(book):
+    md = book / "chapters" / "09_demo.md"
+    md.write_text(md.read_text() + "\n[Binder](https://mybinder.org/v2/gh/someone/fork/main)\n")
+    notebooks.sync(book)  # a twin in sync does not make the link right
+    slug = notebooks.read_config(book).slug
+    assert sorted(notebooks.check(book)) == [
+        f"chapters/09_demo.{ext}: Binder link names someone/fork, not {slug} — links are generated from "
+        "repository.url in _config.yml" for ext in ("ipynb", "md")]
