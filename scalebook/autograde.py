@@ -240,7 +240,8 @@ def _execute(submission: Submission, limits: sandbox.Limits, timeout: float, san
         with open(answers, "rb") as f:
             data = f.read(MAX_ANSWERS)
     status = "timeout" if ran.timed_out else {0: "graded", 3: "timeout"}.get(ran.returncode, "error")
-    detail = "" if status == "graded" else (ran.output.strip().splitlines() or [""])[-1][:200]
+    detail = {"graded": "", "timeout": f"a cell ran longer than {timeout:g} s, or the notebook longer than "
+              f"{timeout + _GRACE:g} s"}.get(status) or (ran.output.strip().splitlines() or [""])[-1][:200]
     return status, read_answers(data, possible, key.judge), detail
 
 
@@ -279,7 +280,7 @@ def _text(value: str) -> str:
 def _feedback_name(student: str) -> str:
     """A file name for a student's feedback: safe characters, plus a hash so 'a b' and 'a_b' differ."""
     raw = student.encode("utf-8", "surrogateescape")
-    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', _text(student))[:60]}-{hashlib.sha256(raw).hexdigest()[:8]}.md"
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', _text(student))[:60]}-{hashlib.sha256(raw).hexdigest()[:8]}.md"
 
 
 def _feedback(student: str, results: list[Result]) -> str:

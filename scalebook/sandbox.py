@@ -12,15 +12,17 @@ The autograder runs every submitted notebook through `run`. Inside the sandbox t
 It runs as uid 65534 in its own user namespace, with no capabilities and no way to create further
 namespaces; its address space (memory cap), task count (process cap, per sandbox since the user
 namespace is its own) and file sizes are limited with rlimits. Everything it started dies with it: the
-sandbox's process 1 is bubblewrap's, and when it exits, or the grader kills it at the time limit, the
-kernel kills every other process in the pid namespace.
+sandbox's process 1 is the program itself, and when it exits, or the grader kills it at the time limit,
+the kernel kills every other process in its pid namespace.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -139,7 +141,8 @@ def _identity(uid: int) -> tuple[list[str], list[str]]:
     """
     if os.geteuid() == 0:
         drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--no-new-privs", "--"]
+                "--bounding-set=-all", "--no-new-privs",
+                "--pdeathsig=SIGKILL", "--"]  # a change of uid clears bwrap's --die-with-parent: set it again
         return [], drop
     return ["--unshare-user", "--uid", _NOBODY, "--gid", _NOBODY, "--disable-userns", "--cap-drop", "ALL"], []
 
@@ -172,6 +175,7 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
     kill its whole process tree after `timeout` seconds. `answers` is the host file it sees, writable, at
     `ANSWERS`; `env` adds variables to its clean environment."""
     fds: dict[str, int] = {}
+    info, info_out = os.pipe()  # bwrap writes {"child-pid": N} there: the sandbox's pid 1, seen from here
     try:
         for name, path in files.items():
             fds[name] = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -179,24 +183,55 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
             uid = _FIRST_UID + secrets.randbelow(_UIDS)  # its own uid, so its own task count
             if os.geteuid() == 0:
                 os.chown(answers, uid, uid)
-            proc = subprocess.Popen(command(argv, fds, answers, limits, uid, env), stdin=subprocess.DEVNULL,
-                                    stdout=err, stderr=subprocess.STDOUT, pass_fds=tuple(fds.values()),
-                                    start_new_session=True)
+            proc = subprocess.Popen(["bwrap", "--info-fd", str(info_out), *command(argv, fds, answers, limits, uid,
+                                                                                    env)[1:]],
+                                    stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
+                                    pass_fds=(*fds.values(), info_out), start_new_session=True)
+            os.close(info_out)
+            info_out = -1
             try:
                 returncode: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 returncode = None
             finally:
-                kill_group(proc)
+                _kill_sandbox(proc, info)
             err.seek(max(0, err.seek(0, os.SEEK_END) - 4096))
             return SandboxResult(returncode, err.read().decode("utf-8", "replace"))
     finally:
-        for fd in fds.values():
-            os.close(fd)
+        for fd in (*fds.values(), info, info_out):
+            if fd >= 0:
+                os.close(fd)
+
+
+def _kill_sandbox(proc: subprocess.Popen, info: int) -> None:
+    """SIGKILL the sandbox's pid 1, which takes every process of its pid namespace with it, then bwrap.
+
+    bwrap's --die-with-parent does not survive the change of uid, so pid 1 is killed by its pid (read
+    from bwrap's info pipe), through a pidfd taken while its parent is still bwrap: no other process can
+    be hit by a reused pid.
+    """
+    ready, _, _ = select.select([info], [], [], 5)
+    text = os.read(info, 4096) if ready else b""
+    match = re.search(rb'"child-pid"\s*:\s*(\d+)', text)
+    if match:
+        try:
+            pidfd = os.pidfd_open(int(match[1]))
+        except ProcessLookupError:
+            pidfd = -1
+        if pidfd >= 0:
+            try:
+                status = Path(f"/proc/{int(match[1])}/status").read_text()
+                if re.search(rf"^PPid:\s*{proc.pid}$", status, re.M):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+    kill_group(proc)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL bwrap's process group (the sandbox's pid 1 dies with it, and with it every sandboxed process)."""
+    """SIGKILL a child started in its own session, and its process group; wait for it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -1,85 +1,206 @@
-"""The autograder on synthetic submissions: full marks, zero, a timeout, a corrupt file; submissions untouched."""
+"""The autograder on a hostile class: honest work earns its marks, every cheat scores what a blank notebook
+scores, nothing outside a submission's scratch copy changes, no process survives, every file gets its row."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+import os
+import stat
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import hostile
 import pytest
 
-from scalebook.autograde import find_submissions, grade, question_points
+from scalebook import autograde, sandbox
+from scalebook.autograde import find_submissions, grade, question_points, read_answers
+from scalebook.grading import GRADE_ANSWERS, check
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = sorted(p.stem for p in (ROOT / "solutions").glob("*.md"))
+# Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
+# set's solutions run under nbval already, and the benchmark grades all of them in sandboxes.
+HONEST = ["01_rooflines", "06_training_llama", "10_jax"]
+KEY_IMPORT = pytest.mark.xfail(strict=True, reason="solutions/06 imports MISTRAL_7B_CONFIG from the answer key "
+                               "(scalebook.problems), which the sandbox hides: the config must live outside the key")
+CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "a b", "a_b", "=1+2", "@SUM(A1)", "-2+3", "\udcff\udcfe"]
 
 
-def _digest(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+def _digest(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """{relative path: content hash, link target or file kind} of everything under `folder`, links unfollowed."""
+    found = {}
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__" and d not in skip]
+        for name in dirs + files:
+            path = Path(parent) / name
+            rel = str(path.relative_to(folder))
+            mode = path.lstat().st_mode
+            if rel in skip or stat.S_ISDIR(mode) and not path.is_symlink():
+                continue
+            found[rel] = (hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(mode) else
+                          f"-> {os.readlink(path)}" if stat.S_ISLNK(mode) else f"mode {stat.S_IFMT(mode)}")
+    return found
+
+
+def _survivors() -> list[str]:
+    """Command lines of live processes a submission started (its marker) or that run as a sandbox's uid."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            uid = int(Path(f"/proc/{pid}/status").read_text().split("\nUid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+        if hostile.MARKER in cmdline or uid >= sandbox._FIRST_UID:
+            found.append(f"{pid} uid {uid}: {cmdline}")
+    return found
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict, dict]:
-    """Per problem set: a correct submission (the solutions), an empty one (the exercise) and one that loops
-    forever; plus a corrupt file and a file with an unrecognisable name. Graded once for the module."""
-    subs = tmp_path_factory.mktemp("submissions")
-    for name in SETS:
-        (subs / f"ada__{name}.ipynb").write_bytes((ROOT / "solutions" / f"{name}.ipynb").read_bytes())
-        (subs / f"bo__{name}.ipynb").write_bytes((ROOT / "exercises" / f"{name}.ipynb").read_bytes())
-        loop = json.loads((ROOT / "exercises" / f"{name}.ipynb").read_text())
-        loop["cells"].insert(3, {"cell_type": "code", "execution_count": None, "id": "forever", "metadata": {},
-                                 "outputs": [], "source": ["while True:\n", "    pass"]})
-        (subs / f"cy__{name}.ipynb").write_text(json.dumps(loop))
-    (subs / "di__01_rooflines.ipynb").write_text("this is not a notebook")
-    loud = json.loads((ROOT / "solutions" / "01_rooflines.ipynb").read_text())
-    loud["cells"].insert(3, {"cell_type": "code", "execution_count": None, "id": "loud", "metadata": {},
-                             "outputs": [], "source": ["print('x' * 20_000_000)"]})
-    (subs / "ed__01_rooflines.ipynb").write_text(json.dumps(loud))
-    (subs / "homework.txt").write_text("wrong file")
-    before = _digest(subs)
-    out = subs.parent / "out" / "gradebook.csv"
-    grade(subs, out, root=ROOT, timeout=8, jobs=2)
-    with open(out, newline="") as f:
-        rows = {(r["student"], r["problem set"] or r["file"]): r for r in csv.DictReader(f)}
-    return out, rows, before, _digest(subs)
+def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """One grading run of the whole class (honest, blank, broken, hostile), shared by the tests below."""
+    if why := sandbox.available():
+        pytest.skip(f"no sandbox here: {why}")
+    base = tmp_path_factory.mktemp("class")
+    subs, grades = base / "submissions", base / "grades"
+    subs.mkdir()
+    grades.mkdir()
+    out = grades / "gradebook.csv"
+    (grades / "notes.txt").write_text("the teacher's notes")
+    (grades / "last-year.csv").write_text("student,total\nzed,22\n")
+    expected = hostile.write_class(ROOT, subs, out, HONEST)
+    watched = {"submissions": (subs, ()), "package": (ROOT / "scalebook", ()),
+               "solutions": (ROOT / "solutions", ()), "output": (grades, ("gradebook.csv", "feedback"))}
+    before = {name: _digest(*where) for name, where in watched.items()}
+    start = time.monotonic()
+    grade(subs, out, root=ROOT, timeout=20, jobs=2, limits=sandbox.Limits(processes=256))
+    seconds = time.monotonic() - start
+    deadline = time.monotonic() + 5  # the kernel needs a moment to reap a killed pid namespace
+    while (survivors := _survivors()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = {name: _digest(*where) for name, where in watched.items()}
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = {r["file"]: r for r in csv.DictReader(f)}
+    return SimpleNamespace(subs=subs, out=out, rows=rows, expected=expected, before=before, after=after,
+                           survivors=survivors, seconds=seconds)
+
+
+def _row(graded: SimpleNamespace, student: str, problem_set: str = hostile.PROBLEM_SET) -> dict[str, str]:
+    name = f"{student}__{problem_set}.ipynb".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return graded.rows[name if name[:1] not in "=+-@" else "'" + name]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem_set", SETS)
-def test_the_solutions_earn_full_marks_and_the_blank_exercise_zero(graded, problem_set):
-    _, rows, _, _ = graded
-    possible = sum(question_points(problem_set, ROOT).values())
-    assert rows[("ada", problem_set)]["status"] == "graded"
-    assert int(rows[("ada", problem_set)]["total"]) == possible > 0
-    assert int(rows[("bo", problem_set)]["total"]) == 0 and rows[("bo", problem_set)]["status"] == "graded"
+def test_every_file_found_gets_exactly_one_row(graded):
+    entries = [e for e in os.listdir(graded.subs) if e != "cy"] + [f"cy/{e}" for e in os.listdir(graded.subs / "cy")]
+    assert len(graded.rows) == len(entries) > 30
+    for name, status in graded.expected.items():
+        assert graded.rows[name]["status"] == status, name
+    assert {r["sandbox"] for r in graded.rows.values()} == {"bubblewrap"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem_set", SETS)
-def test_an_endless_loop_times_out_with_zero(graded, problem_set):
-    _, rows, _, _ = graded
-    assert rows[("cy", problem_set)]["status"] == "timeout" and int(rows[("cy", problem_set)]["total"]) == 0
+@pytest.mark.parametrize("problem_set", [pytest.param(s, marks=KEY_IMPORT) if s == "06_training_llama" else s
+                                         for s in HONEST])
+def test_the_solutions_earn_full_marks(graded, problem_set):
+    row = _row(graded, "ada", problem_set)
+    assert row["status"] == "graded"
+    assert int(row["total"]) == int(row["possible"]) == sum(question_points(problem_set, ROOT).values()) > 0
 
 
 @pytest.mark.slow
-def test_bad_files_get_a_row_not_a_crash(graded):
-    out, rows, before, after = graded
-    assert rows[("di", "01_rooflines")]["status"] == "corrupt"
-    huge = rows[("ed", "01_rooflines")]  # a 20 MB print does not stop the grading
-    assert huge["status"] == "graded" and int(huge["total"]) == int(huge["possible"])
-    assert rows[("homework", "homework.txt")]["status"] == "unrecognised"
-    assert before == after  # the grader worked on copies
-    feedback = (out.parent / "feedback" / "bo.md").read_text()
-    assert "not answered" in feedback and "01_rooflines" in feedback
+@pytest.mark.parametrize("student", CHEATERS)
+def test_every_cheat_scores_what_the_blank_notebook_scores(graded, student):
+    blank = _row(graded, "bo")
+    assert blank["status"] == "graded" and int(blank["total"]) == 0
+    row = _row(graded, student)
+    assert [row[q] for q in hostile.QIDS] == [blank[q] for q in hostile.QIDS]
+    assert row["total"] == blank["total"]
 
 
-def test_submissions_are_found_flat_or_per_student(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["submissions", "package", "solutions", "output"])
+def test_nothing_outside_the_scratch_copy_changes(graded, where):
+    assert graded.after[where] == graded.before[where]
+
+
+@pytest.mark.slow
+def test_no_process_survives_the_run(graded):
+    assert graded.survivors == []
+
+
+@pytest.mark.slow
+def test_names_are_kept_but_cannot_run_in_a_spreadsheet(graded):
+    students = {r["student"] for r in graded.rows.values()}
+    assert {"a b", "a_b", "'=1+2", "'@SUM(A1)", "'-2+3", "\\xff\\xfe"} <= students
+    assert not any(s[:1] in "=+-@\t\r" for r in graded.rows.values() for s in r.values())
+    feedback = sorted(p.name for p in (graded.out.parent / "feedback").iterdir())
+    assert len(feedback) == len(students)  # 'a b' and 'a_b' (and the rest) each have their own file
+    assert "not answered" in (graded.out.parent / "feedback" / autograde._feedback_name("bo")).read_text()
+
+
+def _records(*records: object) -> bytes:
+    return b"\n".join(r if isinstance(r, bytes) else json.dumps(r).encode() for r in records)
+
+
+def test_the_last_record_of_a_question_counts_and_verdicts_are_ignored():
+    possible = {"01.1": 1, "01.2": 1, "01.3": 1, "01.4": 2}
+    data = _records({"qid": "01.1", "answer": 5.0}, {"qid": "01.1", "answer": 1.0},
+                    {"qid": "01.2", "answer": 1.0}, {"qid": "01.2", "outcome": "right"},
+                    {"qid": "01.3", "unanswered": True})
+    outcomes = read_answers(data, possible, lambda q, a: "right" if a == 1.0 else "wrong")
+    assert outcomes == {"01.1": "right", "01.2": "wrong", "01.3": "unanswered", "01.4": "missing"}
+
+
+@pytest.mark.parametrize("line", [
+    b"garbage", b"\xff\xfe", b"[1, 2]", b'{"qid": 5}', b'{"qid": "01.1", "answer": {"a": 1}}',
+    b'{"qid": "01.1", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"qid": "01.1", "answer": "' + b"x" * 200_000 + b'"}',
+    b'{"qid": "01.1", "answer": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]}',
+    b'{"qid": "01.1", "answer": 1.0, "invalid": "a forged answer beside an invalid one"}',
+])
+def test_a_malformed_forged_or_oversized_record_is_a_wrong_answer_not_a_crash(line):
+    data = _records({"qid": "01.1", "answer": 1.0}, line)
+    outcomes = read_answers(data, {"01.1": 1}, lambda q, a: "right")
+    assert outcomes["01.1"] in ("wrong", "right") and (outcomes["01.1"] == "wrong") == (b"01.1" in line)
+
+
+def test_check_in_grading_mode_only_hands_out_plain_data(tmp_path, monkeypatch):
+    import numpy as np
+
+    channel = tmp_path / "answers.jsonl"
+    monkeypatch.setenv(GRADE_ANSWERS, str(channel))
+
+    class Always:
+        def __eq__(self, other):
+            return True
+
+    for qid, answer in [("01.1", np.float32(2.5)), ("01.2", np.arange(3)), ("01.3", ...), ("01.4", Always()),
+                        ("01.5", 10**5000), ("01.6", [[1, "a"], (2.0, None)]), ("99.9", "no key needed")]:
+        assert check(qid, answer) is None
+    records = [json.loads(line) for line in channel.read_text().splitlines()]
+    assert records[:3] == [{"qid": "01.1", "answer": 2.5}, {"qid": "01.2", "answer": [0, 1, 2]},
+                           {"qid": "01.3", "unanswered": True}]
+    assert "invalid" in records[3] and "invalid" in records[4] and "answer" not in records[3]
+    assert records[5]["answer"] == [[1, "a"], [2.0, None]] and records[6]["answer"] == "no key needed"
+
+
+def test_names_are_escaped_and_feedback_files_unique():
+    assert autograde._text("=1+2") == "'=1+2" and autograde._text("\tx") == "'\tx"
+    assert autograde._text("ada") == "ada" and autograde._text("\udcffb") == "\\xffb"
+    names = {autograde._feedback_name(s) for s in ("a b", "a_b", "a/b", "../a", "\udcff")}
+    assert len(names) == 5 and all("/" not in n and not n.startswith(".") for n in names)
+
+
+def test_submissions_are_found_flat_or_per_student_and_links_are_refused(tmp_path):
     (tmp_path / "eve").mkdir()
     (tmp_path / "eve" / "02_tpus.ipynb").write_text("{}")
     (tmp_path / "fay__03_sharding.ipynb").write_text("{}")
-    found = {(s.student, s.problem_set) for s in find_submissions(tmp_path)}
-    assert found == {("eve", "02_tpus"), ("fay", "03_sharding")}
+    (tmp_path / "gus__03_sharding.ipynb").symlink_to(tmp_path / "fay__03_sharding.ipynb")
+    found = {(s.student, s.problem_set, s.refused) for s in find_submissions(tmp_path)}
+    assert found == {("eve", "02_tpus", ""), ("fay", "03_sharding", ""), ("gus", "03_sharding", "symlink refused")}
 
 
 def test_points_are_the_stars_of_each_heading():
@@ -87,10 +208,47 @@ def test_points_are_the_stars_of_each_heading():
     assert points["01.1"] == 1 and points["01.9"] == 3 and len(points) == 11
 
 
-def test_grader_arguments_are_checked(tmp_path):
+def test_grader_arguments_are_checked(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
     with pytest.raises(ValueError, match="not a folder"):
         find_submissions(tmp_path / "nope")
     with pytest.raises(ValueError, match="timeout"):
-        grade(tmp_path, tmp_path / "g.csv", root=ROOT, timeout=0)
+        grade(subs, tmp_path / "g.csv", root=ROOT, timeout=0)
     with pytest.raises(ValueError, match="solutions/"):
-        grade(tmp_path, tmp_path / "g.csv", root=tmp_path)
+        grade(subs, tmp_path / "g.csv", root=tmp_path)
+    with pytest.raises(ValueError, match="is a folder"):
+        grade(subs, tmp_path, root=ROOT)
+    with pytest.raises(ValueError, match="inside the submissions"):
+        grade(subs, subs / "g.csv", root=ROOT)
+    (tmp_path / "old.csv").write_text("last term's grades")
+    with pytest.raises(ValueError, match="force"):
+        grade(subs, tmp_path / "old.csv", root=ROOT)
+    assert (tmp_path / "old.csv").read_text() == "last term's grades"
+    monkeypatch.setattr(sandbox, "available", lambda: "bwrap is not installed")
+    with pytest.raises(ValueError, match="no-sandbox"):
+        grade(subs, tmp_path / "g.csv", root=ROOT)
+
+
+def test_without_a_sandbox_every_row_says_so_and_force_overwrites(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "homework.txt").write_text("wrong file")
+    (tmp_path / "g.csv").write_text("old")
+    table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, force=True)
+    assert [(r["status"], r["sandbox"]) for r in table.rows] == [("unrecognised", "none (--no-sandbox)")]
+
+
+def test_a_grader_failure_on_one_file_becomes_its_row(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__01_rooflines.ipynb").write_text(hostile.notebook(*hostile.BLANK))
+    (subs / "bo__01_rooflines.ipynb").write_text("not a notebook")
+
+    def broken(*args: object) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(autograde, "_execute", broken)
+    table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    assert [r["status"] for r in table.rows] == ["grader error", "corrupt"]
+    assert "disk on fire" in table.rows[0]["detail"]
