@@ -181,3 +181,59 @@ def test_memory_bars_total_matches_math():
     mem = sb.training.memory("llama2-13b", 3e6, 4096, saves_per_layer=(5120 + 2 * 13824) / 5120)
     assert sum(per_chip(mem).values()) == pytest.approx(mem.per_chip)
     assert math.isclose(mem.activations, 2 * 40 * 3e6 * (5120 + 2 * 13824), rel_tol=1e-9)
+
+
+# --- ch. 5's diagrams and explorers (issue 21) -------------------------------------------------------------------
+
+from scalebook.plots.parallelism import pass_collectives  # noqa: E402
+from scalebook.plots.schedules import interleaved_schedule, zero_bubble_schedule  # noqa: E402
+from scalebook.widgets.training import (  # noqa: E402
+    dp_capacity_explorer,
+    layout_step_explorer,
+    threshold_explorer,
+    threshold_table,
+)
+
+B_, D_, F_ = 2**17, 8192, 32768
+
+
+def _charged(strategy, axes):
+    transfers = pass_collectives(strategy, sb.TpuMesh("v5p", **axes), B_, D_, F_)
+    return {p: sum(t.charged for t in transfers if t.pass_ == p) for p in ("forward", "backward")}
+
+
+def test_backward_collectives_read_off_sharded_matmul_match_appendix_a():
+    # DP: two gradient AllReduces of 2DF bytes, charged twice -> 0 + 8DF.
+    assert _charged("dp", {"X": 4}) == {"forward": 0, "backward": 8 * D_ * F_}
+    # FSDP: the forward's two weight gathers, then a second gather of each and two ReduceScatters -> 4DF + 8DF.
+    assert _charged("fsdp", {"X": 4}) == {"forward": 4 * D_ * F_, "backward": 8 * D_ * F_}
+    # TP with the gathered input kept: AllGather In + ReduceScatter Out; AllGather dOut + ReduceScatter dIn.
+    assert _charged("tp", {"Y": 4}) == {"forward": 4 * B_ * D_, "backward": 4 * B_ * D_}
+
+
+def test_fsdp_discards_gathered_weights_but_tp_keeps_its_gathered_input():
+    fsdp = pass_collectives("fsdp", sb.TpuMesh("v5p", X=4), B_, D_, F_)
+    assert not any(t.reused for t in fsdp)  # every weight gather in the backward pass is paid again
+    tp = pass_collectives("tp", sb.TpuMesh("v5p", Y=4), B_, D_, F_)
+    assert sorted(t.array for t in tp if t.reused) == ["In", "dOut"]
+
+
+def test_interleaved_grid_idles_exactly_the_formula_and_zero_bubble_idles_less_than_1f1b():
+    grid = interleaved_schedule(4, 8, virtual=2)
+    assert sb.training.idle_fraction(grid) == pytest.approx(sb.training.pipeline_bubble(4, 8, "interleaved", 2))
+    zb = zero_bubble_schedule(4, 8)
+    assert sum(c.startswith("W") for row in zb for c in row) == 4 * 8  # every weight gradient is placed once
+    # same work as 1F1B plus the split-off W's, yet a smaller idle share: the W's fill the drain
+    assert sb.training.idle_fraction(zb) < sb.training.idle_fraction(sb.training.pipeline_schedule(4, 8, "1f1b"))
+
+
+def test_threshold_table_opens_on_the_books_ex9_numbers():
+    rows = threshold_table("v5p", B=2e6, F=30_000, N=8960, M_X=2, M_Y=1).rows
+    assert "850" in rows[0]["bound"] and rows[0]["chips B keeps busy"] == "2,353"  # 2e6 / 850 (ch. 5, Ex9)
+    assert "108" in rows[1]["bound"]  # 2550² / (2 · 30,000)
+
+
+@pytest.mark.parametrize("make, change", [(threshold_explorer, {"F": 49152.0}), (dp_capacity_explorer, {"chip": "v6e"}),
+                                          (layout_step_explorer, {"X": 512})])
+def test_chapter_5_explorers_answer_fast(make, change):
+    assert_answers_fast(make, change)

@@ -6,6 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
+from . import parallelism, schedules, serving
 from .chip import (banner, chip_diagram, elementwise_pipeline, hosts, memory_hierarchy, mxu_pipeline, pod_cubes,
                    slices, tray)
 from .collective_steps import collective_matmul, collectives_summary, torus_steps
@@ -22,7 +23,6 @@ from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, to
 from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .training import memory_bars, pipeline, strategy_times
 from .validation import validation
-from . import parallelism, schedules, serving  # noqa: E402  (diagrams, used as sb.plots.parallelism.layout)
 
 __all__ = ["roofline", "batch_roofline", "sweep"]
 __all__ += ["bandwidth_ladder", "torus", "systolic", "stage_breakdown"]
@@ -31,6 +31,7 @@ __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["timeline", "validation"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch", "llama_config"]
+__all__ += ["parallelism", "schedules", "serving"]  # diagram modules: sb.plots.parallelism.layout("fsdp")
 __all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
             "nvswitch", "gpu_pipeline", "megatron_configs", "expert_parallel"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",

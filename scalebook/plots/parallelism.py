@@ -171,7 +171,8 @@ def layer_chain(B: int = 2**17, D: int = 8192, F: int = 32768) -> Figure:
     ax.set_xlim(-0.1, x + 0.1)
     ax.set_ylim(-1.4, 1.4)
     ax.axis("off")
-    ax.set_title(f"One layer as two matmuls (bf16, B = {B}, D = {D}, F = {F}): weights blue, activations green, Tmp purple")
+    ax.set_title(f"One layer as two matmuls (bf16, B = {B}, D = {D}, F = {F}): weights blue, activations green, "
+                 "Tmp purple")
     return fig
 
 
@@ -262,8 +263,8 @@ def comms_ratio(chip: Chip | str = "v5p", N: int = 64, D: int = 8192, F: int = 3
         at = curves.crossovers[s]
         if at is not None:
             ax.plot(at, 1.0, "o", color=color)
-            ax.annotate(f"B ≈ {at:,.0f}", (at, 1.0), textcoords="offset points", xytext=(4, -14 if s == "fsdp" else 6),
-                        fontsize=8, color=color)
+            ax.annotate(f"B ≈ {at:,.0f}", (at, 1.0), textcoords="offset points",
+                        xytext=(4, -14 if s == "fsdp" else 6), fontsize=8, color=color)
     ax.axhline(1.0, color="black", lw=1, ls="--", label="T_math = T_comms")
     finish(ax, "global batch B (tokens)", "T_math / T_comms (above 1: compute-bound)",
            f"FLOPs-to-comms ratio per layer on {N} × {get_chip(chip).name}, D = {D}, F = {F}", "upper left")

@@ -21,7 +21,8 @@ from .base import figure, finish
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["batching_snapshots", "decoding", "heads", "layer_sharing", "paged_cache", "engine", "engine_segments", "continuous_batching",
+__all__ = ["batching_snapshots", "decoding", "heads", "layer_sharing", "paged_cache", "engine", "engine_segments",
+           "continuous_batching",
            "prefix_tree", "speculative", "speculative_panels", "latency_cost", "weight_stationary_curves",
            "latency_bound_gather"]
 
@@ -79,7 +80,8 @@ def decoding(cached: bool, model: Model = "llama3-8b", prompt: int = 6, steps: i
 
 def heads(N: int = 8, groups: Sequence[int] = (8, 2, 1), model: Model = "llama3-70b", context: int = 8192) -> Figure:
     """Draw N query heads joined to their key/value heads for each KV-head count in `groups` (MHA, GQA, MQA),
-    with the KV cache per sequence of `model` at `context` tokens had it that many KV heads."""
+    with the KV cache per sequence of `model` at `context` tokens with K = its query heads (MHA), its own K (GQA)
+    or one (MQA)."""
     from dataclasses import replace
 
     cfg = get_model(model)
@@ -95,8 +97,9 @@ def heads(N: int = 8, groups: Sequence[int] = (8, 2, 1), model: Model = "llama3-
             _box(ax, x, 0, 0.8, 0.6, "#f28e2b", f"kv{k}", 7)
             for q in range(k * N // K, (k + 1) * N // K):
                 ax.plot([q + 0.4, x + 0.4], [2, 0.6], color="#888", lw=0.8)
-        kv = kv_cache_bytes(replace(cfg, K=cfg.N * K // N), context)
-        ax.set_title(f"{names.get(K, f'grouped-query (GQA), {K} groups')}\n{cfg.name} at K = {cfg.N * K // N}: "
+        real_K = cfg.N if K == N else 1 if K == 1 else cfg.K  # the model's own GQA width for the middle panel
+        kv = kv_cache_bytes(replace(cfg, K=real_K), context)
+        ax.set_title(f"{names.get(K, f'grouped-query (GQA), {K} groups')}\n{cfg.name} at K = {real_K}: "
                      f"{fmt_bytes(kv)} per {context}-token cache", fontsize=8)
         ax.set_xlim(-0.3, N)
         ax.set_ylim(-0.2, 2.8)
@@ -115,16 +118,19 @@ def layer_sharing(layers: int = 12, local_every: int = 6, share: int = 2, model:
     fig, ax = figure((8.0, 4.6))
     plain = layers * per_layer
     tricks = 0.0
+    is_global = [i % local_every == local_every - 1 for i in range(layers)]
     for i in range(layers):
         _box(ax, 0, i, 2.5, 0.8, "#4e79a7", f"layer {i}: global", 7)
-        is_global = i % local_every == local_every - 1
-        if i % share == 0:
-            tricks += per_layer * (1 if is_global else window / context)
-        _box(ax, 5, i, 2.5, 0.8, "#4e79a7" if is_global else "#59a14f",
-             f"layer {i}: {'global' if is_global else f'local, {window}'}", 7)
-        if i % share == 1:
+        _box(ax, 5, i, 2.5, 0.8, "#4e79a7" if is_global[i] else "#59a14f",
+             f"layer {i}: {'global' if is_global[i] else f'local, {window}'}", 7)
+        # local layers share a cache with the local layers of their group; a global layer keeps its own
+        group = range(i - i % share, min(layers, i - i % share + share))
+        shares = not is_global[i] and i % share and all(not is_global[j] for j in group)
+        if shares:
             ax.annotate("", xy=(7.6, i + 0.4), xytext=(7.6, i - 0.6),
                         arrowprops=dict(arrowstyle="<->", color="#e15759", connectionstyle="arc3,rad=-0.6"))
+        else:
+            tricks += per_layer * (1 if is_global[i] else window / context)
     ax.text(1.25, layers + 0.2, f"all global: {fmt_bytes(plain)}", ha="center", fontsize=9)
     ax.text(6.25, layers + 0.2, f"local + shared (red arcs): {fmt_bytes(tricks)}", ha="center", fontsize=9)
     ax.set_xlim(-0.5, 9)
@@ -217,7 +223,7 @@ def engine_segments(mode: str, prompts: Sequence[int], outputs: Sequence[int], s
         if mode == "interleaved":
             bars.append((row, start, start + pre[r], "prefill", r))
             for d in decodes:  # the whole slice prefills: every running decode waits
-                if d[1] < start < d[2]:
+                if d[1] <= start < d[2]:
                     d[2] += pre[r]
                     free_at[d[0]] = d[2]
             start += pre[r]

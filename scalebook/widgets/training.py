@@ -174,7 +174,8 @@ def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1
 def threshold_table(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int = 4096, M_X: int = 2,
                     M_Y: int = 1) -> Table:
     """Return each strategy's bound on `chip` (ch. 5): tokens per chip DP/FSDP (over all M_X + M_Y axes) and
-    FSDP + TP need, the TP width limit, how many chips a global batch `B` keeps compute-bound, and X_opt for `N` chips."""
+    FSDP + TP need, the TP width limit, how many chips a global batch `B` keeps compute-bound, and X_opt for `N`
+    chips."""
     dp = critical_batch("fsdp", chip, M_X=M_X + M_Y)
     mixed = critical_batch("fsdp_tp", chip, F=F, M_X=M_X, M_Y=M_Y)
     rows = [{"strategy": f"DP / FSDP over all {M_X + M_Y} axes", "bound": f"B/X > {dp:,.0f} tokens per chip",
