@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from browser import BROWSER, FLAGS, file_problems, problems
 
+from scalebook import notebooks
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("SCALEBOOK_SITE", ROOT / "_build" / "html"))
 SKIP = ("_static", "_sources", "_images")
@@ -70,6 +72,17 @@ def test_page_loads_without_errors_and_its_images_and_links_exist(page: Path):
     html = page.read_text(encoding="utf-8")
     assert "<main" in html or 'http-equiv="Refresh"' in html  # index.html only redirects to the first chapter
     assert problems(page, ANCHORS) == []
+
+
+@needs_site
+def test_launch_buttons_use_the_configured_repository():
+    """Colab and Binder buttons come from repository.url in _config.yml, like the notebooks' badges."""
+    config = notebooks.read_config(ROOT)
+    for page in [p for p in PAGES if p.parent.name in ("chapters", "exercises")]:
+        html = page.read_text(encoding="utf-8")
+        assert config.colab(f"{page.parent.name}/{page.stem}.ipynb") in html, page
+        assert f"https://mybinder.org/v2/gh/{config.slug}/{config.branch}?" in html, page
+        assert notebooks.foreign_links(html, config) == [], page
 
 
 @needs_site
