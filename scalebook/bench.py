@@ -7,13 +7,14 @@ TPU or GPU runtime they are the real thing.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .hardware.chips import Chip, chip_for_device_kind
+from .hardware.chips import IDEAL, Chip, chip_for_device_kind
 from .roofline import matmul
 from .runtime import device_mesh, jnp_dtype
 from .tables import Table
@@ -69,6 +70,11 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     Memory bandwidth: a matrix-vector product x[1, D] @ W[D, D] whose weights W take `nbytes` (256 MiB on
     a CPU, 2 GiB on an accelerator): it reads every weight once and does almost no math, so it measures
     the bandwidth at which a matmul can stream its weights — the roof the memory-bound matmuls hit.
+
+    The measured chip is also calibrated (`Chip.efficiency("calibrated")`): its roofs are already what this
+    device reaches, so its matmul and HBM factors are 1, and their sources say which fraction of the data-sheet
+    peaks was measured; the collective factors and per-call latencies are the spec chip's (one device cannot
+    measure them; `collective_sweep` and `collectives.fit_bandwidth` do on several).
     """
     jax, jnp = _jax()
     dtype = dtype or default_dtype()
@@ -89,9 +95,15 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     base = chip_for_device_kind(kind) or Chip(name=kind, vendor="host", kind=jax.default_backend())
     field = {"fp32": "fp32_flops", "f32": "fp32_flops", "int8": "int8_flops"}.get(dtype, "bf16_flops")
     measured = f"measured on this device ({fmt_rate(flops_rate)} {dtype}, {fmt_rate(bandwidth, 'B/s')})"
+    spec_flops, spec_bw = getattr(base, field), base.hbm_bandwidth
+    inherited = base.calibration or IDEAL
+    calibration = dataclasses.replace(inherited, matmul=1.0, matmul_fp8=None, hbm=1.0, sources={
+        **inherited.sources,
+        "matmul": measured + (f": {flops_rate / spec_flops:.0%} of the data-sheet peak" if spec_flops else ""),
+        "hbm": measured + (f": {bandwidth / spec_bw:.0%} of the data-sheet bandwidth" if spec_bw else "")})
     return base.replace(
         name=f"{kind} (measured)", hbm_bandwidth=bandwidth, **{field: flops_rate},
-        sources={**base.sources, field: measured, "hbm_bandwidth": measured},
+        sources={**base.sources, field: measured, "hbm_bandwidth": measured}, calibration=calibration,
     )
 
 

@@ -89,3 +89,12 @@ def test_calibrated_decode_is_never_faster_than_ideal():
         ideal = inference.decode_step("llama3-70b", "h100", n, 64, 4096)
         real = inference.decode_step("llama3-70b", "h100", n, 64, 4096, efficiency="calibrated")
         assert real.time > ideal.time
+
+
+def test_bench_calibrate_returns_a_calibrated_chip():
+    """The measured chip's roofs are what this device reaches, so its matmul and HBM factors are 1 (sources say
+    what fraction of a data-sheet peak that was); calibrated predictions on it use the measured roofs."""
+    pytest.importorskip("jax")
+    chip = sb.bench.calibrate(progress=False, n=256, nbytes=2**22, repeats=2)
+    eff = chip.efficiency("calibrated")
+    assert eff.matmul == 1.0 and eff.hbm == 1.0 and "measured on this device" in eff.sources["hbm"]
