@@ -5,8 +5,8 @@ Extensions that add an inline script after the builder has started (sphinx-thebe
 Sphinx 7.x stores that script under the name None, then, before writing, adds every registered script
 again under the name '' (`filename or ''`); None != '' so the page gets two copies, and the second
 `const` declaration throws "Identifier 'THEBE_JS_URL' has already been declared" on every page.
-Sphinx fixed this in 8.2 (sphinx-doc/sphinx#13402: pass '' instead of None to the builder), but
-Jupyter Book 1.x needs Sphinx 7; this extension applies the same one-line fix to the running app.
+Sphinx fixed this upstream in its 8.x series (sphinx-doc/sphinx#13402: pass '' instead of None to the
+builder), but Jupyter Book 1.x needs Sphinx 7; this extension applies the same one-line fix to the running app.
 """
 
 from __future__ import annotations
