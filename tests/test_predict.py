@@ -111,3 +111,17 @@ def test_plan_default_is_the_books_search():
     """Without efficiency=, plan is the book's layout search (chapters' answers unchanged)."""
     plan = training.plan("llama3-70b", "v5p", 8960, 4 * 2**20, seq_len=4096)
     assert plan.prediction is None
+
+
+def test_expert_parallelism_splits_the_experts_and_pays_its_all_to_alls():
+    one = training.predict("deepseek-v3", "h800", 2048, 15360 * 4096, 4096, pp=16, ep=1)
+    wide = training.predict("deepseek-v3", "h800", 2048, 15360 * 4096, 4096, pp=16, ep=64)
+    assert wide.memory["weights"] < one.memory["weights"] / 10
+    assert one.breakdown["ep"] == 0 < wide.breakdown["ep"]
+
+
+def test_a_tpu_slice_is_accepted_as_hardware():
+    mesh = sb.TpuMesh("v4", X=8, Y=8, Z=8)
+    p = training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=True)
+    assert p.step_time > training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=True,
+                                          efficiency="ideal").step_time
