@@ -27,6 +27,12 @@ _STEP_70 = 64 * 4096 * _KV70_INT8 / (16 * 8.2e11) + max(2 * 64 * _P70 / (16 * 1.
 _PREFILL_8 = (2 * _MATMUL_8 + 2 * 32 * 256 * 2048 * 32) * 4096 / (0.5 * _H100_C)
 
 # Each answer worked by hand from the models' public configs and the chips' spec numbers (book ch. 7; chips.toml).
+# The chapter's invented model (book ch. 7): L, D, F, N, K, H, V, tied embeddings; norms 2D per layer + D.
+_P7 = 64 * 4096 * (3 * 16384 + 2 * 256 * (32 + 8)) + 4096 * 32128 + (2 * 64 + 1) * 4096
+_KV7_INT8 = 2 * 64 * 8 * 256
+_ROUTER = 64 * 4096 * 16  # one router matrix [D, E] per layer
+_ACTIVE7 = _P7 - 64 * 3 * 4096 * 16384 + 2 * 64 * 3 * 4096 * 16384 + _ROUTER  # two experts' MLPs
+
 HAND: dict[str, float] = {
     # every bf16 weight read once: 2 bytes x P / W_hbm.
     "07.1": 2 * _P8 / _H100_W,
@@ -50,6 +56,14 @@ HAND: dict[str, float] = {
     "07.10": max((1 - 0.8 ** (g + 1)) / 0.2 / (1 + 0.05 * g) for g in range(1, 17)),
     # B·D·2 bytes / 16 shards < 4.5e10 B/s x 1 µs  ->  B < 45,000 x 16 / (2 x 8192).
     "07.11": 45_000 * 16 / (2 * 8192),
+    # The book's ch. 7 problems, worked from the v5e's 8.2e11 B/s and 1.97e14 FLOP/s per chip.
+    "07.12": 256 * 100e3 * 8192 / (16 * 8.2e11) + max(2 * 256 * 30e9 / (16 * 1.97e14), 30e9 / (16 * 8.2e11)),
+    "07.13": _P7,
+    "07.14": int((16 * 16e9 - _P7) // (128_000 * _KV7_INT8)),
+    "07.15": _P7 / (16 * 8.2e11),
+    "07.16": _ACTIVE7,
+    "07.17": 128 * (3 / 4) ** 2,
+    "07.18": 2 * 600e6 / (4 * 8.2e11),
 }
 
 test_references_match_hand_computations = hand_answer_test("07.", HAND)

@@ -30,6 +30,15 @@ STEP_8B = (P8 + 64 * 4096 * KV8) / (4 * V5E_W)
 # LLaMA 3-70B, int8, v5e 4x4, batch 64 at 4096 tokens (FLOPs 2.9 ms < weights 5.4 ms).
 STEP_70B = (P70 + 64 * 4096 * KV70) / (16 * V5E_W)
 
+# The book's ch. 8 questions: LLaMA 3-70B in int8 on v5e slices, HBM filled with 8k caches.
+def _full(chips: int) -> tuple[int, float]:
+    """(batch, step) with HBM full of int8 8k caches: every byte read once (the FLOPs hide below the knee)."""
+    batch = int((chips * V5E_HBM - P70) // (8192 * KV70))
+    return batch, (P70 + batch * 8192 * KV70) / (chips * V5E_W)
+
+
+PREFILL_8K = 2 * MATMUL_70 * 8192 / (16 * V5E_C * 0.4)
+
 HAND: dict[str, float] = {
     # peak FLOP/s x 3600 s per $2.70 hour.
     "08.1": V6E_C * 3600 / 2.70,
@@ -57,6 +66,19 @@ HAND: dict[str, float] = {
     "08.11": 128 * (2048 + 512) / 512,
     # 4x8: P405 / (32 W) = 15.5 ms > 10 ms; 8x8: 7.7 ms. Then the caches' 0.040 ms each fill the rest of 10 ms.
     "08.12": math.floor((10e-3 - P405 / (64 * V5E_W)) / (8192 * KV405 / (64 * V5E_W))),
+    # The book's ch. 8 questions.
+    "08.13": KV70,
+    "08.14": P70 + 32 * 8192 * KV70,
+    "08.15": (P70 + 32 * 8192 * KV70) / (8 * V5E_W),
+    "08.16": V5E_C / V5E_W / 2,
+    "08.17": 16,
+    "08.18": _full(8)[1],
+    "08.19": _full(8)[0] / (_full(8)[1] * 512 * 8),
+    "08.20": _full(16)[0] / (_full(16)[1] * 512 * 16),
+    "08.21": 2 * 28672 / (V5E_C / (2 * 4.5e10)),
+    "08.22": PREFILL_8K,
+    "08.23": 32 * (8192 + 4096) / 4096,
+    "08.24": PREFILL_8K * 32 / (_full(8)[1] * 512),
 }
 
 test_references_match_hand_computations = hand_answer_test("08.", HAND)

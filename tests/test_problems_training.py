@@ -21,6 +21,11 @@ def llama(L: int, D: int, F: int, N: int, K: int, H: int, V: int) -> tuple[int, 
 P_8B, MATMUL_8B = llama(32, 4096, 14336, 32, 8, 128, 128256)  # LLaMA 3-8B public config
 P_70B, _ = llama(80, 8192, 28672, 64, 8, 128, 128256)  # LLaMA 3-70B (book ch. 6 table)
 
+# LLaMA 2-13B (book ch. 5 table): L, D, F, heads x width, V; untied embeddings; norms 2D per layer + D.
+L13, D13, F13, NH13, V13 = 40, 5120, 13824, 40 * 128, 32000
+P13 = L13 * (3 * D13 * F13 + 4 * D13 * NH13) + 2 * V13 * D13 + 2 * D13 * L13 + D13
+MATMUL_13 = P13 - V13 * D13 - (2 * D13 * L13 + D13)  # the input embedding is a lookup, the norms do no matmul
+
 # Each answer worked by hand from the raw spec numbers and the book's ch. 5 formulas.
 HAND: dict[str, float] = {
     # DP over both axes of a v6e torus: B/X > C / (2 W_bidi) with C = 9.2e14, W_bidi = 1.8e11.
@@ -47,6 +52,10 @@ HAND: dict[str, float] = {
     "05.11": 72,
     # Z < 9 (k + shared) F_expert / (k α) = 9 · 9 · 2048 / (8 · 2550) = 8.13.
     "05.12": math.floor(9 * 9 * 2048 / (8 * ALPHA)),
+    # The book's Q1-Q3 (ch. 5): 3LDF + 4DNHL + 2VD (+ norms); 2·L·B·(D + 2F); 6·P·B / (N·C·MFU).
+    "05.13": P13,
+    "05.14": 2 * L13 * 16e6 * (D13 + 2 * F13),
+    "05.15": 6 * MATMUL_13 * 3e6 / (4096 * C_V5P * 0.4),
 }
 
 

@@ -28,6 +28,12 @@ MATMUL_8B = P8 - V * D8 - (2 * D8 * L8 + D8)  # the input embedding and the norm
 MATMUL_405B = P405 - V * D405 - (2 * D405 * L405 + D405)
 
 # Each answer worked by hand from the letters and the raw spec numbers.
+# LLaMA 3-70B (book ch. 6 table) and the book's batch of 1024 sequences of 4096 tokens.
+P70 = gqa_params(80, 8192, 28672, 64, 8, V)
+MATMUL_70 = P70 - V * 8192 - (2 * 8192 * 80 + 8192)
+B70 = 4 * 2**20
+STATE_70 = 10 * P70 + 2 * 8192 * 4e6 * 4 * 80  # bf16 weights + fp32 Adam + four bf16 [B, D] saves per layer
+
 HAND: dict[str, float] = {
     # Mistral 7B: L=32, D=4096, F=14336, N=32, K=8, H=128, V=32000, untied -> 7.24e9.
     "06.1": gqa_params(32, 4096, 14336, 32, 8, 32000),
@@ -57,6 +63,17 @@ HAND: dict[str, float] = {
     # 128 × 8 on all 1024 chips (128 sequences): compute (causal attention at T = 8192) over the TP collectives.
     "06.12": (2**20 * (6 * MATMUL_8B + 3 * 2 * N8 * 2 * H * 4096 * L8) / (1024 * V5P_C))
     / (2 * 6 * 2 * 2**20 * D8 * L8 / (128 * V5P_W)),
+    # The book's ch. 6 questions: params; 6 per matmul parameter; years on one v5p; days on a pod at 40%;
+    # chips for 21.7 TB of state (rounded up); bytes per chip on 8960; sequences; tokens per chip; sqrt(2BN/F).
+    "06.13": P70,
+    "06.14": 6 * MATMUL_70,
+    "06.15": 6 * MATMUL_70 * 15e12 / 4.59e14 / (365.25 * 86400),
+    "06.16": 6 * MATMUL_70 * 15e12 / (8960 * 4.59e14 * 0.4) / 86400,
+    "06.17": math.ceil(STATE_70 / 96e9),
+    "06.18": STATE_70 / 8960,
+    "06.19": B70 // 4096,
+    "06.20": B70 / 8960,
+    "06.21": math.sqrt(2 * B70 * 8960 / 28672),
 }
 
 test_references_match_hand_computations = hand_answer_test("06.", HAND)

@@ -6,10 +6,13 @@ with the package (and with `chips.toml`, `models.toml`, `prices.toml`). Answers 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..hardware.chips import get_chip
 from ..inference import (
     cost_per_million_tokens,
     decode_step,
+    decode_time,
     disaggregation_ratio,
     kv_cache_bytes,
     max_batch,
@@ -17,6 +20,7 @@ from ..inference import (
     speculative_speedup,
     weight_stationary,
 )
+from ..models import get_model
 from ..roofline import critical_batch
 from . import problem
 
@@ -94,3 +98,52 @@ def latency_bound_batch() -> float:
     less than one microsecond's worth of link bandwidth (45 kB)."""
     per_hop_limit = get_chip("v5e").ici_bandwidth * 1e-6
     return per_hop_limit * 16 / (8192 * 2)
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 7), graded against its published answers ----------------
+# The invented model of the chapter's problems is the preset "ch7-model" (L = 64, D = 4096, F = 16,384, N = 32,
+# K = 8, H = 256, V = 32,128, tied embeddings).
+
+
+@problem("07.12", title="The book's pop quiz: a 30B model at batch 256", unit="s")
+def book_pop_quiz_batch_256() -> float:
+    """Decode step of a 30B-parameter model, int8 weights, bf16 FLOPs, 100 kB of KV per token at 8192 tokens,
+    batch 256, on 16 v5e chips."""
+    return decode_time(30e9, 100e3 * 8192, 256, "v5e", 16, param_bytes=1).time
+
+
+@problem("07.13", title="The book's Q1: parameters of the chapter's model", unit="parameters")
+def book_q1_params() -> float:
+    """Parameters of the chapter's invented model (preset 'ch7-model')."""
+    return get_model("ch7-model").param_count()
+
+
+@problem("07.14", title="The book's Q2: 128k-token sequences on a v5e 4x4", unit="sequences", rtol=0.0)
+def book_q2_max_batch() -> int:
+    """Sequences of 128,000 tokens whose int8 caches fit beside the int8 weights on 16 v5e chips."""
+    return max_batch("ch7-model", "v5e", 16, 128_000, 1, 1)
+
+
+@problem("07.15", title="The book's Q3: the latency floor", unit="s")
+def book_q3_floor() -> float:
+    """Seconds to read the chapter model's int8 weights from the HBM of 16 v5e chips."""
+    return decode_step("ch7-model", "v5e", 16, 1, 0, param_bytes=1).t_params
+
+
+@problem("07.16", title="The book's Q5: active parameters of the MoE", unit="parameters")
+def book_q5_active_params() -> float:
+    """Active parameters per token when the chapter model's MLP becomes 16 experts with top-2 routing."""
+    return replace(get_model("ch7-model"), E=16, k=2).param_count(active=True)
+
+
+@problem("07.17", title="The book's Q7: when 2-D weight-stationary wins", unit="chips")
+def book_q7_crossover() -> float:
+    """Chips N beyond which 2-D weight-stationary sharding communicates less than 1-D (F = 4D, any B and D)."""
+    one = weight_stationary(B=1, D=8192, F=4 * 8192, chip="v5e", N=1)
+    return (one["2d"] / one["1d"]) ** 2
+
+
+@problem("07.18", title="The book's appendix A: a 600M-parameter layer's floor", unit="s")
+def book_appendix_a_floor() -> float:
+    """Decode latency floor of a 600M-parameter bf16 layer sharded over 4 v5e chips (weights read once)."""
+    return decode_time(600e6, 0, 1, "v5e", 4).time

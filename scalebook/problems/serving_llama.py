@@ -16,8 +16,11 @@ from ..inference import (
     kv_cache_bytes,
     max_batch,
     prefill,
+    smallest_topology,
 )
+from ..models import get_model
 from ..roofline import critical_batch
+from ..training import tp_limit
 from . import problem
 
 V6E_USD_PER_HOUR = 2.70  # an assumed price for problem 1 (the chapter's price table has no v6e)
@@ -114,3 +117,87 @@ def batch_405b_within_10ms() -> int:
     chips = next(n for n in V5E_SLICES if max_batch("llama3-405b", "v5e", n, 8192, 1, 1) >= 1
                  and decode_step("llama3-405b", "v5e", n, 1, 8192, 1, 1).time <= 10e-3)
     return _largest_batch_within("llama3-405b", chips, 8192, 10e-3, 1, 1)
+
+
+# --- the book's own questions (How To Scale Your Model, ch. 8), graded against its published answers ---------------
+
+
+def _full_step(chips: int, bytes_per_value: float):
+    """LLaMA 3-70B's decode step with HBM full of 8k caches (weights and caches `bytes_per_value` each)."""
+    batch = max_batch("llama3-70b", "v5e", chips, 8192, bytes_per_value, bytes_per_value)
+    return decode_step("llama3-70b", "v5e", chips, batch, 8192, bytes_per_value, bytes_per_value)
+
+
+@problem("08.13", title="The book's question: KV bytes per token", unit="B")
+def book_kv_per_token() -> float:
+    """Bytes of LLaMA 3-70B's int8 KV cache per token (2 · K · H · L)."""
+    return kv_cache_bytes("llama3-70b", 1, 1, 1)
+
+
+@problem("08.14", title="The book's question: 32 conversations of 8k tokens", unit="B")
+def book_memory_32_conversations() -> float:
+    """Bytes of int8 weights plus 32 int8 caches of 8192 tokens."""
+    return get_model("llama3-70b").param_count() + kv_cache_bytes("llama3-70b", 8192, 32, 1)
+
+
+@problem("08.15", title="The book's question: a decode step on a 4x2", unit="s")
+def book_step_4x2() -> float:
+    """Decode step of those 32 conversations on 8 v5e chips (int8 weights and caches)."""
+    return decode_step("llama3-70b", "v5e", 8, 32, 8192, param_bytes=1, kv_bytes=1).time
+
+
+@problem("08.16", title="The book's question: int8 weights, bf16 arithmetic", unit="tokens")
+def book_critical_int8_weights() -> float:
+    """Batch above which decode matmuls are compute-bound on v5e with int8 weights and bf16 FLOPs."""
+    return critical_batch("v5e", weight_dtype="int8")
+
+
+@problem("08.17", title="The book's question: the smallest bf16 slice", unit="chips", rtol=0.0)
+def book_smallest_bf16_slice() -> int:
+    """Chips in the smallest v5e slice whose HBM holds LLaMA 3-70B's bf16 weights."""
+    x, y = smallest_topology("llama3-70b", "v5e", 2)
+    return x * y
+
+
+@problem("08.18", title="The book's question: a step with HBM full of caches", unit="s")
+def book_full_step() -> float:
+    """Decode step of LLaMA 3-70B on a v5e 4x2 in int8, at the largest batch of 8k caches that fits."""
+    return _full_step(8, 1).time
+
+
+@problem("08.19", title="The book's question: queries per second per chip", unit="QPS per chip")
+def book_qps_int8() -> float:
+    """QPS per chip on that 4x2 with 512-token replies, the step taken as every byte in HBM read once."""
+    step = _full_step(8, 1)
+    return step.batch / ((step.t_params + step.t_kv) * 512 * 8)
+
+
+@problem("08.20", title="The book's question: doubling the slice", unit="QPS per chip")
+def book_qps_int8_doubled() -> float:
+    """The same QPS per chip on a v5e 4x4 (16 chips)."""
+    step = _full_step(16, 1)
+    return step.batch / ((step.t_params + step.t_kv) * 512 * 16)
+
+
+@problem("08.21", title="The book's question: the large-batch model-parallel limit", unit="chips")
+def book_large_batch_limit() -> float:
+    """Model-parallel degree over two v5e axes below which large-batch decode stays compute-bound (F·M_Y/2200)."""
+    return tp_limit(28672, "v5e", M_Y=2)
+
+
+@problem("08.22", title="The book's question: an 8k-token prefill", unit="s")
+def book_prefill_8k() -> float:
+    """Prefill of 8192 tokens of LLaMA 3-70B on 16 v5e chips at 40% MFU, 2 FLOPs per parameter per token."""
+    return prefill("llama3-70b", "v5e", 16, 8192, mfu=0.4, attention=False).time
+
+
+@problem("08.23", title="The book's question: cache turnover", unit="tokens")
+def book_evicted_per_step() -> float:
+    """Cached tokens freed per decode step: batch 32, 8192-token prompts, 4096-token replies."""
+    return evicted_per_step(32, 8192, 4096)
+
+
+@problem("08.24", title="The book's question: prefill servers per decode server", unit="servers")
+def book_disaggregation_ratio() -> float:
+    """Prefill servers per decode server: the 8k prefill above, the full 4x2 step, batch 32, 512-token replies."""
+    return disaggregation_ratio(book_prefill_8k(), book_full_step(), 32, 512)

@@ -90,3 +90,25 @@ def expert_parallel_limit() -> int:
     """Largest expert-parallel degree Z over one v5p axis that keeps DeepSeek-V3's MoE layers compute-bound."""
     model = get_model("deepseek-v3")
     return max(z for z in range(1, model.E + 1) if expert_parallel(model, "v5p", 2**20, Z=z).bound == "compute")
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 5, Q1-Q3), graded against its published answers --------
+
+
+@problem("05.13", title="The book's Q1: LLaMA 2-13B's parameters", unit="parameters")
+def book_q1_llama2_13b_params() -> float:
+    """Parameters of LLaMA 2-13B (L = 40, D = 5120, F = 13,824, 40 heads of 128, V = 32,000, untied)."""
+    return get_model("llama2-13b").param_count()
+
+
+@problem("05.14", title="The book's Q2: LLaMA 2-13B's checkpoints at 16M tokens", unit="B")
+def book_q2_checkpoint_bytes() -> float:
+    """Bytes of bf16 checkpoints, per layer the input [B, D] and two [B, F] activations, for B = 16e6 tokens."""
+    model = get_model("llama2-13b")
+    return memory(model, 16e6, saves_per_layer=(model.D + 2 * model.F) / model.D).activations
+
+
+@problem("05.15", title="The book's Q3: a FSDP + TP step of LLaMA 2-13B", unit="s")
+def book_q3_step_time() -> float:
+    """Step time of LLaMA 2-13B on 4096 v5p chips, 3e6 tokens, 1024-way FSDP (2 axes) × 4-way TP, 40% MFU."""
+    return step_time("llama2-13b", "v5p", 4096, 3e6, "fsdp_tp", X=1024, Y=4, M_X=2, mfu=0.4).time

@@ -116,3 +116,64 @@ def planner_mfu_no_sequence_sharding() -> float:
     """Best MFU the planner finds for LLaMA 3-8B, 2**20 tokens of 8192-token sequences, 1024 v5p chips, no
     sequence sharding (compute time over step time at peak FLOP/s)."""
     return plan("llama3-8b", "v5p", 1024, 2**20, seq_len=8192, sequence_sharding=False).mfu
+
+
+# --- the book's own questions (How To Scale Your Model, ch. 6), graded against its published answers --------------
+
+_BOOK_BATCH = 4 * 2**20  # LLaMA 3-70B's batch: 1024 sequences of 4096 tokens
+
+
+@problem("06.13", title="The book's question: LLaMA 3-70B's parameters", unit="parameters")
+def book_llama3_70b_params() -> float:
+    """Parameters of LLaMA 3-70B from its config (L = 80, D = 8192, F = 28,672, N = 64, K = 8, H = 128, V = 128,256)."""
+    return get_model("llama3-70b").param_count()
+
+
+@problem("06.14", title="The book's question: training FLOPs per token", unit="FLOPs")
+def book_flops_per_token() -> float:
+    """Training FLOPs per token of LLaMA 3-70B, 6 per matmul parameter (attention scores left out)."""
+    return get_model("llama3-70b").flops_per_token()
+
+
+@problem("06.15", title="The book's question: the run on one v5p", unit="years")
+def book_years_one_chip() -> float:
+    """Years one v5p at peak bf16 FLOP/s needs for 15e12 tokens of LLaMA 3-70B."""
+    return get_model("llama3-70b").flops_per_token() * 15e12 / get_chip("v5p").bf16_flops / (365.25 * 86400)
+
+
+@problem("06.16", title="The book's question: the run on a v5p pod", unit="days")
+def book_days_on_pod() -> float:
+    """Days for 15e12 tokens of LLaMA 3-70B on 8960 v5p chips at 40% MFU."""
+    flops = get_model("llama3-70b").flops_per_token() * 15e12
+    return flops / (V5P_POD * get_chip("v5p").bf16_flops * 0.4) / 86400
+
+
+@problem("06.17", title="The book's question: the fewest chips", unit="chips", rtol=0.0)
+def book_fewest_chips() -> int:
+    """Fewest 96 GB v5p chips that hold LLaMA 3-70B's bf16 weights, fp32 Adam and 4 checkpoints per layer at 4M."""
+    return math.ceil(memory("llama3-70b", 4e6, saves_per_layer=4).total / get_chip("v5p").hbm_bytes)
+
+
+@problem("06.18", title="The book's question: memory per chip on a pod", unit="B")
+def book_memory_per_chip() -> float:
+    """That state spread evenly over 8960 chips, bytes per chip."""
+    return memory("llama3-70b", 4e6, V5P_POD, saves_per_layer=4).per_chip
+
+
+@problem("06.19", title="The book's question: data parallelism over sequences only", unit="chips", rtol=0.0)
+def book_sequences_per_batch() -> int:
+    """Most data-parallel shards a batch of 4 × 2**20 tokens in 4096-token sequences allows without sequence
+    sharding (one sequence per shard)."""
+    return _BOOK_BATCH // 4096
+
+
+@problem("06.20", title="The book's question: tokens per chip on a full pod", unit="tokens")
+def book_tokens_per_chip() -> float:
+    """Tokens per chip of a 4 × 2**20-token batch over 8960 chips."""
+    return _BOOK_BATCH / V5P_POD
+
+
+@problem("06.21", title="The book's question: the FSDP degree for FSDP + TP", unit="chips")
+def book_x_opt() -> float:
+    """X_opt = sqrt(2BN/F) for LLaMA 3-70B, B = 4 × 2**20, N = 8960 (FSDP over two axes, TP over one)."""
+    return math.sqrt(2 * _BOOK_BATCH * V5P_POD / get_model("llama3-70b").F)
