@@ -36,7 +36,7 @@ from .estimate import Estimate
 from .hardware.chips import Efficiency
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
-from .units import fmt_bytes, fmt_rate
+from .units import checks, fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
            "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead",
@@ -81,6 +81,7 @@ def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str
     return nbytes / mesh.size(others)
 
 
+@checks(kind=KINDS, nbytes="nonneg", top_k="?count")
 def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] | int = (), top_k: int | None = None,
                efficiency: str | Efficiency = "ideal") -> Estimate:
@@ -138,6 +139,7 @@ def collective(kind: str, mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] 
                     t_latency=hops * hop_latency, latency_adds=bool(eff.latency_node))
 
 
+@checks(units="count", top_k="?count")
 def ragged_fill(units: int, top_k: int | None) -> float:
     """Return how many times its own size a token's data crosses out of its unit when routed to `top_k`
     random destinations among `units` units (each distinct unit gets one copy), relative to a dense AllToAll
@@ -149,6 +151,7 @@ def ragged_fill(units: int, top_k: int | None) -> float:
     return units * (1 - (1 - 1 / units) ** top_k)
 
 
+@checks(kind=KINDS, nbytes="nonneg", Y="count", top_k="?count")
 def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
                top_k: int | None = None) -> list[tuple[str, int, float, float]]:
     """Return (level, units joined, bytes/s per unit, seconds) for each level a collective crosses (ch. 12).
@@ -182,6 +185,7 @@ def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, 
     return out
 
 
+@checks(kind=KINDS, nbytes="nonneg")
 def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
     """Return the seconds of a collective over every GPU of `cluster` in the book's simple form (ch. 12), with
     W = `cluster.collective_bandwidth` and no ring factors: AllGather / ReduceScatter V/W, AllReduce 2V/W (V/W
@@ -198,6 +202,7 @@ def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
     return nbytes / W * (2 if kind == "all_reduce" and not cluster.sharp else 1)
 
 
+@checks(kind=KINDS, nbytes="nonneg", Y="count", top_k="?count")
 def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
                    top_k: int | None = None, efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of a collective over a GPU cluster (ch. 12): the slowest of its levels
@@ -224,6 +229,7 @@ def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: flo
                     t_latency=latency, latency_adds=True)
 
 
+@checks(nbytes="size", peak="size", overhead="nonneg")
 def achieved_bandwidth(nbytes: float, peak: float, overhead: float) -> float:
     """Return the bytes/s a collective shows on an `nbytes` message when each call pays `overhead` seconds
     (launch, synchronisation, pipeline fill) on top of moving the bytes at `peak`: V / (overhead + V/peak)."""
@@ -232,6 +238,7 @@ def achieved_bandwidth(nbytes: float, peak: float, overhead: float) -> float:
     return nbytes / (overhead + nbytes / peak)
 
 
+@checks(nbytes="size", achieved="size", peak="size")
 def fixed_overhead(nbytes: float, achieved: float, peak: float) -> float:
     """Return the per-call overhead (s) that makes a message of `nbytes` reach only `achieved` B/s against a
     `peak` plateau: the inverse of `achieved_bandwidth`, for fitting one measured point."""
@@ -267,6 +274,7 @@ def _bandwidth_formula(kind: str, parts: list[_Axis]) -> str:
     return f"2 × {base}" if kind == "all_reduce" else base
 
 
+@checks(nbytes="nonneg")
 def all_gather(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] | int = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of AllGather over `axes`: A[I_X] -> A[I]; `nbytes` is the gathered array.
@@ -277,18 +285,21 @@ def all_gather(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nby
     return collective("all_gather", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
+@checks(nbytes="nonneg")
 def reduce_scatter(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                    also_sharded: str | Iterable[str] = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of ReduceScatter over `axes`: A[I]{U_X} -> A[I_X]; `nbytes` is the unreduced array."""
     return collective("reduce_scatter", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
+@checks(nbytes="nonneg")
 def all_reduce(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] = (), efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of AllReduce over `axes` (= ReduceScatter + AllGather, twice the cost)."""
     return collective("all_reduce", mesh, axes, nbytes, also_sharded, efficiency=efficiency)
 
 
+@checks(nbytes="nonneg", top_k="?count")
 def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nbytes: float,
                also_sharded: str | Iterable[str] = (), top_k: int | None = None,
                efficiency: str | Efficiency = "ideal") -> Estimate:

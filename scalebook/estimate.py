@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from .units import fmt_bytes, fmt_flops, fmt_time
+from .units import check_fields, fmt_bytes, fmt_flops, fmt_time
 
 __all__ = ["Overlap", "Estimate"]
 
@@ -53,6 +53,11 @@ class Estimate(Overlap):
     terms: tuple[tuple[str, str], ...] = ()
     t_latency: float = 0.0
     latency_adds: bool = False
+
+    def __post_init__(self) -> None:
+        # Every count and clock is finite and ≥ 0: a NaN, inf or negative one here is a bug upstream, caught here.
+        check_fields(self, flops="result", bytes="result", t_math="result", t_comms="result", t_latency="result",
+                     channel="text", label="text", latency_adds="flag")
 
     @property
     def t_link(self) -> float:

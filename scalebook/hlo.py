@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .units import dtype_bytes
+from .units import checks, dtype_bytes
 
 __all__ = [
     "KINDS", "COLLECTIVE_OPCODES", "HloOp", "Collective", "element_bytes", "scalebook_dtype", "parse_op",
@@ -65,6 +65,7 @@ _PAIRS_RE = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
 _DIMS_RE = re.compile(r"dimensions=\{([\d,]*)\}")
 
 
+@checks(dtype="text", context="text")
 def element_bytes(dtype: str, context: str = "") -> float:
     """Return the bytes of one element of an HLO type ('bf16' → 2, 'pred' → 1, 's4' → 0.5, 'f8e4m3fn' → 1),
     or of a scalebook dtype name ('fp32', 'int8'); `context` (an HLO line) goes into the error message."""
@@ -81,6 +82,7 @@ def element_bytes(dtype: str, context: str = "") -> float:
         raise ValueError(f"dtype={dtype!r} is not an HLO element type of known size{where}") from None
 
 
+@checks(hlo_dtype="text")
 def scalebook_dtype(hlo_dtype: str) -> str:
     """Return the scalebook dtype name ('bf16', 'fp32', 'int8' …) whose peak FLOP/s bounds an HLO element type."""
     return _SCALEBOOK_DTYPES.get(hlo_dtype, "bf16")
@@ -149,6 +151,7 @@ class HloOp:
         return "T" + "".join(f"({','.join(map(str, t))})" for t in self.tiling) if self.tiling else ""
 
 
+@checks(line="text")
 def parse_op(line: str) -> HloOp:
     """Return the `HloOp` an HLO instruction line describes; raise `ValueError` if `line` is not one."""
     if not isinstance(line, str):
@@ -168,6 +171,7 @@ def parse_op(line: str) -> HloOp:
     return HloOp(match["name"], match["opcode"], array["dtype"], shape, layout, tiling, space, operands, text, kind)
 
 
+@checks(hlo="text")
 def iter_ops(hlo: str) -> Iterator[HloOp]:
     """Yield every instruction of the HLO text `hlo`, in every computation, in the order printed."""
     for line in hlo.splitlines():
@@ -175,6 +179,7 @@ def iter_ops(hlo: str) -> Iterator[HloOp]:
             yield parse_op(line)
 
 
+@checks(hlo="text")
 def parse_hlo(hlo: str) -> dict[str, list[HloOp]]:
     """Return every computation of an HLO module as {computation name: its ops}; the entry one is under 'ENTRY'."""
     computations: dict[str, list[HloOp]] = {}
@@ -192,6 +197,7 @@ def parse_hlo(hlo: str) -> dict[str, list[HloOp]]:
     return computations
 
 
+@checks(hlo="text")
 def module_devices(hlo: str) -> int:
     """Return the number of devices a module runs on: num_partitions × replica_count of its header."""
     header = hlo.split("\n", 1)[0]
@@ -248,6 +254,7 @@ def _mesh_groups(axes: str, group: str) -> tuple[int, int]:
     return group_size, math.prod(sizes.values()) // group_size
 
 
+@checks(line="text", n_devices="count")
 def replica_groups(line: str, n_devices: int) -> tuple[int, int]:
     """Return (devices per group, number of groups) of a collective from its replica groups or permute pairs."""
     if pairs := _PAIRS_RE.search(line):
@@ -280,6 +287,7 @@ def _collective(op: HloOp, n_devices: int) -> Collective:
     )
 
 
+@checks(hlo="text")
 def collectives(hlo: str) -> list[Collective]:
     """Return one `Collective` per collective op in the HLO text `hlo` (the `-done` halves of async pairs skipped)."""
     n_devices = module_devices(hlo)
@@ -306,6 +314,7 @@ def _pad(shape: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
     return head + tuple(-(-s // t) * t for s, t in zip(shape[len(shape) - len(tile):], tile))
 
 
+@checks(dtype="text")
 def padding(shape: Sequence[int], tile: str | Sequence[Sequence[int]], dtype: str = "f32") -> dict[str, Any]:
     """Return how a tiled layout stores an array: logical and stored elements and bytes, padded shape, wasted fraction.
 

@@ -34,7 +34,7 @@ from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .roofline import critical_batch
 from .tables import Table
-from .units import fmt_time
+from .units import check_fields, checks, fmt_time
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "default_mesh", "max_batch",
            "pareto",
@@ -53,6 +53,10 @@ class StepEstimate(Estimate):
     t_ici: float = 0.0
     batch: int = 1
     ici_adds: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_fields(self, t_params="result", t_kv="result", t_ici="result", batch="count", ici_adds="flag")
 
     @property
     def time(self) -> float:
@@ -90,6 +94,8 @@ class StepEstimate(Estimate):
                 f"KV {s['KV caches from HBM']}, FLOPs {s['FLOPs']}, ICI {s['ICI collectives']})")
 
 
+@checks(context="nonneg", batch="count", bytes_per_value="size", local_layers="frac0", window="nonneg",
+        share="count")
 def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 1, bytes_per_value: float = 2,
                    local_layers: float = 0.0, window: float = 0, share: int = 1) -> float:
     """Return the KV-cache bytes of `batch` sequences of `context` tokens.
@@ -107,6 +113,8 @@ def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 
     return batch * tokens * model.kv_bytes_per_token(bytes_per_value) / share
 
 
+@checks(params="size", kv_bytes_per_seq="nonneg", batch="count", n_chips="count", param_bytes="size",
+        compute_dtype="dtype", t_ici="nonneg", label="text")
 def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip | str, n_chips: int,
                 param_bytes: float = 2, compute_dtype: str = "bf16", t_ici: float = 0.0,
                 label: str = "", efficiency: str | Efficiency = "ideal") -> StepEstimate:
@@ -141,6 +149,7 @@ def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens
     return 2 * model.L * per_block
 
 
+@checks(n_chips="count")
 def default_mesh(chip: Chip | str, n_chips: int) -> TpuMesh | GpuCluster:
     """Return the slice a calibrated estimate assumes for `n_chips` chips: a `GpuCluster` of NVLink nodes for
     a GPU, or the most cube-like (3-D families) or square (2-D) TPU slice of that many chips."""
@@ -174,6 +183,7 @@ def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
     return mesh if n_chips > 1 else None
 
 
+@checks(n_chips="count", batch="count", context="nonneg", param_bytes="size", kv_bytes="size", compute_dtype="dtype")
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
                 mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal") -> StepEstimate:
@@ -196,6 +206,8 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
                              f"{chip.name}", efficiency=efficiency)
 
 
+@checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
+        kv_bytes="size", batch="count")
 def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float | None = None,
             compute_dtype: str = "bf16", attention: bool = True, param_bytes: float = 2, kv_bytes: float = 2,
             mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
@@ -226,6 +238,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
                         t_ici=t_ici, batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal")
 
 
+@checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")
 def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
               param_bytes: float = 2, kv_bytes: float = 2) -> int:
     """Return the most sequences of `context` tokens whose KV caches fit beside the weights in HBM."""
@@ -235,6 +248,7 @@ def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, co
     return max(0, math.floor(free / per_seq)) if per_seq else 0
 
 
+@checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")
 def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
            batches: Sequence[int] | None = None, param_bytes: float = 2, kv_bytes: float = 2,
            mesh: TpuMesh | None = None) -> Table:
@@ -251,6 +265,7 @@ def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, conte
                  title=f"latency vs throughput, context {context:g}, {n_chips} × {get_chip(chip).name}")
 
 
+@checks(param_bytes="size", context="nonneg", batch="count", kv_bytes="size")
 def smallest_topology(model: TransformerConfig | str, chip: Chip | str, param_bytes: float = 2, context: float = 0,
                       batch: int = 1, kv_bytes: float = 2,
                       shapes: Sequence[tuple[int, int]] = ((1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (4, 8),
@@ -272,6 +287,7 @@ def prices() -> dict[str, dict]:
     return tomllib.loads(text)
 
 
+@checks(tokens_per_second_per_chip="size")
 def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float) -> float:
     """Return US dollars per million generated tokens at the listed chip-hour price."""
     chip = get_chip(chip)
@@ -284,6 +300,7 @@ def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float)
     return table[key]["usd_per_hour"] / 3600 / tokens_per_second_per_chip * 1e6
 
 
+@checks(param_dtype="dtype", compute_dtype="dtype")
 def moe_critical_batch(model: TransformerConfig | str, chip: Chip | str, param_dtype: str = "bf16",
                        compute_dtype: str = "bf16") -> float:
     """Return the tokens per step an MoE layer needs to be compute-bound: the dense critical batch x E/k."""
@@ -291,6 +308,7 @@ def moe_critical_batch(model: TransformerConfig | str, chip: Chip | str, param_d
     return critical_batch(chip, compute_dtype, weight_dtype=param_dtype) * model.E / model.k
 
 
+@checks(B="size", D="size", F="size", N="count")
 def weight_stationary(B: float, D: float, F: float, chip: Chip | str, N: int) -> dict[str, float]:
     """Return the communication seconds of 1-D and 2-D weight-stationary sharding of an MLP on N chips (ch. 7, Q7).
 
@@ -306,6 +324,7 @@ def weight_stationary(B: float, D: float, F: float, chip: Chip | str, N: int) ->
             "math": 4 * B * D * F / (N * chip.bf16_flops)}
 
 
+@checks(acceptance="frac0", draft_tokens="count", draft_cost="nonneg")
 def speculative_speedup(acceptance: float, draft_tokens: int, draft_cost: float) -> float:
     """Return the expected speed-up of speculative decoding (Leviathan et al., 2023).
 
@@ -318,6 +337,7 @@ def speculative_speedup(acceptance: float, draft_tokens: int, draft_cost: float)
     return tokens / (draft_tokens * draft_cost + 1)
 
 
+@checks(prefill_seconds="size", step_seconds="size", batch="count", decode_tokens="count")
 def disaggregation_ratio(prefill_seconds: float, step_seconds: float, batch: int, decode_tokens: int) -> float:
     """Return prefill servers per decode server so neither waits: each decode server finishes `batch`
     sequences every `step_seconds · decode_tokens` seconds, and each needed one prefill."""
@@ -326,6 +346,7 @@ def disaggregation_ratio(prefill_seconds: float, step_seconds: float, batch: int
     return prefill_seconds * batch / (step_seconds * decode_tokens)
 
 
+@checks(batch="count", prompt_tokens="nonneg", decode_tokens="size")
 def evicted_per_step(batch: int, prompt_tokens: float, decode_tokens: float) -> float:
     """Return KV-cache tokens freed per decode step: B/G sequences finish, each holding P + G tokens."""
     if batch < 1 or decode_tokens <= 0 or prompt_tokens < 0:

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .tables import Table
-from .units import check_int, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from .units import check_fields, check_int, checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
            "flop_conventions"]
@@ -70,6 +70,9 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         for letter in ("L", "D", "F", "N", "K", "H", "V", "E", "k"):
             object.__setattr__(self, letter, check_int(letter, getattr(self, letter)))
+        for name in ("shared", "F_expert", "dense_layers", "q_rank", "kv_rank", "rope_dim", "qk_dim"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), 0))
+        check_fields(self, tied="flag", gated="flag", name="text", source="text")
         if self.N % self.K:
             raise ValueError(f"N={self.N} query heads must be a multiple of K={self.K} key/value heads")
         if self.k > self.E:
@@ -312,6 +315,7 @@ def _ratio_fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+@checks(seq_len="count")
 def flop_conventions(model: TransformerConfig | str = "llama3-70b", seq_len: int = 8192) -> Table:
     """Return FLOPs per token of `model` under each convention of `flops_per_token` (causal or full
     attention, logits or not, training or inference, remat none/big_matmuls/block), beside 6 × parameters.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster
-from .units import check_int, check_positive, dtype_bytes
+from .units import check_int, check_positive, checks, dtype_bytes
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms"]
 
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
+@checks(stages="count", microbatches="count", virtual="count")
 def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virtual: int = 1) -> float:
     """Return the fraction of a pipelined step that stages sit idle: (P-1) / (v·M + P - 1).
 
@@ -31,6 +32,7 @@ def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virt
     return (stages - 1) / (v * microbatches + stages - 1)
 
 
+@checks(stages="count", microbatches="count")
 def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -> list[list[str]]:
     """Return a grid [stage][time slot] of work labels ('F3' = forward of microbatch 3, 'B3' backward, '' idle).
 
@@ -88,6 +90,7 @@ def idle_fraction(grid: list[list[str]]) -> float:
     return cells.count("") / len(cells)
 
 
+@checks(batch_tokens="size", D="count", stages="count", microbatches="count", dtype="dtype")
 def pipeline_comms(batch_tokens: float, D: int, stages: int, microbatches: int, hardware: Chip | str | GpuCluster,
                    dtype: str = "bf16") -> float:
     """Return the seconds of stage-to-stage sends on a pipelined forward pass's critical path (ch. 12).

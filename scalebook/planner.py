@@ -19,8 +19,8 @@ from .hardware.chips import Chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .training import Memory, Prediction, memory, min_tokens_per_chip, predict, step_time
-from .units import check_int, fmt_bytes, fmt_time
+from .training import OPTIMIZERS, Memory, Prediction, memory, min_tokens_per_chip, predict, step_time
+from .units import check_int, checks, fmt_bytes, fmt_time
 
 __all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]
 
@@ -137,6 +137,8 @@ def _largest_divisor(n: int, cap: int) -> int:
     return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
 
 
+@checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
+        efficiency="?text", tp_overlap="flag")
 def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
          sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False) -> TrainingPlan:
@@ -206,6 +208,7 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
 
 
+@checks(batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")
 def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp: int = 1, ep: int = 1,
                       E: int = 1, k: int = 1) -> dict[str, float | str]:
     """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU
@@ -237,6 +240,7 @@ def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, lo
                             yield tp, pp, cp, v, fsdp, recompute
 
 
+@checks(n_chips="count", batch_tokens="size", seq_len="count", efficiency="text", tp_overlap="flag")
 def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
            seq_len: int, efficiency: str = "calibrated", tp_overlap: bool = False) -> TrainingPlan:
     """Return the fastest published-style layout of `model` on `n_chips` GPUs whose calibrated memory fits:

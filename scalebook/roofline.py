@@ -15,7 +15,7 @@ import numpy as np
 
 from .estimate import Estimate, Overlap
 from .hardware.chips import Chip, get_chip
-from .units import dtype_bytes, fmt_bytes, fmt_rate
+from .units import checks, dtype_bytes, fmt_bytes, fmt_rate
 
 __all__ = [
     "Estimate", "Overlap", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
@@ -41,6 +41,8 @@ def _bandwidth(chip: Chip, bandwidth: float | None) -> float:
     return _positive("bandwidth", W)
 
 
+@checks(flops="nonneg", nbytes="nonneg", dtype="dtype", bandwidth="?size", channel="text", efficiency="fraction",
+        label="text")
 def estimate(
     flops: float,
     nbytes: float,
@@ -84,6 +86,8 @@ def _matmul_dtypes(dtype: str, weight_dtype: str | None, act_dtype: str | None, 
     return a, w, out_dtype or a, compute_dtype or _compute_dtype(a, w)
 
 
+@checks(B="size", D="size", F="size", dtype="dtype", weight_dtype="?dtype", act_dtype="?dtype", out_dtype="?dtype",
+        compute_dtype="?dtype", bandwidth="?size", channel="text", efficiency="fraction")
 def matmul(
     B: float,
     D: float,
@@ -119,6 +123,7 @@ def matmul(
     )
 
 
+@checks(D="size", F="size", dtype="dtype")
 def crossover_batch(D: float, F: float, chip: Chip | str, dtype: str = "bf16", **matmul_kwargs: Any) -> float:
     """Return the exact batch B at which X[B,D] @ W[D,F] turns compute-bound (T_math = T_comms).
 
@@ -137,12 +142,14 @@ def crossover_batch(D: float, F: float, chip: Chip | str, dtype: str = "bf16", *
     return c0 / (m - c1)
 
 
+@checks(B="size", D="size", F="size", dtype="dtype")
 def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float:
     """Return the arithmetic intensity (FLOPs/byte) of X[B,D] @ W[D,F] with every array in `dtype`."""
     b = dtype_bytes(dtype)
     return 2 * B * D * F / (b * (B * D + D * F + B * F))
 
 
+@checks(N="size", dtype="dtype")
 def dot(N: float, chip: Chip | str, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a dot product of two length-N vectors (2N-1 FLOPs; reads 2N, writes 1)."""
     N = _positive("N", N)
@@ -150,11 +157,13 @@ def dot(N: float, chip: Chip | str, dtype: str = "bf16") -> Estimate:
     return estimate(2 * N - 1, (2 * N + 1) * b, chip, dtype=dtype, label=f"dot of two {dtype}[{N:g}]")
 
 
+@checks(dtype="dtype", bandwidth="?size")
 def critical_intensity(chip: Chip | str, dtype: str = "bf16", bandwidth: float | None = None) -> float:
     """Return the chip's critical intensity C / W in FLOPs per byte (HBM bandwidth unless given)."""
     return get_chip(chip).critical_intensity(dtype, bandwidth)
 
 
+@checks(dtype="dtype", weight_dtype="?dtype", compute_dtype="?dtype", bandwidth="?size")
 def critical_batch(
     chip: Chip | str,
     dtype: str = "bf16",
@@ -172,6 +181,7 @@ def critical_batch(
     return critical_intensity(chip, c, bandwidth) * dtype_bytes(w) / 2
 
 
+@checks(intensity="nonneg", dtype="dtype", bandwidth="?size")
 def achievable_flops(
     intensity: float | np.ndarray,
     chip: Chip | str,
@@ -190,6 +200,7 @@ def achievable_flops(
 _EINSUM_RE = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s*$")
 
 
+@checks(spec="text")
 def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
     """Return the FLOPs of an einsum such as 'BTD,DF->BTF', given the size of every letter.
 
@@ -214,6 +225,7 @@ def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
     return 2 * total if contracted else total
 
 
+@checks(spec="text", dtype="dtype", bandwidth="?size")
 def einsum(
     spec: str,
     sizes: Mapping[str, float],
@@ -238,6 +250,7 @@ def einsum(
     return estimate(flops, nbytes, chip, dtype=compute, bandwidth=bandwidth, label=f"einsum {spec} ({compute})")
 
 
+@checks(bm="size", bn="size", dtype="dtype")
 def tiled_intensity(bm: float, bn: float, dtype: str = "bf16") -> float:
     """Return the FLOPs per byte of a tiled matmul with output tiles bm x bn, for many k-steps.
 
@@ -248,6 +261,7 @@ def tiled_intensity(bm: float, bn: float, dtype: str = "bf16") -> float:
     return 2 * bm * bn / ((bm + bn) * dtype_bytes(dtype))
 
 
+@checks(m="count", k="count", n="count", bm="count", bk="count", bn="count", dtype="dtype")
 def tiled_matmul(
     m: int, k: int, n: int, bm: int, bk: int, bn: int, chip: Chip | str, dtype: str = "bf16"
 ) -> Estimate:
@@ -267,6 +281,7 @@ def tiled_matmul(
     return estimate(flops, nbytes, chip, dtype=dtype, label=f"tiled matmul ({bm},{bk})@({bk},{bn})")
 
 
+@checks(T="size", S="size", N="count", K="count", H="count", B="size", dtype="dtype")
 def attention(T: float, S: float, N: int, K: int, H: int, chip: Chip | str = "v5e", B: float = 1,
                        dtype: str = "bf16") -> Estimate:
     """Return the roofline `Estimate` of the two attention contractions for B sequences of T queries against S

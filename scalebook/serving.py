@@ -52,13 +52,17 @@ from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .units import check_int, fmt_rate, fmt_time
+from .units import check_int, check_kind, check_number, checks, fmt_rate, fmt_time
 
 __all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "MODES", "METRICS"]
 
 MODES = ("interleaved", "disaggregated")
 METRICS = ("ttft", "tpot", "e2e")
 PERCENTILES = (50, 90, 99)
+
+
+MAX_TOKENS, MAX_SIGMA = 1e9, 4.0  # the longest prompt or output a workload may describe; the widest spread
+MAX_REQUESTS = 10**6  # the most requests one simulation replays (memory grows with them)
 
 
 @dataclass(frozen=True)
@@ -69,25 +73,23 @@ class Lengths:
     sigma: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.median >= 1:
-            raise ValueError(f"median must be at least 1 token, got median={self.median!r}")
-        if not self.sigma >= 0:
-            raise ValueError(f"sigma must be >= 0, got sigma={self.sigma!r}")
+        # Bounded so that a sample stays a token count an int64 holds (a lognormal of sigma 4 already spans e^±9).
+        check_number("median", self.median, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}]")
+        check_number("sigma", self.sigma, low=0.0, high=MAX_SIGMA, what=f"a lognormal shape in [0, {MAX_SIGMA:g}]")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """Return `n` token counts (integers >= 1)."""
         if self.sigma == 0:
             return np.full(n, max(1, round(self.median)), dtype=np.int64)
         draws = rng.lognormal(math.log(self.median), self.sigma, n)
-        return np.maximum(1, np.rint(draws)).astype(np.int64)
+        return np.clip(np.rint(draws), 1, MAX_TOKENS).astype(np.int64)
 
 
 def _lengths(name: str, value: Lengths | float) -> Lengths:
     if isinstance(value, Lengths):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not value >= 1:
-            raise ValueError(f"{name} must be at least 1 token, got {name}={value!r}")
+        check_number(name, value, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}] or a Lengths")
         return Lengths(value)
     raise ValueError(f"{name} must be a token count or a Lengths, got {name}={value!r}")
 
@@ -119,11 +121,10 @@ class Workload:
     prefix_fraction: float = 0.5
 
     def __post_init__(self) -> None:
-        if not self.rate > 0:
-            raise ValueError(f"rate must be positive requests/s (math.inf for all at once), got rate={self.rate!r}")
+        check_number("rate", self.rate, low=0.0, low_open=True, high=math.inf,
+                     what="a positive number of requests/s (math.inf: all at once)")
         for name in ("prefix_hit", "prefix_fraction"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {name}={getattr(self, name)!r}")
+            check_kind(name, getattr(self, name), "frac0")
         object.__setattr__(self, "prompt", _lengths("prompt", self.prompt))
         object.__setattr__(self, "output", _lengths("output", self.output))
 
@@ -165,18 +166,14 @@ class Engine:
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", get_model(self.model))
         object.__setattr__(self, "chip", get_chip(self.chip))
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got mode={self.mode!r}")
+        check_kind("mode", self.mode, MODES)
         for name in ("n_chips", "slots", "prefill_chips", "decode_chips"):
             value = getattr(self, name)
             if value is not None:
                 check_int(name, value)
         for name in ("param_bytes", "kv_bytes", "kv_bandwidth"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be positive, got {name}={value!r}")
-        if not 0 < self.mfu <= 1:
-            raise ValueError(f"mfu must be in (0, 1], got mfu={self.mfu!r}")
+            check_kind(name, getattr(self, name), "?size")
+        check_kind("mfu", self.mfu, "fraction")
         self.pools()
 
     def pools(self) -> tuple[int, int]:
@@ -424,6 +421,7 @@ class Report:
     __repr__ = __str__
 
 
+@checks(n_requests=lambda n, v: check_int(n, v, 1, MAX_REQUESTS), seed="count0")
 def simulate(workload: Workload, engine: Engine, n_requests: int = 1000, seed: int = 0) -> Report:
     """Return the `Report` of serving `n_requests` requests of `workload` on `engine` (deterministic per `seed`)."""
     if not isinstance(workload, Workload) or not isinstance(engine, Engine):

@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .units import LARGEST, check_fields, check_int, check_number
+
 __all__ = ["Chart", "COLORS"]
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
@@ -35,6 +37,10 @@ def _label(v: float) -> str:
     return f"{v:g}" if -2 <= exp <= 4 else f"1e{exp}" if v == 10.0**exp else f"{v:.0e}"
 
 
+def _pixels(name: str, value: object) -> int:
+    return check_int(name, value, 1, 10_000)
+
+
 @dataclass
 class Chart:
     """A line/point chart rendered to SVG. Add series with `line`, `points`, `span`, `vline`."""
@@ -49,6 +55,21 @@ class Chart:
     width: int = 600
     height: int = 360
     _items: list[tuple] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_fields(self, title="text", xlabel="text", ylabel="text", xlog="flag", ylog="flag",
+                     width=_pixels, height=_pixels)
+        for name, log in (("xlim", self.xlog), ("ylim", self.ylog)):
+            limits = getattr(self, name)
+            if limits is None:
+                continue
+            if not isinstance(limits, (tuple, list)) or len(limits) != 2:
+                raise TypeError(f"{name}={limits!r} must be None or a (low, high) pair")
+            low = check_number(f"{name}[0]", limits[0], low=-LARGEST)
+            high = check_number(f"{name}[1]", limits[1], low=-LARGEST)
+            if not low < high or (log and low <= 0):
+                positive = " and low > 0 on a log axis" if log else ""
+                raise ValueError(f"{name}={limits!r} must be (low, high) with low < high{positive}")
 
     def line(self, xs: Sequence[float], ys: Sequence[float], label: str = "", color: str | None = None,
              dash: bool = False) -> Chart:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .units import check_int
+from .units import check_int, checks
 
 __all__ = ["Frame", "Run", "simulate", "cycles", "utilisation", "example"]
 
@@ -61,12 +61,14 @@ class Run:
         return sum(f.busy for f in self.frames) / (self.W.size * self.cycles)
 
 
+@checks(B="count", D="count", F="count")
 def cycles(B: int, D: int, F: int) -> int:
     """Return the cycles a D x F weight-stationary array needs for B rows of activations: B + D + F - 2."""
     B, D, F = (check_int(name, n) for name, n in (("B", B), ("D", D), ("F", F)))
     return B + D + F - 2
 
 
+@checks(B="count", D="count", F="count")
 def utilisation(B: int, D: int, F: int) -> float:
     """Return the busy fraction of PE-cycles, B·D·F / (D·F·cycles) = B / (B + D + F - 2).
 
@@ -106,6 +108,7 @@ def simulate(W: np.ndarray, X: np.ndarray) -> Run:
     return Run(W, X, tuple(frames), out)
 
 
+@checks(B="count", D="count", F="count")
 def example(B: int = 3, D: int = 4, F: int = 4) -> tuple[np.ndarray, np.ndarray]:
     """Return small integer operands (W[D, F], X[B, D]) whose partial sums are easy to read."""
     cycles(B, D, F)

@@ -25,9 +25,24 @@ class Table:
         formats: Mapping[str, Formatter] | None = None,
         title: str = "",
     ) -> None:
-        self.rows: list[dict[str, Any]] = [dict(r) for r in rows]
+        if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+            raise TypeError(f"rows={rows!r} must be an iterable of mappings (one dict per row)")
+        self.rows: list[dict[str, Any]] = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise TypeError(f"rows[{i}]={row!r} must be a mapping of column name to value")
+            self.rows.append(dict(row))
+        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+            raise TypeError(f"columns={columns!r} must be a sequence of column names")
         self.columns: list[str] = list(columns or (self.rows[0].keys() if self.rows else []))
+        missing = [c for c in self.columns if self.rows and all(c not in row for row in self.rows)]
+        if missing:
+            raise KeyError(f"columns={missing!r} name no column of the rows; they have {list(self.rows[0])}")
+        if formats is not None and not isinstance(formats, Mapping):
+            raise TypeError(f"formats={formats!r} must be a mapping {{column: formatter}}")
         self.formats: dict[str, Formatter] = dict(formats or {})
+        if not isinstance(title, str):
+            raise TypeError(f"title={title!r} must be a string")
         self.title = title
 
     def __len__(self) -> int:

@@ -33,7 +33,7 @@ from .hardware.gpu import GpuCluster, resolve
 from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
-from .units import check_int, check_positive, dtype_bytes, fmt_bytes
+from .units import check_int, check_positive, checks, dtype_bytes, fmt_bytes
 
 # Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from
 # `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
@@ -93,6 +93,7 @@ class Memory:
         return ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.as_dict().items())
 
 
+@checks(tokens="size", dtype="dtype")
 def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_layer: float | str = 4,
                      dtype: str = "bf16") -> float:
     """Return the bytes of activations saved for the backward pass: saves x tokens x D x L x size.
@@ -109,6 +110,8 @@ def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_la
     return saves * tokens * model.D * model.L * dtype_bytes(dtype)
 
 
+@checks(batch_tokens="size", n_chips="count", optimizer=OPTIMIZERS, param_dtype="dtype", opt_dtype="dtype",
+        grad_dtype="?dtype", zero=lambda n, v: check_int(n, v, 0, 3))
 def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1, saves_per_layer: float | str = 4,
            optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32",
            grad_dtype: str | None = None, zero: int = 3) -> Memory:
@@ -187,6 +190,8 @@ def _all_to_all_seconds(hardware: Chip | GpuCluster, token_bytes: float, Z: int,
     return k * token_bytes / (4 * _W(hardware) * M)
 
 
+@checks(strategy=(*STRATEGIES, "ep"), B="size", D="size", F="size", X="count", Y="count", M_X="count", M_Y="count",
+        dtype="dtype", Z="count", k="count")
 def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | GpuCluster, X: int = 1, Y: int = 1,
                M_X: int = 1, M_Y: int = 1, dtype: str = "bf16", Z: int = 1, k: int = 1) -> Estimate:
     """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
@@ -222,6 +227,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
                     terms=(("W_X, W_Y", f"{W_X:.3g}, {W_Y:.3g} B/s"), ("mesh axes", f"M_X={M_X}, M_Y={M_Y}")))
 
 
+@checks(Z="count", k="count", D="count", dtype="dtype")
 def expert_width_threshold(Z: int, k: int, hardware: Chip | str | GpuCluster, D: int = 8192,
                            dtype: str = "bf16") -> float:
     """Return the smallest expert width F for which Z-way expert parallelism with top-k routing stays
@@ -230,6 +236,8 @@ def expert_width_threshold(Z: int, k: int, hardware: Chip | str | GpuCluster, D:
     return cost.t_comms / cost.t_math
 
 
+@checks(strategy=(*STRATEGIES, "dcn"), F="?size", M_X="count", M_Y="count", dtype="dtype", model_parallel="count",
+        E="count", k="count")
 def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
                         M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
     """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the
@@ -266,6 +274,7 @@ def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float |
 critical_batch = min_tokens_per_chip
 
 
+@checks(F="size", M_Y="count", dtype="dtype")
 def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str = "bf16") -> float:
     """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · 2·F·W / (C·b) (ch. 5).
 
@@ -277,6 +286,7 @@ def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str =
     return M_Y * 2 * F * W / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 
 
+@checks(B="size", F="size", N="count", M_X="count", M_Y="count")
 def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
     """Return the FSDP degree that minimises FSDP + TP communication on N chips: sqrt((B/F)·(M_X/M_Y)·N)."""
     if min(B, F, N, M_X, M_Y) <= 0:
@@ -284,6 +294,7 @@ def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
     return math.sqrt(B / F * M_X / M_Y * N)
 
 
+@checks(optimizer=OPTIMIZERS, param_dtype="dtype", opt_dtype="dtype")
 def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32") -> float:
     """Return the most parameters whose weights and optimizer state fit one chip's HBM (pure data parallelism)."""
     chip = get_chip(chip)
@@ -293,6 +304,8 @@ def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf
     return chip.hbm_bytes / per_param
 
 
+@checks(batch_tokens="size", strategy=STRATEGIES, X="count", Y="count", M_X="count", M_Y="count", dtype="dtype",
+        P="count", microbatches="count")
 def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
                Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1, microbatches: int = 1) -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).
@@ -317,6 +330,8 @@ def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: 
     return max(data, tensor) + sends
 
 
+@checks(n_chips="count", batch_tokens="size", strategy=STRATEGIES, X="?count", Y="count", M_X="count", M_Y="count",
+        seq_len="count0", mfu="fraction", P="count", microbatches="?count")
 def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
               strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
               seq_len: int = 0, mfu: float = 1.0, P: int = 1, microbatches: int | None = None) -> Estimate:
@@ -349,6 +364,7 @@ def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_c
                           f"on {n_chips} × {chip.name}")
 
 
+@checks(n_chips="count", batch_tokens="size", seconds="size", seq_len="count0", dtype="dtype")
 def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_tokens: float, seconds: float,
         seq_len: int = 0, dtype: str = "bf16") -> float:
     """Return model FLOPs utilisation: the model's training FLOPs per step over what the chips could do at
@@ -359,6 +375,7 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
     return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops(dtype) * seconds)
 
 
+@checks(batch_tokens="size", Z="count", M="count", dtype="dtype")
 def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluster, batch_tokens: float, Z: int,
                     M: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a training step's MoE layers with the experts split Z ways (expert parallelism).
@@ -418,6 +435,8 @@ class Prediction:
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
+@checks(tokens="size", seq_len="count", tp="count", recompute=RECOMPUTE, sequence_parallel="flag",
+        flash_attention="flag")
 def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len: int, tp: int = 1,
                                recompute: str = "selective", sequence_parallel: bool = True,
                                flash_attention: bool = True) -> float:
@@ -445,6 +464,9 @@ def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len:
     return sbh * (split + scores)
 
 
+@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", microbatch_tokens="?size",
+        microbatches="count", virtual_stages="count", recompute=RECOMPUTE, fsdp="flag", sequence_parallel="?flag",
+        flash_attention="flag", param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS)
 def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, pp: int = 1, cp: int = 1, dp: int = 1,
                     microbatch_tokens: float | None = None, microbatches: int = 1, virtual_stages: int = 1,
                     ep: int = 1,
@@ -509,6 +531,9 @@ def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inn
     return collective(kind, default_mesh(hw, group), None, nbytes, efficiency=efficiency).time
 
 
+@checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
+        fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
+        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", grad_bytes="size", master_bytes="size")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
             fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,

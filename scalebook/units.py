@@ -9,10 +9,13 @@ the value given and what is allowed.
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import math
 import numbers
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
@@ -21,7 +24,7 @@ __all__ = [
     "DTYPE_BYTES", "JAX_DTYPES", "dtype_bytes",
     "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
     "LARGEST", "check_number", "check_positive", "check_non_negative", "check_int", "check_fraction",
-    "check_choice", "closest",
+    "check_choice", "closest", "check_kind", "checks", "check_fields", "KINDS",
 ]
 
 KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
@@ -53,94 +56,6 @@ def dtype_bytes(dtype: str) -> float:
     if key not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not known; allowed: {sorted(DTYPE_BYTES)}")
     return DTYPE_BYTES[key]
-
-
-_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
-
-
-def fmt_si(value: float, unit: str, digits: int = 3) -> str:
-    """Format `value` with an SI prefix (k, M, G, T, P) and `digits` significant digits."""
-    if value is None or not math.isfinite(value):
-        return f"{value} {unit}"
-    if value == 0:
-        return f"0 {unit}"
-    mag = abs(value)
-    if mag >= 1e18:  # beyond peta, prefixes (E, Z, Y) read worse than a plain exponent
-        return f"{value:.{digits}g} {unit}"
-    for scale, prefix in _PREFIXES:
-        if mag >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
-
-
-def fmt_bytes(nbytes: float, binary: bool = False, digits: int = 3) -> str:
-    """Format a byte count: decimal prefixes (GB = 1e9) by default, binary (GiB = 2**30) if asked."""
-    if not binary:
-        return fmt_si(nbytes, "B", digits)
-    for scale, unit in [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]:
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.{digits}g} {unit}"
-    return f"{nbytes:.{digits}g} B"
-
-
-DAY, YEAR = 86400.0, 365.25 * 86400.0
-
-
-def fmt_time(seconds: float, digits: int = 3) -> str:
-    """Format a duration in seconds as ns, µs, ms, s, min, h, days or years, whichever reads best."""
-    if seconds is None or not math.isfinite(seconds):
-        return f"{seconds} s"
-    mag = abs(seconds)
-    if mag >= YEAR:
-        return f"{seconds / YEAR:.{digits}g} years"
-    if mag >= DAY:
-        return f"{seconds / DAY:.{digits}g} days"
-    if mag >= 3600:
-        return f"{seconds / 3600:.{digits}g} h"
-    if mag >= 60:
-        return f"{seconds / 60:.{digits}g} min"
-    for scale, unit in [(1.0, "s"), (ms, "ms"), (us, "µs"), (ns, "ns")]:
-        if mag >= scale:
-            return f"{seconds / scale:.{digits}g} {unit}"
-    return f"{seconds / ns:.{digits}g} ns"
-
-
-def fmt_flops(flops: float, digits: int = 3) -> str:
-    """Format a FLOP count (not a rate), e.g. 2.1e12 -> '2.1 TFLOPs'."""
-    return fmt_si(flops, "FLOPs", digits)
-
-
-def fmt_rate(rate: float, unit: str = "FLOP/s", digits: int = 3) -> str:
-    """Format a rate such as FLOP/s or B/s, e.g. 1.97e14 -> '197 TFLOP/s'."""
-    return fmt_si(rate, unit, digits)
-
-
-_SIZE_UNITS = {
-    "": 1.0, "b": 1.0,
-    "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB, "p": PB, "pb": PB,
-    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
-    "ki": KiB, "mi": MiB, "gi": GiB, "ti": TiB,
-}
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-
-
-def parse_size(text: str | float) -> float:
-    """Return the number in a size such as '16GiB', '1.5 GB', '512k', '4Mi' (4·2**20) or 4096.
-
-    Decimal prefixes (k, M, G, T, P) and binary ones (Ki, Mi, Gi, Ti), with or without a trailing B; the
-    same parser reads token counts ('4Mi' tokens).
-    """
-    if isinstance(text, (int, float)):
-        if text < 0:
-            raise ValueError(f"size={text!r} must be non-negative")
-        return float(text)
-    match = _SIZE_RE.match(str(text))
-    if not match or match.group(2).lower() not in _SIZE_UNITS:
-        raise ValueError(
-            f"size={text!r} is not a size; write a number and a unit such as '16GiB', '1.5GB', '512KiB' "
-            f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
-        )
-    return float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
 
 
 # --- validators ------------------------------------------------------------------------------------------------
@@ -203,3 +118,208 @@ def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
     near = closest(value, allowed)
     hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
     raise ValueError(f"{name}={value!r} is not one of {allowed}{hint}")
+
+
+def _check_dtype(name: str, value: object) -> str:
+    if isinstance(value, str) and value.lower() in DTYPE_BYTES:
+        return value
+    return check_choice(name, value, DTYPE_BYTES)
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return value
+    raise ValueError(f"{name}={value!r} must be True or False; got a {type(value).__name__}")
+
+
+def _check_text(name: str, value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{name}={value!r} must be a string; got a {type(value).__name__}")
+
+
+def _check_any_number(name: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} must be a number; got a {type(value).__name__}")
+    return value
+
+
+def _check_result(name: str, value: object) -> object:
+    """A computed quantity (time, bytes, FLOPs): finite and ≥ 0 at any size; a NaN here is a bug upstream."""
+    check_number(name, value, low=0.0, high=1.7e308, what="a finite number ≥ 0 (a computed count or time)")
+    return value
+
+
+def _array_or(check: Callable[[str, object], object]) -> Callable[[str, object], object]:
+    """Apply a scalar check to a number, or to every element of a NumPy array (first bad one reported)."""
+    def run(name: str, value: object) -> object:
+        if type(value).__name__ == "ndarray":
+            for x in value.ravel():  # type: ignore[attr-defined]
+                check(name, x.item())
+            return value
+        check(name, value)
+        return value
+    return run
+
+
+# How each kind of argument is checked (`check_kind`, `checks`). Numbers are returned unchanged (an int stays an
+# int, so no result moves); a whole float given for a count becomes an int.
+KINDS: dict[str, Callable[[str, object], object]] = {
+    "count": lambda n, v: check_int(n, v, 1),                    # a whole number ≥ 1
+    "count0": lambda n, v: check_int(n, v, 0),                   # a whole number ≥ 0
+    "size": _array_or(check_positive),                           # a positive finite number ≤ LARGEST
+    "nonneg": _array_or(check_non_negative),                     # a finite number ≥ 0, ≤ LARGEST
+    "fraction": lambda n, v: (check_fraction(n, v), v)[1],       # in (0, 1]
+    "frac0": lambda n, v: (check_number(n, v, low=0.0, high=1.0, what="a fraction in [0, 1]"), v)[1],
+    "number": _check_any_number,                                 # any real number (what a formatter prints)
+    "finite": lambda n, v: (check_number(n, v, low=-LARGEST), v)[1],  # a finite number of either sign
+    "result": _array_or(_check_result),                          # a computed count or time (no upper bound)
+    "flag": _check_flag,                                         # True or False
+    "text": _check_text,                                         # a string
+    "dtype": _check_dtype,                                       # a dtype name of DTYPE_BYTES
+}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+Kind = str | Iterable[str] | Callable[[str, object], object]
+
+
+def check_kind(name: str, value: object, kind: Kind) -> object:
+    """Check one argument against its kind and return it (a count as an int).
+
+    `kind` is a key of `KINDS`, the same key prefixed by '?' when None is allowed, a collection of allowed names
+    (`check_choice`), or a callable (name, value) -> value.
+    """
+    if isinstance(kind, str):
+        if kind.startswith("?"):
+            return None if value is None else check_kind(name, value, kind[1:])
+        if kind not in KINDS:
+            raise KeyError(f"kind={kind!r} is not a kind of argument; allowed: {sorted(KINDS)}")
+        return KINDS[kind](name, value)
+    if callable(kind):
+        return kind(name, value)
+    return check_choice(name, value, kind)
+
+
+def checks(**kinds: Kind) -> Callable[[_F], _F]:
+    """Decorate a public function so that each named argument is checked by its kind (see `check_kind`) before
+    the body runs: the error names the argument, the value and what is allowed. Defaults are not re-checked."""
+    def decorate(fn: _F) -> _F:
+        signature = inspect.signature(fn)
+        unknown = set(kinds) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"checks: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            given = bound.arguments
+            for name, kind in kinds.items():
+                if name in given:
+                    given[name] = check_kind(name, given[name], kind)
+            return fn(*bound.args, **bound.kwargs)
+
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+def check_fields(obj: object, **kinds: Kind) -> None:
+    """Check the fields of a dataclass in its `__post_init__` (values are checked, not converted)."""
+    owner = type(obj).__name__
+    for name, kind in kinds.items():
+        try:
+            check_kind(name, getattr(obj, name), kind)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise type(exc)(f"{owner}: {exc.args[0] if exc.args else exc}") from None
+
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+@checks(value="number", unit="text", digits=lambda n, v: check_int(n, v, 1, 17))
+def fmt_si(value: float, unit: str, digits: int = 3) -> str:
+    """Format `value` with an SI prefix (k, M, G, T, P) and `digits` significant digits."""
+    if value is None or not math.isfinite(value):
+        return f"{value} {unit}"
+    if value == 0:
+        return f"0 {unit}"
+    mag = abs(value)
+    if mag >= 1e18:  # beyond peta, prefixes (E, Z, Y) read worse than a plain exponent
+        return f"{value:.{digits}g} {unit}"
+    for scale, prefix in _PREFIXES:
+        if mag >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+@checks(nbytes="number", binary="flag", digits=lambda n, v: check_int(n, v, 1, 17))
+def fmt_bytes(nbytes: float, binary: bool = False, digits: int = 3) -> str:
+    """Format a byte count: decimal prefixes (GB = 1e9) by default, binary (GiB = 2**30) if asked."""
+    if not binary:
+        return fmt_si(nbytes, "B", digits)
+    for scale, unit in [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]:
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.{digits}g} {unit}"
+    return f"{nbytes:.{digits}g} B"
+
+
+DAY, YEAR = 86400.0, 365.25 * 86400.0
+
+
+@checks(seconds="number", digits=lambda n, v: check_int(n, v, 1, 17))
+def fmt_time(seconds: float, digits: int = 3) -> str:
+    """Format a duration in seconds as ns, µs, ms, s, min, h, days or years, whichever reads best."""
+    if seconds is None or not math.isfinite(seconds):
+        return f"{seconds} s"
+    mag = abs(seconds)
+    if mag >= YEAR:
+        return f"{seconds / YEAR:.{digits}g} years"
+    if mag >= DAY:
+        return f"{seconds / DAY:.{digits}g} days"
+    if mag >= 3600:
+        return f"{seconds / 3600:.{digits}g} h"
+    if mag >= 60:
+        return f"{seconds / 60:.{digits}g} min"
+    for scale, unit in [(1.0, "s"), (ms, "ms"), (us, "µs"), (ns, "ns")]:
+        if mag >= scale:
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / ns:.{digits}g} ns"
+
+
+@checks(flops="number", digits=lambda n, v: check_int(n, v, 1, 17))
+def fmt_flops(flops: float, digits: int = 3) -> str:
+    """Format a FLOP count (not a rate), e.g. 2.1e12 -> '2.1 TFLOPs'."""
+    return fmt_si(flops, "FLOPs", digits)
+
+
+@checks(rate="number", unit="text", digits=lambda n, v: check_int(n, v, 1, 17))
+def fmt_rate(rate: float, unit: str = "FLOP/s", digits: int = 3) -> str:
+    """Format a rate such as FLOP/s or B/s, e.g. 1.97e14 -> '197 TFLOP/s'."""
+    return fmt_si(rate, unit, digits)
+
+
+_SIZE_UNITS = {
+    "": 1.0, "b": 1.0,
+    "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB, "t": TB, "tb": TB, "p": PB, "pb": PB,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+    "ki": KiB, "mi": MiB, "gi": GiB, "ti": TiB,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | float) -> float:
+    """Return the number in a size such as '16GiB', '1.5 GB', '512k', '4Mi' (4·2**20) or 4096.
+
+    Decimal prefixes (k, M, G, T, P) and binary ones (Ki, Mi, Gi, Ti), with or without a trailing B; the
+    same parser reads token counts ('4Mi' tokens).
+    """
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError(f"size={text!r} must be non-negative")
+        return float(text)
+    match = _SIZE_RE.match(str(text))
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(
+            f"size={text!r} is not a size; write a number and a unit such as '16GiB', '1.5GB', '512KiB' "
+            f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
+        )
+    return float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]

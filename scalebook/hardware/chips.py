@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from ..tables import Table
-from ..units import fmt_bytes, fmt_rate
+from ..units import check_fields, check_kind, fmt_bytes, fmt_rate
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
            "IDEAL", "EFFICIENCY_MODES"]
@@ -61,6 +61,11 @@ class Efficiency:
     latency_network: float = 0.0
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    def __post_init__(self) -> None:
+        check_fields(self, matmul="fraction", matmul_fp8="?fraction", attention="?fraction", hbm="fraction",
+                     network="fraction", link="fraction", latency_node="nonneg", latency_network="nonneg",
+                     collectives=_collective_fractions)
+
     def compute(self, dtype: str = "bf16") -> float:
         """Fraction of the dense peak a large matmul in `dtype` reaches (fp8 falls back to bf16's)."""
         return self.matmul_fp8 if str(dtype).lower() in ("fp8", "f8") and self.matmul_fp8 else self.matmul
@@ -72,7 +77,29 @@ class Efficiency:
         return sum(self.collectives.values()) / len(self.collectives) if self.collectives else 1.0
 
 
+def _collective_fractions(name: str, value: object) -> object:
+    """`Efficiency.collectives`: {collective kind: bus-bandwidth fraction in (0, 1]}."""
+    kinds = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}={value!r} must be a dict {{collective kind: fraction}}")
+    for kind, fraction in value.items():
+        check_kind(f"{name}[{kind!r}]", kind, kinds)
+        check_kind(f"{name}[{kind!r}]", fraction, "fraction")
+    return value
+
+
 IDEAL = Efficiency()
+
+
+_CHIP_SIZES = ("bf16_flops", "fp16_flops", "fp8_flops", "int8_flops", "fp4_flops", "fp32_flops", "hbm_bytes",
+               "hbm_bandwidth", "ici_bandwidth", "nvlink_bandwidth", "dcn_bandwidth", "pcie_bandwidth", "clock_hz",
+               "base_clock_hz", "vmem_bytes", "smem_bytes", "register_bytes", "l2_bytes")
+
+
+def _efficiency_or_none(name: str, value: object) -> object:
+    if value is not None and not isinstance(value, Efficiency):
+        raise TypeError(f"{name}={value!r} must be an Efficiency or None")
+    return value
 
 
 @dataclass(frozen=True)
@@ -115,6 +142,10 @@ class Chip:
     notes: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     calibration: Efficiency | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_fields(self, name="text", vendor="text", kind="text", notes="text", **dict.fromkeys(_CHIP_SIZES, "?size"),
+                     ici_links="?count", cores="?count", mxu_size="?count", calibration=_efficiency_or_none)
 
     def efficiency(self, mode: str | Efficiency = "ideal") -> Efficiency:
         """Return the efficiency factors of `mode`: 'ideal' (the book's bounds: all ones, no latency),

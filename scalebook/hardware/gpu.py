@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..tables import Table
-from ..units import check_int, fmt_rate
+from ..units import check_fields, check_int, checks, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
@@ -80,6 +80,17 @@ class FatTreeLevel:
     switches: int = 0
     switch_bandwidth: float = 0.0
 
+    def __post_init__(self) -> None:
+        check_fields(self, name="text", degree="count", bandwidth="size", switches="count0",
+                     switch_bandwidth="nonneg")
+
+
+def _levels(name: str, value: object) -> object:
+    """`GpuCluster.levels`: None (the chip's usual network) or a tuple of `FatTreeLevel`s."""
+    if value is not None and not (isinstance(value, tuple) and all(isinstance(v, FatTreeLevel) for v in value)):
+        raise TypeError(f"{name}={value!r} must be None or a tuple of FatTreeLevel")
+    return value
+
 
 @dataclass(frozen=True)
 class GpuCluster:
@@ -102,6 +113,8 @@ class GpuCluster:
     nvswitch_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self, gpus="count", gpus_per_node="?count", gpu_bandwidth="?size", node_egress="?size",
+                     levels=_levels, sharp="flag", nvswitches="?count", nvswitch_bandwidth="?size")
         chip = get_chip(self.chip)
         if chip.kind != "gpu":
             raise ValueError(f"chip={chip.name!r} is not a GPU; a TPU slice is a TpuMesh")
@@ -260,6 +273,7 @@ PRESETS = {
 }
 
 
+@checks(name="text", gpus="?count", sharp="flag")
 def get_cluster(name: str, gpus: int | None = None, sharp: bool = False) -> GpuCluster:
     """Return a named system ('h100-superpod', 'gb200-nvl72', ... see PRESETS), optionally with fewer `gpus`."""
     key = str(name).lower().replace("_", "-").replace(" ", "-")
@@ -271,6 +285,7 @@ def get_cluster(name: str, gpus: int | None = None, sharp: bool = False) -> GpuC
     return GpuCluster(chip, gpus=size if gpus is None else gpus, sharp=sharp)
 
 
+@checks(gpus="count", radix="count", gpus_per_node="count")
 def fat_tree_switches(gpus: int, radix: int = 64, gpus_per_node: int = 8) -> dict[str, int]:
     """Return the InfiniBand switches a non-blocking fat tree of `radix`-port switches needs for `gpus`
     GPUs with one NIC port each: leaf switches spend half their ports on GPUs; two levels reach

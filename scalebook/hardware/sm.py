@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..estimate import Estimate
 from ..tables import Table
-from ..units import fmt_bytes, fmt_rate
+from ..units import checks, fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
@@ -64,6 +64,7 @@ def vpu_alus(chip: Chip | str) -> int:
     return chip.cores * VPU_ALUS * VPU_SHAPE[0] * VPU_SHAPE[1]
 
 
+@checks(fma="flag")
 def vector_flops(chip: Chip | str, clock: str | float = "boost", fma: bool = False) -> float:
     """Return the fp32 FLOPs/s of the CUDA cores: one op per lane per cycle, or two when each is a fused
     multiply-add (`fma=True`, the spec sheets' convention). `clock` is 'boost', 'base' or Hz."""
@@ -71,6 +72,7 @@ def vector_flops(chip: Chip | str, clock: str | float = "boost", fma: bool = Fal
     return cuda_cores(chip) * _clock(chip, clock) * (2 if fma else 1)
 
 
+@checks(flops="size", fma="flag")
 def clock_from_vector_flops(chip: Chip | str, flops: float, fma: bool = True) -> float:
     """Return the clock (Hz) that makes the CUDA cores deliver `flops` fp32 FLOPs/s (inverse of `vector_flops`)."""
     if flops <= 0:
@@ -78,6 +80,7 @@ def clock_from_vector_flops(chip: Chip | str, flops: float, fma: bool = True) ->
     return flops / (cuda_cores(chip) * (2 if fma else 1))
 
 
+@checks(dtype="dtype")
 def tensor_core_flops_per_cycle(chip: Chip | str, dtype: str = "bf16", clock: str | float = "boost") -> float:
     """Return the FLOPs one tensor core does per cycle: peak / (SMs × 4 × clock), counting one tensor core
     per subpartition as ch. 12 does (true since Ampere; a V100 SM has two per subpartition, so its figure
@@ -95,6 +98,7 @@ def on_chip_bytes(chip: Chip | str) -> dict[str, float]:
     return {"smem": smem, "registers": regs, "total": smem + regs}
 
 
+@checks(N="size")
 def vector_add(N: float, chip: Chip | str, clock: str | float = "boost") -> Estimate:
     """Return the roofline `Estimate` of adding two fp32[N] vectors on a GPU's CUDA cores: N FLOPs at
     `vector_flops`, 12·N bytes (read two, write one) at HBM bandwidth."""

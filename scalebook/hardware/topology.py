@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..estimate import Estimate
-from ..units import check_int, fmt_bytes, fmt_rate
+from ..units import check_int, check_kind, fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["TpuMesh", "CUBE", "HOP_LATENCY"]
@@ -59,13 +59,11 @@ class TpuMesh:
             unknown = set(wrap) - set(sizes)
             if unknown:
                 raise ValueError(f"wrap names unknown axes {sorted(unknown)}; axes: {list(sizes)}")
-            default.update({k: bool(v) for k, v in wrap.items()})
+            default.update({k: check_kind(f"wrap[{k!r}]", v, "flag") for k, v in wrap.items()})
         elif wrap is not None:
-            default = dict.fromkeys(sizes, bool(wrap))
+            default = dict.fromkeys(sizes, check_kind("wrap", wrap, "flag"))
         self.wrap: dict[str, bool] = {k: default[k] and sizes[k] > 2 for k in sizes}
-        if hop_latency < 0:
-            raise ValueError(f"hop_latency must be non-negative seconds, got {hop_latency!r}")
-        self.hop_latency = float(hop_latency)
+        self.hop_latency = float(check_kind("hop_latency", hop_latency, "nonneg"))
 
     def _check_shape(self, sizes: Mapping[str, int]) -> None:
         limit = self.chip.max_slice
