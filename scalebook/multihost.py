@@ -252,28 +252,14 @@ def _gather(arr: Any) -> Any:
 
 
 def global_array(rows_per_device: int = 2, cols: int = 4) -> dict[str, Any]:
-    """Build one global array from process-local rows and return this process's view of the job.
+    """Build one global array from process-local rows (chapter 10's `process_layout`) and return this process's
+    view of the job as a dict: process_index, process_count, local_device_count, device_count, local_shape,
+    global_shape, checksum (the sum of all elements, computed on the devices of every process)."""
+    from dataclasses import asdict
 
-    Each process makes only its own rows (numbered from its offset) and `make_array_from_process_local_data`
-    stitches them into an array sharded over all devices of all processes. Returns a dict: process_index,
-    process_count, local_device_count, device_count, local_shape, global_shape, checksum (sum of all elements,
-    computed on the devices of both processes).
-    """
-    import jax
-    import numpy as np
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
+    from .labs.ch10_programs import process_layout
 
-    mesh = dcn_ici_mesh()
-    local_rows = rows_per_device * jax.local_device_count()
-    offset = jax.process_index() * local_rows
-    local = np.arange(offset * cols, (offset + local_rows) * cols, dtype=np.float32).reshape(local_rows, cols)
-    shape = (local_rows * jax.process_count(), cols)
-    arr = jax.make_array_from_process_local_data(NamedSharding(mesh, P(("dcn", "ici"))), local, shape)
-    total = jax.jit(lambda a: a.sum(), out_shardings=NamedSharding(mesh, P()))(arr)
-    return dict(process_index=jax.process_index(), process_count=jax.process_count(),
-                local_device_count=jax.local_device_count(), device_count=jax.device_count(),
-                local_shape=local.shape, global_shape=arr.shape, checksum=float(total))
+    return asdict(process_layout(rows_per_device, cols))
 
 
 def matmul_inputs(B: int, D: int, F: int, seed: int = 0) -> tuple[Any, Any]:

@@ -40,10 +40,19 @@ from .units import check_int, fmt_bytes, fmt_flops, fmt_time
 
 # `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) and `timeline` (from `plots.profile`) are
 # re-exported under the names chapter 9 uses.
-__all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "read_trace", "capture",
-           "timeline"]
+__all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "op_kind", "op_scope",
+           "fusion_text", "parameters", "read_trace", "capture", "timeline", "KINDS"]
 
 _CALLS_RE = re.compile(r"calls=%?([^\s,]+)")
+_OP_NAME_RE = re.compile(r'op_name="([^"]*)"')
+_SHARDING_RE = re.compile(r"sharding=\{devices=\[([\d,]+)\][^}]*?(last_tile_dim_replicate)?\}")
+_JVP_RE = re.compile(r"jvp\(((?:[^()]|\([^()]*\))*)\)")
+_COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all",
+                       "ragged-all-to-all")
+# What an op spends its time on, as the trace viewer's colours would say: the kinds a timeline distinguishes.
+KINDS = ("matmul", "collective", "elementwise", "data movement")
+_MOVES = ("copy", "transpose", "broadcast", "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
+          "gather", "scatter", "reshape", "bitcast", "iota", "convert", "select-and-scatter", "sort")
 _CONTRACT_RE = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
 # Instructions that move or relabel data without arithmetic.
 _NO_MATH = {"parameter", "constant", "bitcast", "copy", "reshape", "transpose", "broadcast", "slice",
@@ -76,20 +85,93 @@ def _op_flops(op: HloOp, by_name: dict[str, HloOp], computations: dict[str, list
     return float(op.size)
 
 
+def _called_opcodes(op: HloOp, computations: dict[str, list[HloOp]]) -> set[str]:
+    """Return the opcodes an op runs: its own, and for a fusion (or a call) those of the computation it calls."""
+    called = _CALLS_RE.search(op.line)
+    body = computations.get(called[1], []) if called else []
+    return {op.opcode}.union(*(_called_opcodes(o, computations) for o in body))
+
+
+def op_kind(opcodes: set[str] | str) -> str:
+    """Return what an op spends its time on, one of `KINDS`, from the opcodes it runs (a fusion's included):
+    'collective' if it communicates, 'matmul' if it contains a dot or convolution, 'data movement' if it only
+    copies, slices or re-lays out data, else 'elementwise'."""
+    codes = {opcodes} if isinstance(opcodes, str) else set(opcodes)
+    bare = {c.removesuffix("-start").removesuffix("-done") for c in codes}
+    if bare & set(_COLLECTIVE_OPCODES):
+        return "collective"
+    if bare & {"dot", "convolution"}:
+        return "matmul"
+    if bare - {"fusion", "parameter", "constant", "tuple", "get-tuple-element"} <= set(_MOVES):
+        return "data movement"
+    return "elementwise"
+
+
+def op_scope(line: str) -> str:
+    """Return the `jax.named_scope` an HLO instruction came from, read from its `op_name` metadata, with
+    ' (bwd)' for the backward pass: 'jit(step)/transpose(jvp(layer0/ffw))/dot_general' -> 'layer0/ffw (bwd)'.
+    A fusion of ops from several scopes is named after its first; an op outside any scope gets ''."""
+    match = _OP_NAME_RE.search(line)
+    if not match:
+        return ""
+    name = match[1]
+    while name.startswith("jit(") and "/" in name:  # the jitted functions around the op
+        name = name.split("/", 1)[1]
+    name = name.lstrip("(").split(":")[0]
+    inside = _JVP_RE.search(name)
+    scope = inside[1] if inside else (name.rsplit("/", 1)[0] if "/" in name else "")
+    scope = re.sub(r"^jit\((.*)\)$", r"\1", scope)
+    return f"{scope} (bwd)".strip() if name.startswith("transpose(") else scope
+
+
 def op_costs(hlo: str) -> dict[str, dict[str, Any]]:
-    """Return {op name: {'opcode', 'dtype', 'flops', 'bytes'}} for each op of the entry computation.
+    """Return {op name: {'opcode', 'kind', 'scope', 'dtype', 'flops', 'bytes'}} for each op of the entry
+    computation.
 
     FLOPs come from the op's shapes (a fusion: the ops it calls); bytes are what the op reads and writes
     in memory: its operands' and its result's logical sizes. Counts are per device (the HLO is partitioned).
+    `kind` is `op_kind` of what the op runs, `scope` the named scope it came from (`op_scope`).
     """
     computations = parse_hlo(hlo)
     entry = computations["ENTRY"]
     by_name = {op.name: op for op in entry}
     return {
-        op.name: {"opcode": op.opcode, "dtype": op.dtype, "flops": _op_flops(op, by_name, computations),
+        op.name: {"opcode": op.opcode, "kind": op_kind(_called_opcodes(op, computations)), "scope": op_scope(op.line),
+                  "dtype": op.dtype, "flops": _op_flops(op, by_name, computations),
                   "bytes": sum(by_name[o].nbytes for o in op.operands if o in by_name) + op.nbytes}
         for op in entry if op.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
     }
+
+
+def parameters(hlo: str) -> Table:
+    """Return the entry computation's parameters as a table: the name JAX gave each (from its metadata), its
+    per-device shape, how many pieces its sharding cuts each dimension into, and the global shape they imply
+    (per-device size x pieces). This is how a dump's per-device shapes are read back into a model's shapes."""
+    rows = []
+    for op in parse_hlo(hlo)["ENTRY"]:
+        if op.opcode != "parameter":
+            continue
+        name = _OP_NAME_RE.search(op.line)
+        sharding = _SHARDING_RE.search(op.line)
+        pieces = [int(d) for d in sharding[1].split(",")] if sharding else [1] * len(op.shape)
+        pieces = pieces[:len(op.shape)] if sharding and sharding[2] else pieces
+        pieces = pieces if len(pieces) == len(op.shape) else [1] * len(op.shape)
+        rows.append({"name": re.sub(r"[\\']", "", name[1]) if name else op.name, "dtype": op.dtype,
+                     "per device": op.shape, "pieces": tuple(pieces),
+                     "global": tuple(d * k for d, k in zip(op.shape, pieces))})
+    return Table(rows, title="parameters: per-device shapes and the global shapes their shardings imply")
+
+
+def fusion_text(hlo: str, name: str) -> str:
+    """Return the instruction `name` of the entry computation and, for a fusion, the computation it calls:
+    the HLO the graph viewer draws for one op, layouts included."""
+    computations = parse_hlo(hlo)
+    op = next((o for o in computations["ENTRY"] if o.name == name), None)
+    if op is None:
+        raise ValueError(f"name={name!r} is not an instruction of the entry computation")
+    called = _CALLS_RE.search(op.line)
+    body = computations.get(called[1], []) if called else []
+    return "\n".join([op.line, *(f"  {o.line}" for o in body)])
 
 
 @dataclass(frozen=True)
@@ -127,6 +209,35 @@ class Trace:
     table: Table = field(repr=False)
     chip: Chip | None = None
 
+    @property
+    def devices(self) -> int:
+        """Number of devices the trace holds events for."""
+        return len({e.device for e in self.events})
+
+    @property
+    def runs(self) -> int:
+        """Number of profiled calls (runs) the trace holds."""
+        return len({e.run for e in self.events})
+
+    def breakdown(self, by: str = "kind") -> dict[str, float]:
+        """Return the measured time per call and device (s) summed by a column of the table ('kind', 'scope',
+        'opcode'), largest first: where the time went."""
+        if by not in self.table.columns:
+            raise ValueError(f"by={by!r} is not a column of the op table; columns: {self.table.columns}")
+        share = max(1, self.devices * self.runs)
+        totals: dict[str, float] = {}
+        for row in self.table:
+            key = row[by] or "(none)"
+            totals[key] = totals.get(key, 0.0) + row["measured"] * row["count"] / share
+        return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+    def row(self, op: str) -> dict[str, Any]:
+        """Return the table row of one op by name."""
+        found = next((r for r in self.table if r["op"] == op), None)
+        if found is None:
+            raise ValueError(f"op={op!r} is not in this trace; ops: {self.table.column('op')[:8]} ...")
+        return found
+
     def _repr_html_(self) -> str:
         return self.table._repr_html_()
 
@@ -150,10 +261,12 @@ def _op_table(events: Sequence[OpEvent], hlo: str, chip: Chip) -> Table:
     rows = []
     for name in dict.fromkeys(e.name for e in events):
         durations = [e.duration for e in events if e.name == name]
-        cost = costs.get(name, {"opcode": "?", "dtype": "f32", "flops": 0.0, "bytes": 0.0})
+        cost = costs.get(name, {"opcode": "?", "kind": "elementwise", "scope": "", "dtype": "f32", "flops": 0.0,
+                                "bytes": 0.0})
         roof = estimate(cost["flops"], cost["bytes"], chip, _peak_dtype(chip, cost["dtype"])).time
         measured = statistics.median(durations)
-        rows.append({"op": name, "opcode": cost["opcode"], "count": len(durations), "measured": measured,
+        rows.append({"op": name, "opcode": cost["opcode"], "kind": cost["kind"], "scope": cost["scope"],
+                     "count": len(durations), "measured": measured,
                      "flops": cost["flops"], "bytes": cost["bytes"], "roofline": roof,
                      "fraction": roof / measured if measured else None})
     rows.sort(key=lambda r: -r["measured"] * r["count"])

@@ -6,7 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
-from . import parallelism, schedules, serving
+from . import parallelism, schedules, serving, trace
 from .chip import (banner, chip_diagram, elementwise_pipeline, hosts, memory_hierarchy, mxu_pipeline, pod_cubes,
                    slices, tray)
 from .collective_steps import collective_matmul, collectives_summary, torus_steps

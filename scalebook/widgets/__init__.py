@@ -6,6 +6,7 @@ from __future__ import annotations
 from .core import Explorer, Log, explore, roofline_chart, roofline_explorer
 from .gpus import fat_tree_explorer, gpu_anatomy_explorer, gpu_layout_explorer
 from .inference import kv_variants_explorer, latency_breakdown_explorer, pareto_explorer
+from .jax_programs import collective_matmul_explorer, routing_explorer, shard_program_explorer
 from .llama import bounds_explorer, plan_explorer, run_explorer
 from .llama_serving import topology_explorer
 from .models import (
@@ -17,6 +18,13 @@ from .models import (
     model_explorer,
     remat_explorer,
     remat_table,
+)
+from .profiling import (
+    breakdown_explorer,
+    collective_check_explorer,
+    memory_check_explorer,
+    op_explorer,
+    profile_example_explorer,
 )
 from .serving import serving_explorer
 from .sharding import collective_explorer, matmul_explorer, memory_explorer, ring_explorer, sharding_grid_explorer
@@ -34,3 +42,6 @@ __all__ += ["serving_explorer"]
 __all__ += ["topology_explorer"]
 __all__ += ["pareto_explorer", "latency_breakdown_explorer", "kv_variants_explorer"]
 __all__ += ["gpu_anatomy_explorer", "fat_tree_explorer", "gpu_layout_explorer"]
+__all__ += ["op_explorer", "breakdown_explorer", "profile_example_explorer", "collective_check_explorer",
+            "memory_check_explorer"]
+__all__ += ["shard_program_explorer", "routing_explorer", "collective_matmul_explorer"]
