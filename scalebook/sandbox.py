@@ -4,7 +4,8 @@ The autograder runs every submitted notebook through `run`. Inside the sandbox t
 
 - the system (`/usr`, `/etc`), the Python installation and the virtual environment, all read-only;
 - the `scalebook` package read-only, *without* its answer key (`scalebook/problems` is simply not there);
-- a private, size-capped, in-memory home (its working directory, holding the files it was given) and /tmp;
+- a private, size-capped, in-memory home (its working directory, holding the files it was given), /tmp
+  and /dev/shm;
 - one writable file of the grader's, the answer channel, at `ANSWERS` (size-capped by RLIMIT_FSIZE);
 - nothing else: no other submission, no `solutions/`, no output folder, no network (loopback only),
   a clean environment, its own process ids (it cannot see or signal the grader's processes).
@@ -44,7 +45,7 @@ _FIRST_UID, _UIDS = 1_000_000, 1_000_000
 class Limits:
     """What one sandboxed run may use: `memory` (bytes of address space per process), `processes` (tasks,
     threads included, in the whole sandbox), `file_size` (bytes, the largest file it may write) and
-    `scratch` (bytes, the size of its private home and of its /tmp)."""
+    `scratch` (bytes, the size of each of its in-memory folders: home, /tmp, /dev/shm)."""
 
     memory: int = 6 * 2**30
     processes: int = 512
@@ -154,14 +155,17 @@ def command(argv: list[str], files: dict[str, int], answers: Path, limits: Limit
     namespaces, drop = _identity(uid)
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             *namespaces, "--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
-    args += _system_mounts() + _python_mounts()
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    for path in ("/tmp", HOME):
+    args += _system_mounts() + ["--proc", "/proc", "--dev", "/dev"]
+    for path in ("/tmp", "/dev/shm", HOME):
         args += ["--perms", "1777", "--size", str(limits.scratch), "--tmpfs", path]
+    args += _python_mounts()  # after the private /tmp, so a package or venv kept under /tmp stays visible
     for name, fd in files.items():
         args += ["--perms", "0644", "--file", str(fd), f"{HOME}/{name}"]
     args += _parents(ANSWERS) + ["--bind", str(answers), ANSWERS, "--remount-ro", "/", "--chdir", HOME, "--clearenv"]
+    import scalebook
+
     env = {"HOME": HOME, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "PYTHONPATH": str(Path(scalebook.__file__).resolve().parents[1]),  # this scalebook, wherever it is
            "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
            "JAX_PLATFORMS": "cpu", "MPLBACKEND": "Agg", **(env or {})}
     for key, value in env.items():

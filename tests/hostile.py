@@ -11,8 +11,10 @@ import json
 import os
 from pathlib import Path
 
+from scalebook.autograde import question_points
+
 PROBLEM_SET = "01_rooflines"
-QIDS = [f"01.{n}" for n in range(1, 12)]
+QIDS = [f"01.{n}" for n in range(1, 12)]  # at least these; the blank notebook checks every question of the set
 MARKER = "scalebook-hostile-survivor"  # in the command line of every process a submission tries to leave behind
 
 
@@ -25,7 +27,9 @@ def notebook(*cells: str, kernel: str = "python3", language: str = "python") -> 
         "nbformat": 4, "nbformat_minor": 5})
 
 
-BLANK = ["import scalebook as sb", *[f"sb.check({q!r}, ...)" for q in QIDS]]
+def blank(qids: list[str]) -> list[str]:
+    """The cells of a blank notebook: scalebook imported, every question checked with `...`."""
+    return ["import scalebook as sb", *[f"sb.check({q!r}, ...)" for q in qids]]
 
 
 def attacks(root: Path, subs: Path, out: Path) -> dict[str, list[str]]:
@@ -116,15 +120,16 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str]) -> dict[st
     rest must score what the blank notebook scores)."""
     for name in honest:
         (subs / f"ada__{name}.ipynb").write_bytes((root / "solutions" / f"{name}.ipynb").read_bytes())
-    (subs / f"bo__{PROBLEM_SET}.ipynb").write_text(notebook(*BLANK))
-    for student, cells in attacks(root, subs, out).items():
-        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*BLANK, *cells))
+    cells = blank(list(question_points(PROBLEM_SET, root)))
+    (subs / f"bo__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
+    for student, attack in attacks(root, subs, out).items():
+        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, *attack))
     for student in ("a b", "a_b", "=1+2", "@SUM(A1)", "-2+3"):
-        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*BLANK))
+        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
     with open(os.fsencode(subs) + b"/\xff\xfe__" + PROBLEM_SET.encode() + b".ipynb", "w") as f:
-        f.write(notebook(*BLANK))
+        f.write(notebook(*cells))
     (subs / "cy").mkdir()
-    (subs / "cy" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*BLANK, "while True:\n    pass"))
+    (subs / "cy" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*cells, "while True:\n    pass"))
     (subs / f"di__{PROBLEM_SET}.ipynb").write_text("this is not a notebook")
     (subs / f"deep__{PROBLEM_SET}.ipynb").write_text("[" * 200_000 + "]" * 200_000)
     (subs / f"julia__{PROBLEM_SET}.ipynb").write_text(notebook('println("hi")', kernel="julia-1.9",

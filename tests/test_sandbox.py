@@ -93,8 +93,8 @@ def test_the_sandbox_sees_only_its_own_files(probe):
 def test_the_sandbox_is_unprivileged_offline_and_clean(probe):
     assert probe["uid"] != 0 and probe["network"] is False
     assert probe["pid"] == 1 and len(probe["processes"]) == probe["forks"] + 1  # its own pid namespace
-    assert set(probe["env"]) <= {"HOME", "PATH", "LANG", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PWD", "OUT",
-                                 "PYDEVD_DISABLE_FILE_VALIDATION", "JAX_PLATFORMS", "MPLBACKEND"}
+    assert set(probe["env"]) <= {"HOME", "PATH", "PYTHONPATH", "LANG", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PWD",
+                                 "OUT", "PYDEVD_DISABLE_FILE_VALIDATION", "JAX_PLATFORMS", "MPLBACKEND"}
 
 
 def test_memory_and_process_caps_hold(probe):
