@@ -33,14 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .estimate import Estimate
-from .hardware.chips import Efficiency
+from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
 from .units import checks, fmt_bytes, fmt_rate
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
            "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead",
-           "fit_bandwidth"]
+           "fit_bandwidth", "default_mesh"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -309,3 +309,26 @@ def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nby
     (one copy per distinct destination), which costs ~min(k/N, 1) of a dense AllToAll of N copies.
     """
     return collective("all_to_all", mesh, axes, nbytes, also_sharded, top_k, efficiency)
+
+
+def default_mesh(chip: Chip | str, n_chips: int) -> TpuMesh | GpuCluster:
+    """Return the slice a calibrated estimate assumes for `n_chips` chips: a `GpuCluster` of NVLink nodes for
+    a GPU, or the most cube-like (3-D families) or square (2-D) TPU slice of that many chips."""
+    chip = get_chip(chip)
+    if chip.kind == "gpu":
+        return GpuCluster(chip, gpus=n_chips)
+    dims = len(chip.max_slice or (1, 1))
+    sizes = [1] * dims
+    for p in _prime_factors(n_chips):
+        sizes[sizes.index(min(sizes))] *= p
+    return TpuMesh(chip, **dict(zip("XYZ", sorted(sizes, reverse=True))))
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return sorted(out, reverse=True)

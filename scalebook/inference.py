@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .collectives import all_gather, all_reduce, reduce_scatter
+from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
 from .estimate import Estimate
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
@@ -36,8 +36,7 @@ from .roofline import critical_batch
 from .tables import Table
 from .units import check_fields, checks, fmt_time
 
-__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "default_mesh", "max_batch",
-           "pareto",
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
            "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
            "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
@@ -150,29 +149,6 @@ def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens
 
 
 @checks(n_chips="count")
-def default_mesh(chip: Chip | str, n_chips: int) -> TpuMesh | GpuCluster:
-    """Return the slice a calibrated estimate assumes for `n_chips` chips: a `GpuCluster` of NVLink nodes for
-    a GPU, or the most cube-like (3-D families) or square (2-D) TPU slice of that many chips."""
-    chip = get_chip(chip)
-    if chip.kind == "gpu":
-        return GpuCluster(chip, gpus=n_chips)
-    dims = len(chip.max_slice or (1, 1))
-    sizes = [1] * dims
-    for p in _prime_factors(n_chips):
-        sizes[sizes.index(min(sizes))] *= p
-    return TpuMesh(chip, **dict(zip("XYZ", sorted(sizes, reverse=True))))
-
-
-def _prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return sorted(out, reverse=True)
-
-
 def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
               efficiency: str | Efficiency) -> TpuMesh | GpuCluster | None:
     """The mesh whose TP collectives a step pays: the one given; calibrated, a default one; else none."""

@@ -18,8 +18,9 @@ from .estimate import Estimate
 from .hardware.chips import Chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
+from .prediction import Prediction, predict
 from .tables import Table
-from .training import OPTIMIZERS, Memory, Prediction, memory, min_tokens_per_chip, predict, step_time
+from .training import OPTIMIZERS, Memory, memory, min_tokens_per_chip, step_time
 from .units import check_int, checks, fmt_bytes, fmt_time
 
 __all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]

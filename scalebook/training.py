@@ -26,11 +26,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .collectives import all_to_all, collective
+from .collectives import all_to_all
 from .estimate import Estimate
-from .hardware.chips import Chip, Efficiency, get_chip
+from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster, resolve
-from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
 from .units import check_int, check_positive, checks, dtype_bytes, fmt_bytes
@@ -39,10 +38,12 @@ from .units import check_int, check_positive, checks, dtype_bytes, fmt_bytes
 # `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
            "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "critical_batch", "tp_limit", "x_opt",
-           "comms_time", "step_time", "mfu", "expert_parallel", "RECOMPUTE", "Prediction", "predict",
-           "training_memory", "activation_bytes_per_layer",
+           "comms_time", "step_time", "mfu", "expert_parallel",
            "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms"]
 _PLANNER_NAMES = ("plan", "TrainingPlan", "check_parallelism")
+# A published layout's step and memory (`prediction`, which builds on this module) under the names of issue #19's
+# contract: sb.training.predict(...).
+_PREDICTION_NAMES = ("RECOMPUTE", "Prediction", "predict", "training_memory", "activation_bytes_per_layer")
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -400,285 +401,15 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluste
                     label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")
 
 
-# --- a published layout, predicted: memory, step time and MFU, ideal or calibrated ---------------------------
-
-RECOMPUTE = ("none", "selective", "full")
-_REMAT_OF = {"none": "none", "selective": "big_matmuls", "full": "block"}
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """What `predict` expects of one training step. Times in seconds, memory in bytes per chip.
-
-    `breakdown` names the seconds on the step's critical path: 'compute' (model FLOPs), 'recompute' (FLOPs
-    done again in the backward pass), 'elementwise' (norms, activations, softmax, dropout: bytes through HBM),
-    'bubble' (pipeline stages idle), 'optimizer' (the Adam update), and the EXPOSED part of each collective
-    ('tp', 'cp', 'pp sends', 'dp'); `hidden` holds the collectives' seconds that overlapped compute.
-    `memory` splits `memory_per_chip` into weights, gradients, optimizer, activations and logits.
-    """
-
-    step_time: float
-    tokens_per_second_per_chip: float
-    mfu: float
-    memory_per_chip: float
-    fits: bool
-    breakdown: dict[str, float]
-    hidden: dict[str, float]
-    memory: dict[str, float]
-    layout: dict[str, Any]
-    efficiency: str
-
-    def __str__(self) -> str:
-        parts = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in self.breakdown.items() if v)
-        fits = "fits" if self.fits else "does NOT fit"
-        return (f"step {self.step_time:.4g} s, {self.tokens_per_second_per_chip:.4g} tokens/s/chip, MFU "
-                f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
-
-
-@checks(tokens="size", seq_len="count", tp="count", recompute=RECOMPUTE, sequence_parallel="flag",
-        flash_attention="flag")
-def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len: int, tp: int = 1,
-                               recompute: str = "selective", sequence_parallel: bool = True,
-                               flash_attention: bool = True) -> float:
-    """Return the bytes one layer saves for the backward pass of a microbatch of `tokens` tokens in
-    sequences of `seq_len` (both per chip's share of context parallelism), after Korthikanti et al. 2022:
-
-        s·b·h · (10 + 24/t + 5·a·s/(h·t))   without sequence parallelism,
-        s·b·h · (34/t + 5·a·s/(h·t))        with it (the norms and dropouts split over the t TP chips too),
-
-    (s·b = tokens, h = D, a = N heads). The 10 are the norms' inputs, the attention and MLP inputs and the
-    1-byte dropout masks; the 24 split over TP are Q, K, V and the attention output (8) and GELU's input and
-    output (16). With K < N key/value heads, K and V shrink to K/N (4 + 4·K/N); a gated MLP keeps its gate,
-    up and product, 6·F/h (GELU's 4·F/h = 16 at F = 4h). The 5·a·s/h term is the attention scores, softmax
-    and its dropout: never stored with a flash kernel (`flash_attention`) and recomputed under selective
-    recompute. Full recompute keeps only each layer's input, 2·s·b·h (/t with sequence parallelism).
-    """
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute={recompute!r}; allowed: {list(RECOMPUTE)}")
-    sbh = tokens * model.D
-    sp = tp if sequence_parallel else 1
-    if recompute == "full":
-        return 2 * sbh / sp
-    split = 10 / sp + (4 + 4 * model.K / model.N + (6 if model.gated else 4) * model.F / model.D) / tp
-    scores = 0 if flash_attention or recompute == "selective" else 5 * model.N * seq_len / (model.D * tp)
-    return sbh * (split + scores)
-
-
-@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", microbatch_tokens="?size",
-        microbatches="count", virtual_stages="count", recompute=RECOMPUTE, fsdp="flag", sequence_parallel="?flag",
-        flash_attention="flag", param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS)
-def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, pp: int = 1, cp: int = 1, dp: int = 1,
-                    microbatch_tokens: float | None = None, microbatches: int = 1, virtual_stages: int = 1,
-                    ep: int = 1,
-                    recompute: str = "selective", fsdp: bool = False, sequence_parallel: bool | None = None,
-                    flash_attention: bool = True, param_bytes: float = 2, grad_bytes: float = 4,
-                    master_bytes: float = 4, optimizer: str = "adam") -> dict[str, float]:
-    """Return the bytes each chip of the most loaded (first) pipeline stage holds, by part.
-
-    Mixed precision keeps bf16 weights (`param_bytes`), fp32 gradients (`grad_bytes`), fp32 master weights
-    (`master_bytes`) and Adam's two fp32 moments: 2 + 4 + 4 + 8 = 18 bytes per parameter (16 with bf16
-    gradients), not the book's 10. The master weights and moments are sharded over the data-parallel chips
-    (and context-parallel ones, which share the weights): ZeRO-1. `fsdp` also shards the gradients (each
-    microbatch's are reduce-scattered as they appear) and stores the weights sharded between steps; during a
-    step the stage's weights stay gathered (not re-sharded after the forward, as Llama 3's FSDP runs). An MoE's
-    routed experts are split `ep` ways on top of that.
-    Activations: `activation_bytes_per_layer` for the L/pp layers of a stage, times the microbatches in
-    flight — under 1F1B the first stage holds min(pp, microbatches) of them, and interleaving with v
-    virtual stages adds (pp-1)/(pp·v) of that (Korthikanti et al. 2022). The logits ([tokens, V/t] fp32)
-    live on the last stage; with one stage they add to the first.
-    """
-    model = get_model(model)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    tokens = (microbatch_tokens or seq_len) / cp
-    sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    experts = model.components().get("MoE routed experts", (0, 0))[0]
-    local = (model.param_count() - experts + experts / ep) / (tp * pp)
-    shards = dp * cp
-    grad_shards = shards if fsdp else 1
-    per_layer = activation_bytes_per_layer(model, tokens, seq_len // cp, tp, recompute, sp, flash_attention)
-    in_flight = min(pp, microbatches) * (1 + (pp - 1) / (pp * virtual_stages) if virtual_stages > 1 else 1)
-    logits = tokens * model.V / tp * 4 if pp == 1 else 0.0
-    return {
-        "weights": local * param_bytes,
-        "gradients": local * grad_bytes / grad_shards,
-        "optimizer": local * (master_bytes + OPTIMIZERS[optimizer] * 4) / shards,
-        "activations": per_layer * model.L / pp * in_flight,
-        "logits": logits,
-    }
-
-
-def _groups(hardware: Chip | GpuCluster, n_chips: int):
-    """The hardware a layout's collectives run on: the GPU cluster of `n_chips`, or a TPU chip."""
-    if isinstance(hardware, GpuCluster):
-        return hardware.subset(n_chips) if hardware.gpus != n_chips else hardware
-    if hardware.kind == "gpu":
-        return GpuCluster(hardware, gpus=n_chips)
-    return hardware
-
-
-def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inner: int,
-                efficiency: str | Efficiency) -> float:
-    """Seconds of one collective of `nbytes` (its whole array) over `group` chips spaced `inner` apart (inner
-    axes run their own copies alongside): on a GPU cluster through its levels (`gpu_collective`), on a TPU
-    over the most cube-like slice of the group."""
-    if group == 1:
-        return 0.0
-    if isinstance(hw, GpuCluster):
-        return collective(kind, hw.subset(group * inner), None, nbytes * inner, inner, efficiency=efficiency).time
-    from .inference import default_mesh
-
-    return collective(kind, default_mesh(hw, group), None, nbytes, efficiency=efficiency).time
-
-
-@checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
-        fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
-        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", grad_bytes="size", master_bytes="size")
-def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
-            global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
-            fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,
-            recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
-            sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
-            grad_bytes: float = 4, master_bytes: float = 4) -> Prediction:
-    """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
-
-    Data parallelism is n_chips / (tp·pp·cp). A step is `global_batch_tokens` tokens in sequences of
-    `seq_len`; each data-parallel replica cuts its share into microbatches of `microbatch_tokens` (default one
-    sequence) that flow through `pp` stages (1F1B, interleaved over `virtual_stages`).
-
-    `efficiency='ideal'` is the book's bound: the hardware FLOPs (model + recompute) at peak, every collective
-    at peak bandwidth and hidden behind compute, no bubble. `'calibrated'` puts each term on the critical
-    path as a real run has it, at the chip's measured fractions (`Chip.efficiency`):
-
-    - compute and recompute at the achievable matmul rate in `dtype` (a flash kernel's attention at its own);
-    - elementwise work: each saved activation byte written and read in the forward and again as a gradient
-      in the backward (4 passes, 6 with full recompute) at the achieved HBM bandwidth;
-    - tensor parallelism: per layer and microbatch, 2 AllReduces forward and 2 backward (2 more with full
-      recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed
-      unless `tp_overlap`; context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
-      expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
-    - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
-    - data parallelism: gradients reduce-scattered and weights all-gathered over dp·cp chips, overlapping
-      the last microbatch's backward and the first's forward; the Adam update at HBM speed.
-
-    `sequence_parallel` defaults to on when tp > 1; `flash_attention` (default on) never stores the scores.
-    """
-    model = get_model(model)
-    hw, chip = resolve(hardware.chip if isinstance(hardware, TpuMesh) else hardware)
-    eff = chip.efficiency(efficiency)
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute={recompute!r}; allowed: {list(RECOMPUTE)}")
-    for name, value in (("n_chips", n_chips), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep),
-                        ("virtual_stages", virtual_stages), ("seq_len", seq_len)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
-    if n_chips % (tp * pp * cp):
-        raise ValueError(f"n_chips={n_chips} must be a multiple of tp·pp·cp = {tp * pp * cp}")
-    if ep > 1 and not model.is_moe:
-        raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
-    if seq_len % cp:
-        raise ValueError(f"seq_len={seq_len} must split evenly over cp={cp}")
-    dp = n_chips // (tp * pp * cp)
-    mb = microbatch_tokens or seq_len
-    per_replica = global_batch_tokens / dp
-    M = per_replica / mb
-    if global_batch_tokens <= 0 or M < 1 or abs(M - round(M)) > 1e-9:
-        raise ValueError(f"global_batch_tokens={global_batch_tokens!r} must give each of the {dp} data-parallel "
-                         f"replicas a whole number (>= 1) of microbatches of {mb:g} tokens")
-    M = round(M)
-    hw = _groups(hw, n_chips)
-    sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    ideal = efficiency == "ideal"
-
-    # Compute: hardware FLOPs (model + recompute), at peak or at the achievable matmul rate; a flash kernel's
-    # attention FLOPs at its own measured rate.
-    C = chip.peak_flops(dtype) * (1 if ideal else eff.compute(dtype))
-    C_attention = C if ideal or not flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
-    model_flops = model.flops_per_token(seq_len) * global_batch_tokens / n_chips
-    hw_flops = model.flops_per_token(seq_len, remat=_REMAT_OF[recompute]) * global_batch_tokens / n_chips
-    attention_flops = 3 * model.attention_flops_per_token(seq_len / 2) * global_batch_tokens / n_chips
-    t_compute = (model_flops - attention_flops) / C + attention_flops / C_attention
-    t_recompute = (hw_flops - model_flops) / C
-
-    # Tensor parallelism: per layer and microbatch, fwd 2 + bwd 2 (+2 recomputed forward) all-reduces.
-    act = mb / cp * model.D * 2  # one [tokens, D] bf16 activation of a microbatch on one stage
-    calls = (4 + (2 if recompute == "full" else 0)) * model.L / pp * M
-    if sp:
-        per_call = (_collective("all_gather", hw, tp, act, 1, efficiency)
-                    + _collective("reduce_scatter", hw, tp, act, 1, efficiency))
-    else:
-        per_call = _collective("all_reduce", hw, tp, act, 1, efficiency)
-    t_tp = calls * per_call
-
-    # Context parallelism: each layer passes the K/V blocks round the ring (fwd, and twice in the bwd).
-    kv = mb / cp * 2 * model.K * model.H * 2 / tp
-    t_cp = 3 * model.L / pp * M * _collective("all_gather", hw, cp, kv * cp, tp, efficiency)
-
-    # Expert parallelism: each MoE layer dispatches and combines its tokens (k copies) forward and backward.
-    t_ep = 4 * model.moe_layers / pp * M * _all_to_all_seconds(hw, act, ep, model.k) if ep > 1 else 0.0
-
-    # Data parallelism over dp·cp chips (weights shared): reduce-scatter gradients, all-gather weights (bf16).
-    shard = model.param_count() / (tp * pp) * 2  # one model shard's bf16 gradients (or weights)
-    group = dp * cp
-    t_rs = _collective("reduce_scatter", hw, group, shard, tp * pp, efficiency)
-    t_ag = _collective("all_gather", hw, group, shard, tp * pp, efficiency)
-    if fsdp:  # weights gathered once per step and kept; each microbatch's gradients reduce-scattered
-        t_rs = M * t_rs
-
-    memory = training_memory(model, seq_len, tp, pp, cp, dp, mb, M, virtual_stages, ep, recompute, fsdp, sp,
-                             flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes)
-    per_chip = sum(memory.values())
-    if ideal:
-        comms = {"tp": t_tp, "cp": t_cp, "ep": t_ep, "dp": t_rs + t_ag}
-        step = max(t_compute + t_recompute, *comms.values())
-        breakdown = {"compute": t_compute, "recompute": t_recompute}
-        hidden = comms
-    else:
-        W = chip.hbm_bandwidth * eff.hbm
-        passes = 6 if recompute == "full" else 4
-        t_elem = passes * activation_bytes_per_layer(model, mb / cp, seq_len // cp, tp, "none", sp,
-                                                     flash_attention) * model.L / pp * M / W
-        busy_compute = t_compute + t_recompute + t_elem
-        tp_exposed = max(0.0, t_tp - busy_compute) if tp_overlap else t_tp
-        cp_exposed = max(0.0, t_cp - attention_flops / C_attention)
-        busy = busy_compute + tp_exposed + cp_exposed + t_ep
-        bubble = busy * (pp - 1) / (virtual_stages * M) if pp > 1 else 0.0
-        send_bytes = act / (tp if sp else 1)
-        nic = (hw.node_egress / hw.gpus_per_node if isinstance(hw, GpuCluster) else chip.ici_bandwidth) * eff.network
-        latency = eff.latency_network if isinstance(hw, GpuCluster) else eff.latency_node
-        t_sends = 2 * (pp - 1) * virtual_stages * (send_bytes / nic + latency) if pp > 1 else 0.0
-        per_microbatch = busy / M
-        if fsdp:  # gathered ahead and scattered behind, layer by layer: hidden while the step's compute lasts
-            dp_exposed = max(0.0, t_rs + t_ag - busy)
-        else:  # gradients reduce during the last backward, weights gather during the first forward
-            dp_exposed = max(0.0, t_rs - per_microbatch * 2 / 3) + max(0.0, t_ag - per_microbatch / 3)
-        # Adam on this chip's shard: read gradient, master weight and moments, write them back and the bf16 copy.
-        t_opt = shard / 2 / group * (grad_bytes + 2 * (master_bytes + 8) + 2) / W
-        breakdown = {"compute": t_compute, "recompute": t_recompute, "elementwise": t_elem, "tp": tp_exposed,
-                     "cp": cp_exposed, "ep": t_ep, "bubble": bubble, "pp sends": t_sends, "dp": dp_exposed,
-                     "optimizer": t_opt}
-        hidden = {"tp": t_tp - tp_exposed, "cp": t_cp - cp_exposed,
-                  "dp": t_rs + t_ag - dp_exposed}
-        step = sum(breakdown.values())
-    return Prediction(
-        step_time=step,
-        tokens_per_second_per_chip=global_batch_tokens / step / n_chips,
-        mfu=model_flops / (step * chip.peak_flops(dtype)),
-        memory_per_chip=per_chip,
-        fits=per_chip <= chip.hbm_bytes,
-        breakdown=breakdown,
-        hidden=hidden,
-        memory=memory,
-        layout={"tp": tp, "pp": pp, "cp": cp, "dp": dp, "ep": ep, "fsdp": fsdp, "microbatches": M,
-                "virtual_stages": virtual_stages, "recompute": recompute, "dtype": dtype},
-        efficiency=efficiency if isinstance(efficiency, str) else "custom",
-    )
-
-
 def __getattr__(name: str) -> Any:
-    """Serve the planner's names from `planner` (which imports this module, so it cannot be imported at the top)."""
+    """Serve the planner's names from `planner` and `predict`'s from `prediction` (both import this module, so
+    they cannot be imported at the top)."""
     if name in _PLANNER_NAMES:
         from . import planner
 
         return getattr(planner, name)
+    if name in _PREDICTION_NAMES:
+        from . import prediction
+
+        return getattr(prediction, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

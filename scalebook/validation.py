@@ -25,6 +25,7 @@ from typing import Any
 from .hardware.chips import Efficiency, get_chip
 from .inference import decode_step, prefill
 from .models import TransformerConfig, get_model
+from .prediction import predict as train_predict
 from .tables import Table
 
 __all__ = ["Run", "runs", "sources", "model", "predict", "results", "table", "summary", "disagreements",
@@ -136,8 +137,6 @@ def _serving(run: Run, efficiency: str | Efficiency) -> float:
 
 
 def _training(run: Run, efficiency: str | Efficiency) -> float:
-    from .training import predict as train_predict
-
     p = dict(run.params)
     keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
     layout = {k: p[k] for k in keys if k in p}

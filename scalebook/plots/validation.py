@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..validation import results
 from .base import figure, finish
 
 if TYPE_CHECKING:
@@ -22,10 +25,6 @@ def validation(efficiency: str = "calibrated", band: float = 0.15) -> Figure:
     what matters is the distance from the diagonal. For throughputs a point above it is a prediction faster than
     measured; for times (ms, s) a point below it is.
     """
-    import numpy as np
-
-    from ..validation import results
-
     if not 0 < band < 1:
         raise ValueError(f"band must be a fraction between 0 and 1, got {band!r}")
     rows = results(efficiency)
