@@ -93,3 +93,36 @@ def host_offload_critical_batch() -> float:
     """Batch above which an H200 matmul is compute-bound when int8 weights stream from host DRAM over PCIe."""
     h200 = get_chip("h200")
     return critical_batch(h200, dtype="bf16", weight_dtype="int8", bandwidth=h200.pcie_bandwidth)
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 1, "A Few Problems to Work") ---------------------
+
+
+@problem("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens")
+def book_int8_critical_batch() -> float:
+    """Batch above which an int8 x int8 matmul (int8 compute) is compute-bound on a v5e, for B << D, F."""
+    return critical_batch("v5e", "int8")
+
+
+@problem("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens")
+def book_int8_weight_critical_batch() -> float:
+    """The same with int8 weights, bf16 activations and bf16 compute."""
+    return critical_batch("v5e", weight_dtype="int8")
+
+
+@problem("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens")
+def book_small_matmul_crossover() -> float:
+    """Exact batch at which an int8-weight, bf16-activation [B, 1024] @ [1024, 1024] matmul turns compute-bound."""
+    return crossover_batch(1024, 1024, "v5e", weight_dtype="int8", act_dtype="bf16")
+
+
+@problem("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte")
+def book_batched_matrix_intensity() -> float:
+    """Intensity of int8[B, D] x int8[B, D, F] -> int8[B, F] with B = 512, D = F = 8192."""
+    return einsum("BD,BDF->BF", {"B": 512, "D": 8192, "F": 8192}, "v5e", "int8").intensity
+
+
+@problem("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens")
+def book_h100_critical_batch() -> float:
+    """bf16 critical batch of an H100 SXM (dense bf16 peak, HBM bandwidth)."""
+    return critical_batch("h100")

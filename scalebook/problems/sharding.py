@@ -7,6 +7,7 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 from __future__ import annotations
 
 from ..collectives import all_gather, all_reduce, all_to_all
+from ..hardware.chips import get_chip
 from ..hardware.topology import TpuMesh
 from ..sharding import bytes_per_device, sharded_matmul, total_bytes
 from ..units import dtype_bytes
@@ -123,3 +124,61 @@ def gather_or_reduce_crossover() -> float:
     plan = sharded_matmul(DP_MATMUL, mesh, B=B0, D=D_LLAMA, F=F_WIDE)
     t_gather = next(t for name, t in plan.alternatives if name.startswith("gather"))
     return B0 * t_gather / plan.time
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 3, pop quizzes and "Some Problems to Work") ------
+
+BOOK_CUBE = TpuMesh("v4p", X=4, Y=4, Z=4)  # Q2 and Q3: a full v4p cube, wraparound on every axis
+BOOK_Q2_BYTES = 2 * 1024 * 4096  # bf16[B=1024, D=4096]
+
+
+@problem("03.13", title="Book pop quiz 2: a gather without wraparound", unit="s")
+def book_gather_without_wraparound() -> float:
+    """AllGather_Y of bf16[E_Y, F] -> [E, F], E = 2048, F = 8192, on a v5e {X: 8, Y: 4} (Y does not wrap)."""
+    return all_gather(TpuMesh("v5e", X=8, Y=4), "Y", 2 * 2048 * 8192).time
+
+
+@problem("03.14", title="Book Q1: counting copies", unit="copies")
+def book_copies() -> float:
+    """Total bytes of A[I_X, J, K] over all devices of a {X: 4, Y: 8, Z: 2} mesh, over the bytes of one copy."""
+    mesh, sizes = TpuMesh("v5p", X=4, Y=8, Z=2), {"I": 256, "J": 256, "K": 256}
+    return total_bytes("A[I_X, J, K]", mesh, sizes) / (dtype_bytes("bf16") * 256**3)
+
+
+@problem("03.15", title="Book Q2 (a): AllGather_X of [B_X, D_Y]", unit="s")
+def book_gather_x() -> float:
+    """AllGather over X of bf16[B_X, D_Y] (B = 1024, D = 4096) on a full v4p 4x4x4."""
+    return all_gather(BOOK_CUBE, "X", BOOK_Q2_BYTES, also_sharded="Y").time
+
+
+@problem("03.16", title="Book Q2 (b): AllGather_XY of [B_X, D_Y]", unit="s")
+def book_gather_xy() -> float:
+    """AllGather over X and Y of the same array."""
+    return all_gather(BOOK_CUBE, "XY", BOOK_Q2_BYTES).time
+
+
+@problem("03.17", title="Book Q2 (c): AllReduce_Z of [B_X, D_Y]{U_Z}", unit="s")
+def book_all_reduce_z() -> float:
+    """AllReduce over Z of the unreduced array, still sharded over X and Y."""
+    return all_reduce(BOOK_CUBE, "Z", BOOK_Q2_BYTES, also_sharded="XY").time
+
+
+@problem("03.18", title="Book Q3: a tiny gather", unit="s")
+def book_tiny_gather() -> float:
+    """AllGather_X of bf16[B_X] with B = 128 on the full v4p cube: latency-bound."""
+    return all_gather(BOOK_CUBE, "X", 2 * 128).time
+
+
+@problem("03.19", title="Book Q4: where reducing the output always wins", unit="elements of D")
+def book_reduce_wins_width() -> float:
+    """On a v5p, the D above which multiplying locally then AllReducing beats gathering the weight at any
+    large batch: D > 2 C / W_bidi."""
+    chip = get_chip("v5p")
+    return 2 * chip.bf16_flops / chip.ici_bidirectional
+
+
+@problem("03.20", title="Book Q10: where the quarter comes from", unit="ratio")
+def book_all_to_all_quarter() -> float:
+    """AllToAll time over AllGather time on one wrapped axis (v5e pod, X), in the bandwidth regime."""
+    pod = TpuMesh("v5e", X=16, Y=16)
+    return all_to_all(pod, "X", 1e9).time / all_gather(pod, "X", 1e9).time

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..hardware.chips import get_chip
 from ..hardware.topology import TpuMesh
-from ..roofline import critical_batch, critical_intensity, estimate
+from ..roofline import critical_batch, critical_intensity, crossover_batch, estimate
 from ..units import dtype_bytes
 from . import problem
 
@@ -124,3 +124,63 @@ def v5e_elementwise_flop_budget() -> float:
     v5e = get_chip("v5e")
     bytes_per_element = 2 * dtype_bytes("bf16")  # read one bf16, write one bf16
     return v5e.cores * _vpu_flops("v5e") * bytes_per_element / v5e.hbm_bandwidth
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 2, "Worked Problems" and appendix A) ------------
+
+
+@problem("02.14", title="Book Q1: a floor on sampling latency", unit="s")
+def book_sampling_floor() -> float:
+    """Time to stream a 200B-parameter bf16 model's weights once from HBM, split over 32 TPU v4p chips."""
+    return estimate(0, 2 * 200e9 / 32, "v4p").time
+
+
+@problem("02.15", title="Book Q2: TensorCores in a full v5p pod", unit="TensorCores", rtol=0.0)
+def book_v5p_pod_cores() -> int:
+    """TensorCores of a full 16x20x28 v5p pod (two per chip)."""
+    return TpuMesh("v5p", X=16, Y=20, Z=28).cores
+
+
+@problem("02.16", title="Book Q2: HBM of a full v5p pod", unit="B")
+def book_v5p_pod_hbm() -> float:
+    """Total HBM bytes of a full 16x20x28 v5p pod."""
+    return TpuMesh("v5p", X=16, Y=20, Z=28).total_hbm
+
+
+@problem("02.17", title="Book Q3: computing straight out of host memory", unit="tokens")
+def book_pcie_critical_batch() -> float:
+    """Batch above which a bf16 matmul fed over PCIe (1.6e10 B/s) is compute-bound on one v6e, for B << D."""
+    return critical_batch("v6e", bandwidth=1.6e10)
+
+
+@problem("02.18", title="Book Q4 (1): an int8 matmul from HBM", unit="tokens")
+def book_hbm_crossover() -> float:
+    """Exact batch at which int8[B, 4096] @ int8[4096, 16384] turns compute-bound on a v5e, weights in HBM."""
+    return crossover_batch(4096, 16384, "v5e", "int8")
+
+
+@problem("02.19", title="Book Q4 (2): the same matmul from VMEM", unit="tokens")
+def book_vmem_crossover() -> float:
+    """The same crossover with VMEM feeding the MXU at 22x the HBM bandwidth."""
+    v5e = get_chip("v5e")
+    return crossover_batch(4096, 16384, v5e, "int8", bandwidth=VMEM_SPEEDUP * v5e.hbm_bandwidth)
+
+
+@problem("02.20", title="Book Q5: a point-to-point send over ICI", unit="s")
+def book_corner_send() -> float:
+    """Time to send bf16[8, 128, 8192] from chip (0, 0) to (3, 3) of a v5e 4x4 (no wraparound)."""
+    return TpuMesh("v5e", X=4, Y=4).transfer_time(2 * 8 * 128 * 8192, (0, 0), (3, 3)).time
+
+
+@problem("02.21", title="Book Q6: the ICI gather into one chip", unit="s")
+def book_gather_into_corner() -> float:
+    """Time for chip (0, 0) of a v5e 4x4 to receive 15 of 16 shards of an int8 [2^17, 2^17] matrix over its two
+    ICI links (one-way each): the slowest stage of the book's hard problem."""
+    v5e = get_chip("v5e")
+    return estimate(0, (128 * 1024) ** 2 * 15 / 16, v5e, bandwidth=2 * v5e.ici_bandwidth).time
+
+
+@problem("02.22", title="Book pop quiz: the vector unit of a v5p core", unit="FLOP/s")
+def book_v5p_vpu_flops() -> float:
+    """Peak VPU FLOP/s of one v5p TensorCore."""
+    return _vpu_flops("v5p")

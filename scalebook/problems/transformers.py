@@ -6,8 +6,10 @@ Each function computes its answer with scalebook from the inputs the problem sta
 
 from __future__ import annotations
 
-from ..models import get_model
+from ..hardware.topology import TpuMesh
+from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch, einsum_flops
+from ..sharding import sharded_matmul
 from ..training import activation_bytes, mfu
 from ..units import dtype_bytes
 from . import problem
@@ -92,3 +94,52 @@ def moe_critical_batch() -> float:
 def score_matrix_bytes() -> float:
     """fp32 bytes of one layer's attention scores [B, N, T, S] for B = 1, N = 64, T = S = 32768."""
     return dtype_bytes("fp32") * 1 * 64 * 32768 * 32768
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 4, "A Few Problems to Work") ---------------------
+
+BOOK_Q1 = TransformerConfig(L=64, D=4096, F=16384, N=32, K=32, H=128, V=32000, name="ch. 4 Q1 model")
+
+
+@problem("04.12", title="Book Q1: parameters of a dense model", unit="parameters")
+def book_dense_params() -> float:
+    """Parameters of L = 64, D = 4096, F = 4D, V = 32,000 with full multi-head attention (N·H = D), gated MLP."""
+    return BOOK_Q1.param_count()
+
+
+@problem("04.13", title="Book Q1: its int8 KV cache per token", unit="B")
+def book_dense_kv_bytes() -> float:
+    """Bytes of KV cache per token of the same model in int8."""
+    return BOOK_Q1.kv_bytes_per_token(1)
+
+
+@problem("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs")
+def book_sharded_flops_per_chip() -> float:
+    """FLOPs on each chip of A[B_X, D_Y] @ W[D_Y, F] on a v5p {X: 4, Y: 8, Z: 4}, B = 4096, D = 8192, F = 32768."""
+    mesh = TpuMesh("v5p", X=4, Y=8, Z=4)
+    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=4096, D=8192, F=32768).local.flops
+
+
+@problem("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs")
+def book_einsum_flops() -> float:
+    """FLOPs of A[I, J, K, L] · B[I, J, M, N, O] -> C[K, L, M, N, O] with I..O = 2..8."""
+    return einsum_flops("IJKL,IJMNO->KLMNO", dict(I=2, J=3, K=4, L=5, M=6, N=7, O=8))
+
+
+@problem("04.16", title="Book Q5: when attention matches the projections", unit="tokens")
+def book_attention_matches_projections() -> float:
+    """Sequence length at which causal attention's FLOPs equal the Q, K, V, O projections' (D = 4096, N·H = D)."""
+    return 2 * BOOK_Q1.L * BOOK_Q1.attention_params() / BOOK_Q1.attention_flops_per_token(1)
+
+
+@problem("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction")
+def book_deepseek_mfu() -> float:
+    """6 · active parameters · 14.8e12 tokens over 2.79e6 H800-hours at 1.513e15 FLOP/s (the book's dense fp8)."""
+    return 6 * get_model("deepseek-v3").param_count(active=True) * 14.8e12 / (2.79e6 * 3600 * 1.513e15)
+
+
+@problem("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens")
+def book_moe_batch() -> float:
+    """Token batch above which DeepSeek-V3's MoE layer (int8 weights, bf16 compute) is compute-bound on a v5e."""
+    ds = get_model("deepseek-v3")
+    return critical_batch("v5e", weight_dtype="int8") * ds.E / ds.k
