@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ..collectives import all_gather, all_reduce, all_to_all
 from ..hardware.gpu import GpuCluster, get_cluster
-from ..hardware.sm import tensor_core_flops_per_cycle, vector_add
-from ..training import critical_batch, pipeline_comms, tp_limit
+from ..hardware.sm import clock_from_vector_flops, cuda_cores, tensor_core_flops_per_cycle, vector_add
+from ..models import get_model
+from ..roofline import critical_intensity, matmul
+from ..training import check_parallelism, critical_batch, pipeline_comms, tp_limit
 from . import problem
 
 # LLaMA 3.1-405B's model width and MLP width, used by several problems.
@@ -99,3 +101,84 @@ def nvl72_vs_h100_dispatch() -> float:
     """How many times longer the top-8 dispatch of problem 12.6's tokens over 64 GPUs takes on 8 H100 nodes
     than on 64 GPUs of one GB200 NVL72 rack."""
     return _moe_dispatch(GpuCluster("h100", gpus=64)) / _moe_dispatch(GpuCluster("gb200", gpus=64))
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 12, its quizzes and pop quizzes) ------------------------
+
+@problem("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0)
+def book_h100_cuda_cores() -> float:
+    """fp32 lanes of an H100: 132 SMs x 4 subpartitions x 32 lanes."""
+    return cuda_cores("h100")
+
+
+@problem("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte")
+def book_h100_peak_intensity() -> float:
+    """bf16 FLOP/s over HBM bytes/s of an H100."""
+    return critical_intensity("h100", "bf16")
+
+
+@problem("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s")
+def book_b200_thin_matmul() -> float:
+    """Roofline time of fp16[64, 4096] x fp16[4096, 8192] on one B200 (bound by HBM)."""
+    return matmul(64, 4096, 8192, "b200", "fp16").time
+
+
+@problem("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz")
+def book_b200_clock() -> float:
+    """Clock at which 18,944 CUDA cores deliver 80 TFLOP/s of fp32, a fused multiply-add counted as two FLOPs."""
+    return clock_from_vector_flops("b200", 80e12)
+
+
+@problem("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s")
+def book_h100_vector_add() -> float:
+    """Roofline time of fp32[2**30] + fp32[2**30] on an H100 (12 bytes per element through HBM)."""
+    return vector_add(2**30, "h100").time
+
+
+@problem("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s")
+def book_node_all_gather() -> float:
+    """AllGather of bf16[4096, 65536] over the 8 GPUs of an H100 node, with the ring's 7/8."""
+    return all_gather(GpuCluster("h100", gpus=8), "node", 2 * 4096 * 65536).time
+
+
+@problem("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s")
+def book_su_bandwidth() -> float:
+    """Bytes/s the leaf switches of one 32-node scalable unit of the H100 SuperPod take from its nodes."""
+    levels = {row["level"]: row for row in GpuCluster("h100", gpus=1024).levels_table().rows}
+    return levels["leaf"]["cable B/s"]
+
+
+@problem("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s")
+def book_pq1_all_gather() -> float:
+    """AllGather of bf16[1024, 16384] over an 8-GPU H100 node, with the ring's 7/8."""
+    return all_gather(GpuCluster("h100", gpus=8), None, 2 * 1024 * 16384).time
+
+
+@problem("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s")
+def book_two_node_all_gather() -> float:
+    """AllGather of 1 GB over 16 H100s in two nodes, in the per-level form (the node's NVLink binds)."""
+    return all_gather(GpuCluster("h100", gpus=16), None, 1e9).time
+
+
+@problem("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s")
+def book_spine_all_reduce() -> float:
+    """SHARP AllReduce of bf16[8192, 32768] over 1024 H100s, the array also sharded 256 ways (one copy per SU)."""
+    return all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, 2 * 8192 * 32768, also_sharded=256).time
+
+
+@problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens")
+def book_b200_dp_batch() -> float:
+    """Tokens per GPU that keep plain data parallelism compute-bound across the nodes of a B200 SuperPod."""
+    return critical_batch("dp", GpuCluster("b200", gpus=1024))
+
+
+@problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s")
+def book_llama70_training_time() -> float:
+    """Seconds to train LLaMA 3-70B on 15T tokens with 4096 H100s at 45% MFU (990 TFLOP/s bf16 each)."""
+    return get_model("llama3-70b").flops_per_token() * 15e12 / (4096 * 990e12 * 0.45)
+
+
+@problem("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens")
+def book_megatron_70b_tokens() -> float:
+    """Tokens per GPU of the 70B configuration: 384 sequences of 4096 tokens on 768 H100s, 16-way model parallel."""
+    return check_parallelism(GpuCluster("h100", gpus=768), 384 * 4096, tp=16)["tokens/GPU"]

@@ -62,3 +62,24 @@ def true_hidden_size() -> float:
 def retiling_copy_time() -> float:
     """A copy that re-tiles bf16[8192, 8192] on one v5e: read once and written once through HBM."""
     return estimate(0, 2 * 2 * 8192 * 8192, "v5e").time
+
+
+# --- the book's own problems (How To Scale Your Model, ch. 9, its worked profile; its Q1 is problem 09.7) --------
+
+@problem("09.9", title="Book Ex1: the up-projection in the v2 profile", unit="s")
+def book_up_projection_time() -> float:
+    """bf16[32,1024,8192] x bf16[8192,32768] over 8 TPU v2 cores (4 chips): the compute-bound time."""
+    return estimate(2 * 32 * 1024 * 8192 * 32768 / 4, 0, "v2").time
+
+
+@problem("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s")
+def book_reduce_scatter_time() -> float:
+    """A bf16[8,1024,8192] shard sent once over one bidirectional TPU v2 ICI link."""
+    v2 = get_chip("v2")
+    return estimate(0, 2 * 8 * 1024 * 8192, v2, bandwidth=2 * v2.ici_bandwidth, channel="ICI").time
+
+
+@problem("09.11", title="Book Ex3: what the memory profile leaves free", unit="B")
+def book_memory_left() -> float:
+    """Bytes left for a training step when parameters take 7.5 GB of the 16 GB the profiler shows."""
+    return 16e9 - 7.5e9
