@@ -178,3 +178,21 @@ def test_pipeline_and_vpu_explorers_answer_fast() -> None:
 
     assert_answers_fast(pipeline, {"step": 6})
     assert_answers_fast(vpu, {"chip": "v5e"})
+
+
+_WORKED = re.compile(r"^#{2,3} (?:Q\d+\.|Pop quiz|Appendix 2\.A)", re.M)
+
+
+def worked_sections(chapter: str) -> dict[str, str]:
+    """Return {heading: body} for every worked problem (and pop quiz) of a chapter, body up to the next heading."""
+    text = (ROOT / "chapters" / f"{chapter}.md").read_text()
+    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2) if _WORKED.match(parts[i])}
+
+
+@pytest.mark.parametrize("chapter", ["01_rooflines", "02_tpus", "03_sharding", "04_transformers"])
+def test_every_worked_problem_has_an_explorer(chapter: str) -> None:
+    sections = worked_sections(chapter)
+    assert len(sections) >= 5
+    missing = [h for h, body in sections.items() if "sb.widgets." not in body]
+    assert not missing, f"{chapter}: no explorer under {missing}"
