@@ -117,14 +117,20 @@ class _Key:
         self._cache: dict[str, tuple[Any, float]] = {}
 
     def judge(self, qid: str, answer: Any) -> str:
-        """'right' or 'wrong' for a plain-data `answer` to `qid`, by the comparison `sb.check` uses."""
+        """'right' or 'wrong' for a plain-data `answer` to `qid`, by the comparison `sb.check` uses; 'no key'
+        when the key has no working reference for `qid` (the course's fault, not the student's)."""
         from .problems import get_problem
 
         with self._lock:
             if qid not in self._cache:
-                problem = get_problem(qid)
-                self._cache[qid] = (problem.reference(), problem.rtol)
+                try:
+                    problem = get_problem(qid)
+                    self._cache[qid] = (problem.reference(), problem.rtol)
+                except Exception:  # noqa: BLE001 - a broken key entry marks its question, not the run
+                    self._cache[qid] = (None, -1.0)
         reference, rtol = self._cache[qid]
+        if rtol < 0:
+            return "no key"
         try:
             return "right" if Comparison(answer, reference, rtol).ok else "wrong"
         except (TypeError, ValueError, OverflowError):
@@ -193,7 +199,7 @@ def _read_notebook(path: Path) -> tuple[str, str]:
         language = str(spec.get("language") or (meta.get("language_info") or {}).get("name") or "python")
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, UnicodeDecodeError):
         return "corrupt", "not a readable notebook"
-    if language.lower() != "python":
+    if not language.lower().startswith("python"):
         return f"not python ({str(spec.get('name') or language)[:40]})", "only Python notebooks are graded"
     return "", ""
 
@@ -286,7 +292,8 @@ def _feedback_name(student: str) -> str:
 def _feedback(student: str, results: list[Result]) -> str:
     lines = [f"# Feedback for {_text(student)}", ""]
     hints = {"right": "✓", "wrong": "✗ wrong — rerun the cell to see the expected value and compare units",
-             "unanswered": "… not answered — replace the `...`", "missing": "? never checked — did the cell run?"}
+             "unanswered": "… not answered — replace the `...`", "missing": "? never checked — did the cell run?",
+             "no key": "! not graded: the answer key has no reference for it — tell your teacher"}
     for r in results:
         name = r.submission.problem_set or _text(r.submission.path.name)
         lines += [f"## {name}: {r.total} / {sum(r.possible.values())} points ({r.status})", ""]

@@ -287,3 +287,8 @@ def test_the_cli_refuses_to_overwrite_and_says_so(tmp_path, capsys):
     assert "--force" in capsys.readouterr().err and (tmp_path / "g.csv").read_text() == "old"
     assert cli.main(["grade", str(subs), "--out", str(tmp_path / "g.csv"), "--force", "--no-sandbox"]) == 0
     assert "none (--no-sandbox)" in (tmp_path / "g.csv").read_text()
+
+
+def test_a_question_missing_from_the_key_is_marked_not_wrong():
+    outcomes = read_answers(_records({"qid": "01.99", "answer": 1.0}), {"01.99": 1}, autograde._Key().judge)
+    assert outcomes == {"01.99": "no key"}
