@@ -82,8 +82,9 @@ def available() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap` (make test installs it)"
-    if shutil.which("prlimit") is None:
-        return "prlimit (util-linux) is not installed"
+    for tool in ("prlimit", "setpriv") if os.geteuid() == 0 else ("prlimit",):
+        if shutil.which(tool) is None:
+            return f"{tool} (util-linux) is not installed"
     with tempfile.NamedTemporaryFile() as answers:
         probe = run([sys.executable, "-c", "import scalebook"], {}, Path(answers.name), Limits(), timeout=60)
     if probe.returncode != 0:
