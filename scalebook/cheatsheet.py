@@ -19,7 +19,7 @@ from .roofline import critical_batch as matmul_critical_batch
 from .roofline import matmul
 from .tables import Table
 from .training import critical_batch, tp_limit
-from .units import fmt_bytes, fmt_rate, fmt_time
+from .units import checks, fmt_bytes, fmt_rate, fmt_time
 
 __all__ = ["constants", "formulas"]
 
@@ -35,6 +35,7 @@ def _link(name: str) -> tuple[float, float, GpuCluster | str, GpuCluster | str]:
     return chip.ici_bidirectional, chip.dcn_bandwidth or 0.0, name, name
 
 
+@checks(chips="names")
 def constants(chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100", "b200")) -> Table:
     """One row per chip: bf16 peak, HBM bandwidth, the matmul critical batch C/W_HBM, the chip-to-chip link
     (ICI both ways, or NVLink one way), the network share per chip (DCN, or node egress / 8), the data-parallel

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .units import fmt_si, fmt_time
+from .units import check_kind, check_number, fmt_si, fmt_time
 
 __all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
 
@@ -117,8 +117,9 @@ def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", lab
     `source` names where the published number is printed (e.g. 'ch. 1, Q5'); `unit` ('s', 'B', 'FLOP/s'
     ...) only changes how the two numbers are shown (1.01 ms rather than 0.00101).
     """
-    if rtol < 0:
-        raise ValueError(f"rtol must be non-negative, got {rtol!r}")
+    check_number("rtol", rtol, low=0.0, high=1.0, what="a relative tolerance in [0, 1] (beyond 100% it checks nothing)")
+    for name, text in (("source", source), ("label", label), ("unit", unit)):
+        check_kind(name, text, "text")
     result = Comparison(value, published, rtol, source, label, unit)
     if not result.ok:
         raise ExpectationError(str(result))

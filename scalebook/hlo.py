@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .units import checks, dtype_bytes
+from .units import check_kind, checks, dtype_bytes
 
 __all__ = [
     "KINDS", "COLLECTIVE_OPCODES", "HloOp", "Collective", "element_bytes", "scalebook_dtype", "parse_op",
@@ -51,7 +51,7 @@ _LINE_RE = re.compile(
 )
 _ARRAY_RE = re.compile(r"^(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[^\]]*)\](?:\{(?P<layout>[^}]*)\})?$")
 _ARRAYS_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
-_BITS_RE = re.compile(r"^(?:s|u|f|bf|c)(\d+)")
+_BITS_RE = re.compile(r"^(?:s|u|f|bf|c)(\d+)(?:e\d+m\d+[a-z0-9]*)?$")
 _TILE_RE = re.compile(r"\(([\d,\s]*)\)")
 _SPACE_RE = re.compile(r"S\((\d+)\)")
 _OPERAND_RE = re.compile(r"%([^\s,)]+)")
@@ -85,6 +85,7 @@ def element_bytes(dtype: str, context: str = "") -> float:
 @checks(hlo_dtype="text")
 def scalebook_dtype(hlo_dtype: str) -> str:
     """Return the scalebook dtype name ('bf16', 'fp32', 'int8' …) whose peak FLOP/s bounds an HLO element type."""
+    element_bytes(hlo_dtype)  # an HLO element type of known size, or a ValueError naming it
     return _SCALEBOOK_DTYPES.get(hlo_dtype, "bf16")
 
 
@@ -303,6 +304,10 @@ def _tiles(tile: str | Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
         if not tile.startswith("T") or not tiles:
             raise ValueError(f"tile must look like 'T(8,128)' or 'T(8,128)(2,1)', got {tile!r}")
         return tiles
+    if not isinstance(tile, Sequence) or not all(isinstance(t, Sequence) and not isinstance(t, str) for t in tile):
+        raise ValueError(f"tile={tile!r} must be a string such as 'T(8,128)' or tiles such as ((8, 128), (2, 1))")
+    for i, t in enumerate(tile):
+        check_kind(f"tile[{i}]", t, "counts")
     return tuple(tuple(int(d) for d in t) for t in tile)
 
 
@@ -322,9 +327,9 @@ def padding(shape: Sequence[int], tile: str | Sequence[Sequence[int]], dtype: st
     (2,1) of bf16's T(8,128)(2,1), which packs row pairs into 32-bit words) pads the tile before it.
     f32[3,5] with T(2,2) is stored as 4 x 6 = 24 elements for 15: 37.5% of the storage is padding.
     """
-    shape = tuple(int(s) for s in shape)
-    if not shape or any(s < 1 for s in shape):
-        raise ValueError(f"shape must be a non-empty tuple of positive sizes, got {shape!r}")
+    shape = tuple(check_kind("shape", shape, "counts"))
+    if not shape:
+        raise ValueError(f"shape={shape!r} must be a non-empty tuple of positive sizes")
     tiles = _tiles(tile)
     if not tiles:
         raise ValueError(f"tile must name at least one tile, got {tile!r}")

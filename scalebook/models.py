@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 from .tables import Table
-from .units import check_fields, check_int, checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from .units import check_fields, check_int, check_kind, checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
            "flop_conventions"]
@@ -278,6 +278,10 @@ _UNGATED = {"gpt2", "gpt_neox", "opt", "bloom", "gptj", "falcon"}
 
 def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConfig:
     """Return the `TransformerConfig` of a Hugging Face `config.json` (given as a dict; nothing is downloaded)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config={config!r} must be a config.json read into a dict")
+    name = check_kind("name", name, "text")
+
     def pick(letter: str) -> Any:
         return next((config[k] for k in HF_CONFIG_KEYS[letter] if config.get(k) is not None), None)
 
@@ -286,17 +290,20 @@ def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConf
     if missing:
         keys = [HF_CONFIG_KEYS[m][0] for m in missing]
         raise ValueError(f"config is missing {keys} (needed for {missing}); is it a decoder-only model's config.json?")
-    values["F"] = values["F"] or 4 * values["D"]
-    values["K"] = values["K"] or values["N"]
-    values["H"] = values["H"] or values["D"] // values["N"]
-    if values["q_rank"] is not None or values["kv_rank"] is not None:
-        values["qk_dim"] = config.get("qk_nope_head_dim", 0) + (values["rope_dim"] or 0)
-    spec = {k: v for k, v in values.items() if v is not None}
-    spec.setdefault("E", 1)
-    spec.setdefault("k", 1)
-    return TransformerConfig(**spec, tied=bool(config.get("tie_word_embeddings", False)),
-                             gated=config.get("model_type") not in _UNGATED,
-                             name=name or config.get("_name_or_path", ""))
+    try:
+        values["F"] = values["F"] or 4 * values["D"]
+        values["K"] = values["K"] or values["N"]
+        values["H"] = values["H"] or values["D"] // values["N"]
+        if values["q_rank"] is not None or values["kv_rank"] is not None:
+            values["qk_dim"] = config.get("qk_nope_head_dim", 0) + (values["rope_dim"] or 0)
+        spec = {k: v for k, v in values.items() if v is not None}
+        spec.setdefault("E", 1)
+        spec.setdefault("k", 1)
+        return TransformerConfig(**spec, tied=bool(config.get("tie_word_embeddings", False)),
+                                 gated=config.get("model_type") not in _UNGATED,
+                                 name=name or str(config.get("_name_or_path", "")))
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise ValueError(f"config does not describe a model: {exc}") from None
 
 
 # (what the number counts, keyword arguments of flops_per_token); seq_len=0 leaves attention out.

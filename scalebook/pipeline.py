@@ -86,7 +86,11 @@ def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -
 
 def idle_fraction(grid: list[list[str]]) -> float:
     """Return the fraction of empty (idle) slots in a pipeline grid."""
+    if isinstance(grid, str) or not isinstance(grid, list) or not all(isinstance(row, list) for row in grid):
+        raise ValueError(f"grid={grid!r} must be a list of rows of slot labels (pipeline_schedule's result)")
     cells = [c for row in grid for c in row]
+    if not cells:
+        raise ValueError(f"grid={grid!r} has no slots")
     return cells.count("") / len(cells)
 
 

@@ -21,7 +21,7 @@ from .models import TransformerConfig, get_model
 from .prediction import Prediction, predict
 from .tables import Table
 from .training import OPTIMIZERS, Memory, memory, min_tokens_per_chip, step_time
-from .units import check_int, checks, fmt_bytes, fmt_time
+from .units import check_int, checks, fmt_bytes, fmt_time, is_a
 
 __all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]
 
@@ -209,7 +209,7 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
 
 
-@checks(batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")
+@checks(cluster=is_a(GpuCluster), batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")
 def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp: int = 1, ep: int = 1,
                       E: int = 1, k: int = 1) -> dict[str, float | str]:
     """Check a GPU training layout the way ch. 12 checks Megatron-LM's published configs: tokens per GPU

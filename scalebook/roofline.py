@@ -15,7 +15,7 @@ import numpy as np
 
 from .estimate import Estimate, Overlap
 from .hardware.chips import Chip, get_chip
-from .units import checks, dtype_bytes, fmt_bytes, fmt_rate
+from .units import LARGEST, check_kind, check_positive, checks, dtype_bytes, fmt_bytes, fmt_rate
 
 __all__ = [
     "Estimate", "Overlap", "estimate", "matmul", "dot", "einsum", "tiled_matmul", "tiled_intensity", "crossover_batch",
@@ -24,21 +24,11 @@ __all__ = [
 
 # `Estimate` and `Overlap` live in `estimate` (they need no chip) and are re-exported here, where readers meet them.
 
-def _positive(name: str, value: float) -> float:
-    try:
-        ok = float(value) > 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def _bandwidth(chip: Chip, bandwidth: float | None) -> float:
     W = chip.hbm_bandwidth if bandwidth is None else bandwidth
     if W is None:
         raise ValueError(f"{chip.name} has no HBM bandwidth figure; pass bandwidth= in bytes/s")
-    return _positive("bandwidth", W)
+    return check_positive("bandwidth", W)
 
 
 @checks(flops="nonneg", nbytes="nonneg", dtype="dtype", bandwidth="?size", channel="text", efficiency="fraction",
@@ -110,7 +100,7 @@ def matmul(
     int8 weights with bf16 activations. The multiply runs in `compute_dtype` (default: the wider of the
     two inputs).
     """
-    B, D, F = (_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
+    B, D, F = (check_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
     a, w, o, c = _matmul_dtypes(dtype, weight_dtype, act_dtype, out_dtype, compute_dtype)
     bx, bw, by = B * D * dtype_bytes(a), D * F * dtype_bytes(w), B * F * dtype_bytes(o)
     terms = (
@@ -152,7 +142,7 @@ def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float
 @checks(N="size", dtype="dtype")
 def dot(N: float, chip: Chip | str, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a dot product of two length-N vectors (2N-1 FLOPs; reads 2N, writes 1)."""
-    N = _positive("N", N)
+    N = check_positive("N", N)
     b = dtype_bytes(dtype)
     return estimate(2 * N - 1, (2 * N + 1) * b, chip, dtype=dtype, label=f"dot of two {dtype}[{N:g}]")
 
@@ -214,15 +204,20 @@ def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
     inputs = [s.strip() for s in match.group(1).split(",")]
     output = match.group(2)
     letters = set("".join(inputs))
+    if not isinstance(sizes, Mapping):
+        raise ValueError(f"sizes={sizes!r} must map each letter of {spec!r} to its size, e.g. {{'B': 8, 'D': 16}}")
     missing = sorted(letters - set(sizes))
     if missing:
         raise ValueError(f"sizes is missing dimension(s) {missing} used in {spec!r}")
     stray = sorted(set(output) - letters)
     if stray:
         raise ValueError(f"output dimension(s) {stray} of {spec!r} appear in no input")
-    total = float(np.prod([_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)]))
+    total = float(np.prod([check_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)]))
     contracted = letters - set(output)
-    return 2 * total if contracted else total
+    flops = 2 * total if contracted else total
+    if flops > LARGEST:
+        raise ValueError(f"sizes={dict(sizes)!r} make {flops:.3g} FLOPs, more than the {LARGEST:g} a calculator takes")
+    return flops
 
 
 @checks(spec="text", dtype="dtype", bandwidth="?size")
@@ -242,7 +237,9 @@ def einsum(
     """
     flops = einsum_flops(spec, sizes)
     operands = [s.strip() for s in spec.replace("->", ",").split(",")]
-    dtypes = list(dtypes or [dtype] * len(operands))
+    dtypes = list(check_kind("dtypes", dtypes, "?names") or [dtype] * len(operands))
+    for i, d in enumerate(dtypes):
+        check_kind(f"dtypes[{i}]", d, "dtype")
     if len(dtypes) != len(operands):
         raise ValueError(f"dtypes must give {len(operands)} dtypes for {spec!r} (inputs then output), got {dtypes}")
     nbytes = sum(float(np.prod([sizes[k] for k in op])) * dtype_bytes(d) for op, d in zip(operands, dtypes))
@@ -257,7 +254,7 @@ def tiled_intensity(bm: float, bn: float, dtype: str = "bf16") -> float:
     Each k-step loads bm·bk + bk·bn elements and does 2·bm·bk·bn FLOPs, so the intensity is
     2·bm·bn / ((bm + bn)·size) — in bf16 (2 bytes) the book's bm·bn/(bm+bn).
     """
-    bm, bn = _positive("bm", bm), _positive("bn", bn)
+    bm, bn = check_positive("bm", bm), check_positive("bn", bn)
     return 2 * bm * bn / ((bm + bn) * dtype_bytes(dtype))
 
 
@@ -271,8 +268,8 @@ def tiled_matmul(
     size·tm·tn·(tk·(bm·bk + bk·bn) + bm·bn). Tile sizes must divide the matrix dimensions.
     """
     for dim, tile, name in ((m, bm, "bm"), (k, bk, "bk"), (n, bn, "bn")):
-        _positive(name, tile)
-        if _positive(f"dimension for {name}", dim) % tile:
+        check_positive(name, tile)
+        if check_positive(f"dimension for {name}", dim) % tile:
             raise ValueError(f"{name}={tile} must divide the matrix dimension {dim}")
     tm, tk, tn = m // bm, k // bk, n // bn
     b = dtype_bytes(dtype)

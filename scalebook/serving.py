@@ -167,12 +167,10 @@ class Engine:
         object.__setattr__(self, "model", get_model(self.model))
         object.__setattr__(self, "chip", get_chip(self.chip))
         check_kind("mode", self.mode, MODES)
-        for name in ("n_chips", "slots", "prefill_chips", "decode_chips"):
-            value = getattr(self, name)
-            if value is not None:
-                check_int(name, value)
-        for name in ("param_bytes", "kv_bytes", "kv_bandwidth"):
-            check_kind(name, getattr(self, name), "?size")
+        for name, kind in (("n_chips", "count"), ("slots", "?count"), ("prefill_chips", "?count"),
+                           ("decode_chips", "?count"), ("param_bytes", "size"), ("kv_bytes", "size"),
+                           ("kv_bandwidth", "?size")):
+            check_kind(name, getattr(self, name), kind)
         check_kind("mfu", self.mfu, "fraction")
         self.pools()
 

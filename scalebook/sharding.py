@@ -25,7 +25,7 @@ from .collectives import collective
 from .estimate import Estimate, Overlap
 from .hardware.topology import TpuMesh
 from .tables import Table
-from .units import dtype_bytes, fmt_bytes, fmt_time
+from .units import check_int, check_kind, dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["ArraySpec", "parse_spec", "parse_expr", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
            "sharded_matmul", "partition_spec", "mesh_axes"]
@@ -101,10 +101,23 @@ MeshLike = TpuMesh | Mapping[str, int]
 
 def mesh_axes(mesh: MeshLike) -> dict[str, int]:
     """Return {axis: size} of a `TpuMesh` or of a plain mapping such as {"X": 4, "Y": 2}."""
+    if not isinstance(mesh, (TpuMesh, Mapping)):
+        raise ValueError(f"mesh={mesh!r} must be a TpuMesh or a mapping of axis names to sizes")
     axes = dict(mesh.axes if isinstance(mesh, TpuMesh) else mesh)
-    if any(not isinstance(n, int) or n < 1 for n in axes.values()):
+    if any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in axes.values()):
         raise ValueError(f"mesh={mesh!r} must map axis names to positive sizes")
     return axes
+
+
+MAX_DIM = 2**32  # the largest array dimension a spec may give: products of two stay far below units.LARGEST bytes
+
+
+def _check_sizes(sizes: object) -> Mapping[str, int]:
+    if not isinstance(sizes, Mapping):
+        raise ValueError(f"sizes={sizes!r} must map dimension names to sizes, e.g. {{'I': 1024, 'J': 8192}}")
+    for dim, n in sizes.items():
+        check_int(f"sizes[{dim!r}]", n, 1, MAX_DIM)
+    return sizes
 
 
 def _check_axes(spec: ArraySpec, axes: Mapping[str, int]) -> None:
@@ -120,14 +133,15 @@ def local_shape(spec: ArraySpec | str, mesh: MeshLike, sizes: Mapping[str, int])
     """
     spec = _as_spec(spec)
     axes_of = mesh_axes(mesh)
+    sizes = _check_sizes(sizes)
     _check_axes(spec, axes_of)
     shape = {}
     for dim, axes in spec.dims:
         if dim not in sizes:
             raise ValueError(f"sizes has no size for dimension {dim!r} of {spec}")
         n, parts = sizes[dim], math.prod(axes_of[a] for a in axes)
-        if not isinstance(n, int) or n <= 0 or n % parts:
-            raise ValueError(f"dimension {dim}={n!r} of {spec} must be a positive multiple of {parts} "
+        if n % parts:
+            raise ValueError(f"sizes[{dim!r}]: dimension {dim}={n!r} of {spec} must be a positive multiple of {parts} "
                              f"(the size of mesh axes {''.join(axes)})")
         shape[dim] = n // parts
     return shape
@@ -214,6 +228,7 @@ class Plan(Overlap):
 
 
 def parse_expr(expr: str) -> tuple[ArraySpec, ArraySpec, ArraySpec]:
+    expr = check_kind("expr", expr, "text")
     parts = [p.strip() for p in re.split(r"@|->", expr)]
     if len(parts) != 3:
         raise ValueError(f"expr={expr!r} must look like 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
@@ -352,6 +367,11 @@ def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) 
     The plan's `alternatives` lists every strategy considered with its lower-bound time.
     """
     A, B, C = parse_expr(expr)
+    if not isinstance(mesh, TpuMesh):
+        raise ValueError(f"mesh={mesh!r} must be a TpuMesh, e.g. TpuMesh('v5e', X=4, Y=4)")
+    dtype = check_kind("dtype", dtype, "dtype")
+    for dim, n in sizes.items():
+        check_int(dim, n, 1, MAX_DIM)
     for spec in (A, B, C):
         local_shape(spec, mesh, sizes)
     (J,) = set(A.dim_names) & set(B.dim_names)

@@ -78,12 +78,28 @@ def utilisation(B: int, D: int, F: int) -> float:
     return B / cycles(B, D, F)
 
 
+def _matrix(name: str, value: object) -> np.ndarray:
+    """A small finite 2-D array of numbers (a drawing of at most MAX_SIDE × MAX_SIDE cells)."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a 2-D array of numbers") from None
+    if array.ndim != 2 or not 1 <= min(array.shape) <= max(array.shape) <= MAX_SIDE:
+        raise ValueError(f"{name} must be a 2-D array of 1 to {MAX_SIDE} rows and columns, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name}={value!r} must hold finite numbers")
+    return array
+
+
+MAX_SIDE = 256  # the largest array the cycle-by-cycle drawing takes (its frames grow as B·D·F)
+
+
 def simulate(W: np.ndarray, X: np.ndarray) -> Run:
     """Return the cycle-by-cycle `Run` of X[B, D] @ W[D, F] on a D x F weight-stationary array.
 
     Raises `ValueError` when the shapes do not chain. The product is checked against `X @ W`.
     """
-    W, X = np.asarray(W, dtype=float), np.asarray(X, dtype=float)
+    W, X = _matrix("W", W), _matrix("X", X)
     if W.ndim != 2 or X.ndim != 2 or X.shape[1] != W.shape[0]:
         raise ValueError(f"need X[B, D] and W[D, F], got X{list(X.shape)} and W{list(W.shape)}")
     (B, D), F = X.shape, W.shape[1]

@@ -32,7 +32,8 @@ class Table:
             if not isinstance(row, Mapping):
                 raise TypeError(f"rows[{i}]={row!r} must be a mapping of column name to value")
             self.rows.append(dict(row))
-        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+        if columns is not None and (isinstance(columns, str) or not isinstance(columns, Iterable)
+                                    or not all(isinstance(c, str) for c in columns)):
             raise TypeError(f"columns={columns!r} must be a sequence of column names")
         self.columns: list[str] = list(columns or (self.rows[0].keys() if self.rows else []))
         missing = [c for c in self.columns if self.rows and all(c not in row for row in self.rows)]

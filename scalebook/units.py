@@ -24,7 +24,8 @@ __all__ = [
     "DTYPE_BYTES", "JAX_DTYPES", "dtype_bytes",
     "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
     "LARGEST", "check_number", "check_positive", "check_non_negative", "check_int", "check_fraction",
-    "check_choice", "closest", "check_kind", "checks", "check_fields", "KINDS",
+    "check_choice", "closest", "check_kind", "checks", "check_fields", "is_a", "sequence_of",
+    "KINDS",
 ]
 
 KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
@@ -150,6 +151,28 @@ def _check_result(name: str, value: object) -> object:
     return value
 
 
+def sequence_of(kind: str, what: str) -> Callable[[str, object], object]:
+    """A kind for a list or tuple (not a string) whose every element is of `kind`; errors name `name[i]`."""
+    def run(name: str, value: object) -> object:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or isinstance(value, dict):
+            raise ValueError(f"{name}={value!r} must be a list or tuple of {what}")
+        for i, item in enumerate(value):
+            check_kind(f"{name}[{i}]", item, kind)
+        return value
+    return run
+
+
+def is_a(*types: type, what: str = "") -> Callable[[str, object], object]:
+    """A kind for an object of one of `types` (e.g. `is_a(TpuMesh, GpuCluster)`)."""
+    wanted = what or " or ".join(t.__name__ for t in types)
+
+    def run(name: str, value: object) -> object:
+        if not isinstance(value, types):
+            raise ValueError(f"{name}={value!r} must be a {wanted}; got a {type(value).__name__}")
+        return value
+    return run
+
+
 def _array_or(check: Callable[[str, object], object]) -> Callable[[str, object], object]:
     """Apply a scalar check to a number, or to every element of a NumPy array (first bad one reported)."""
     def run(name: str, value: object) -> object:
@@ -177,6 +200,9 @@ KINDS: dict[str, Callable[[str, object], object]] = {
     "flag": _check_flag,                                         # True or False
     "text": _check_text,                                         # a string
     "dtype": _check_dtype,                                       # a dtype name of DTYPE_BYTES
+    "names": sequence_of("text", "names"),                      # a list or tuple of names
+    "sizes": sequence_of("size", "positive finite numbers"),    # a list or tuple of sizes
+    "counts": sequence_of("count", "whole numbers ≥ 1"),        # a list or tuple of counts
 }
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -312,14 +338,14 @@ def parse_size(text: str | float) -> float:
     Decimal prefixes (k, M, G, T, P) and binary ones (Ki, Mi, Gi, Ti), with or without a trailing B; the
     same parser reads token counts ('4Mi' tokens).
     """
-    if isinstance(text, (int, float)):
-        if text < 0:
-            raise ValueError(f"size={text!r} must be non-negative")
-        return float(text)
-    match = _SIZE_RE.match(str(text))
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return check_non_negative("size", text)
+    if not isinstance(text, str):
+        raise ValueError(f"size={text!r} must be a number or a string such as '16GiB'; got a {type(text).__name__}")
+    match = _SIZE_RE.match(text)
     if not match or match.group(2).lower() not in _SIZE_UNITS:
         raise ValueError(
             f"size={text!r} is not a size; write a number and a unit such as '16GiB', '1.5GB', '512KiB' "
             f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
         )
-    return float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    return check_non_negative("size", float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from ..tables import Table
-from ..units import check_fields, check_kind, fmt_bytes, fmt_rate
+from ..units import check_fields, check_kind, checks, fmt_bytes, fmt_rate, is_a, sequence_of
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
            "IDEAL", "EFFICIENCY_MODES"]
@@ -286,6 +286,7 @@ def get_chip(name: str | Chip) -> Chip:
     return _load()[0][table[key]]
 
 
+@checks(device_kind="text")
 def chip_for_device_kind(device_kind: str) -> Chip | None:
     """Return the `Chip` a JAX `device.device_kind` string names ('TPU v5 lite' -> v5e), or None."""
     kind = str(device_kind).lower()
@@ -300,6 +301,11 @@ def chip_for_device_kind(device_kind: str) -> Chip | None:
 
 def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Table:
     """Return a table of chips (all by default, or one `vendor`) with their headline specs."""
+    if chips is not None:
+        check_kind("chips", chips, sequence_of(is_a(Chip), "Chips"))
+    vendors = sorted({c.vendor for c in _load()[0].values()})
+    if vendor is not None:
+        check_kind("vendor", vendor, vendors)
     if chips is None:
         chips = [c for c in _load()[0].values() if vendor is None or c.vendor == vendor]
     rows = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..estimate import Estimate
 from ..tables import Table
-from ..units import checks, fmt_bytes, fmt_rate
+from ..units import check_positive, checks, fmt_bytes, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
@@ -32,10 +32,8 @@ def _gpu(chip: Chip | str) -> Chip:
 
 def _clock(chip: Chip, clock: str | float) -> float:
     """'boost' or 'base' picks the chip's published clock (Hz); a number is used as given."""
-    if isinstance(clock, (int, float)):
-        if clock <= 0:
-            raise ValueError(f"clock={clock!r} must be a positive frequency in Hz")
-        return float(clock)
+    if isinstance(clock, (int, float)) and not isinstance(clock, bool):
+        return check_positive("clock", clock)
     value = {"boost": chip.clock_hz, "base": chip.base_clock_hz}.get(clock, "unknown")
     if value == "unknown":
         raise ValueError(f"clock={clock!r}; allowed: 'boost', 'base' or a frequency in Hz")
@@ -111,6 +109,7 @@ def vector_add(N: float, chip: Chip | str, clock: str | float = "boost") -> Esti
                     terms=(("C (CUDA cores)", fmt_rate(C)), ("W (HBM)", fmt_rate(W, "B/s"))))
 
 
+@checks(chips="names")
 def gpu_table(chips: tuple[str, ...] = ("v100", "a100", "h100", "h200", "b200")) -> Table:
     """Return one row per GPU: SMs, CUDA cores, SMEM per SM, L2, HBM size and bandwidth, dense bf16/fp16
     FLOPs/s and the boost clock (ch. 12's two spec tables, from `chips.toml`)."""

@@ -111,16 +111,19 @@ class TpuMesh:
 
     # --- axes ---------------------------------------------------------------------------------------------------
 
-    def resolve_axes(self, axes: str | Iterable[str] | None) -> tuple[str, ...]:
-        """Normalise an axes argument: None = every axis, 'X', 'XY', ('X', 'Y') -> ('X', 'Y')."""
+    def resolve_axes(self, axes: str | Iterable[str] | None, name: str = "axes") -> tuple[str, ...]:
+        """Normalise an axes argument: None = every axis, 'X', 'XY', ('X', 'Y') -> ('X', 'Y'). Errors call the
+        argument `name`."""
         if axes is None:
             return tuple(self.axes)
+        if not isinstance(axes, (str, Iterable)):
+            raise ValueError(f"{name}={axes!r} must name axes of this mesh {list(self.axes)}, e.g. 'X' or 'XY'")
         names = tuple(axes) if not isinstance(axes, str) else tuple(axes.replace(",", "").replace(" ", ""))
         unknown = [a for a in names if a not in self.axes]
         if unknown or not names:
-            raise ValueError(f"axes={axes!r} must name axes of this mesh {list(self.axes)}")
+            raise ValueError(f"{name}={axes!r} must name axes of this mesh {list(self.axes)}")
         if len(set(names)) != len(names):
-            raise ValueError(f"axes={axes!r} names an axis twice")
+            raise ValueError(f"{name}={axes!r} names an axis twice")
         return names
 
     def size(self, axes: str | Iterable[str] | None = None) -> int:

@@ -1,0 +1,707 @@
+"""Hostile-but-honest fuzz of the analytic model (issue #16).
+
+Every public callable of the ground floor (the `__all__` of each module below) has a recipe: one valid call and
+the kind of each parameter. The fuzz replaces one argument at a time with each bad value of its kind (0, -1, NaN,
+±inf, 10**30, 2.5 for a count, a wrong type, None, a misspelt name) and demands a ValueError, TypeError or KeyError
+whose message names the argument, raised within a second. A function made public without a recipe fails
+`test_every_public_callable_has_a_recipe`. The property test feeds valid random values and asserts every number in
+the result is finite and non-negative.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import math
+import numbers
+import resource
+import signal
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import scalebook as sb
+import scalebook.validation  # noqa: F401  (not imported by `import scalebook`)
+
+MODULES = [
+    "units", "estimate", "roofline", "hardware.chips", "hardware.topology", "hardware.gpu", "hardware.sm", "models",
+    "sharding", "serving", "pipeline", "planner", "cheatsheet", "systolic", "tables", "svg", "hlo", "grading",
+    "training", "inference", "collectives", "validation",
+]
+
+# Public callables that take no part in the fuzz, each with its reason.
+RECORD = "result record: built by the library from validated inputs, read by the reader"
+EXEMPT = {
+    "units.check_number": "a validator itself (tested in test_units)",
+    "units.check_positive": "a validator itself", "units.check_non_negative": "a validator itself",
+    "units.check_int": "a validator itself", "units.check_fraction": "a validator itself",
+    "units.check_choice": "a validator itself", "units.closest": "a validator's helper (any text is a name)",
+    "units.check_kind": "a validator itself", "units.checks": "the validators' decorator",
+    "units.check_fields": "a validator itself", "units.is_a": "a validator factory",
+    "units.sequence_of": "a validator factory",
+    "grading.Comparison": RECORD, "grading.ExpectationError": "an exception class",
+    "grading.check": "owned by the autograder's issue (#18), not this one",
+    "grading.strip_solutions": "owned by the autograder's issue (#18)", "grading.plain_answer": "autograder's (#18)",
+    "serving.Requests": RECORD, "serving.Report": RECORD,
+    "sharding.Step": RECORD, "sharding.Plan": RECORD, "sharding.ArraySpec": "built by parse_spec, which is fuzzed",
+    "systolic.Frame": RECORD, "systolic.Run": RECORD,
+    "hlo.HloOp": "built by parse_op, which is fuzzed", "hlo.Collective": "built by hlo.collectives, fuzzed",
+    "planner.TrainingPlan": RECORD, "training.Prediction": RECORD, "training.Memory": RECORD,
+    "hardware.gpu.LevelSpan": RECORD, "hardware.gpu.NvLink": "a constant table's row type (NVLINK)",
+    "validation.Run": "a row of the published-runs suite (data, not a calculator)",
+    "estimate.Overlap": "a mixin with no constructor arguments",
+    "roofline.Overlap": "a mixin with no constructor arguments",
+}
+
+NAN, INF = float("nan"), float("inf")
+HUGE = 10**30
+BAD = {
+    "count": [0, -1, NAN, INF, -INF, HUGE, 2.5, "abc", None, True],     # a whole number ≥ 1
+    "count0": [-1, NAN, INF, HUGE, 2.5, "abc", None],                   # a whole number ≥ 0
+    "size": [0, -1, NAN, INF, -INF, HUGE, "abc", None],                 # a positive finite number
+    "nonneg": [-1, NAN, INF, -INF, HUGE, "abc", None],                  # a finite number ≥ 0
+    "fraction": [0, -1, 1.5, NAN, INF, "abc", None],                    # in (0, 1]
+    "frac0": [-1, 1.5, NAN, INF, "abc", None],                          # in [0, 1]
+    "real": ["abc", None],                                              # any number (a formatter's input)
+    "result": [-1, NAN, INF, -INF, "abc", None],                        # a computed quantity: ≥ 0, finite, any size
+    "name": ["misspelt", 3, None],                                      # one of a set of names
+    "obj": [3, "abc", None],                                            # an object of a given class
+    "sizes": [[1.0, NAN], [1.0, -1.0], [1.0, INF], "abc", None],        # a sequence of positive numbers
+    "counts": [[1, 0], [1, 2.5], [1, -1], "abc", None],                 # a sequence of whole numbers ≥ 1
+    "text": [3, None],                                                  # free text
+    "flag": ["yes", 2.5, None],                                         # a bool
+    "array": ["abc", None, [[NAN]]],                                    # a numeric array
+}
+
+
+def _misspell(value: Any) -> str:
+    return f"{value}x" if isinstance(value, str) else "misspelt"
+
+
+def _hw(name: str = "v5e", **kw: Any) -> Any:
+    return sb.TpuMesh(name, X=4, Y=4, **kw)
+
+
+def _cluster() -> Any:
+    return sb.hardware.gpu.get_cluster("h100-superpod", gpus=1024)
+
+
+def _run() -> Any:
+    return next(r for r in sb.validation.runs() if r.kind == "training")
+
+
+HLO_LINE = ("%all-gather.1 = bf16[1024,8192]{1,0} all-gather(bf16[256,8192]{1,0} %p), channel_id=1, "
+            "replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true")
+HLO = ("HloModule m, num_partitions=4\n\nENTRY %main (p: bf16[256,8192]) -> bf16[1024,8192] {\n"
+       f"  %p = bf16[256,8192]{{1,0}} parameter(0)\n  {HLO_LINE}\n}}\n")
+
+# name -> (valid call as kwargs (a callable builds fresh objects), {parameter: kind}; "?kind" means None is allowed,
+# "-" means not fuzzed (free text or a display option), a list is that parameter's own bad values).
+R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
+    "units.dtype_bytes": (lambda: dict(dtype="bf16"), {"dtype": "name"}),
+    "units.fmt_bytes": (lambda: dict(nbytes=3e9), {"nbytes": "real", "binary": "flag", "digits": "count"}),
+    "units.fmt_time": (lambda: dict(seconds=3e-3), {"seconds": "real", "digits": "count"}),
+    "units.fmt_flops": (lambda: dict(flops=3e12), {"flops": "real", "digits": "count"}),
+    "units.fmt_rate": (lambda: dict(rate=3e12), {"rate": "real", "unit": "text", "digits": "count"}),
+    "units.fmt_si": (lambda: dict(value=3e12, unit="B"), {"value": "real", "unit": "text", "digits": "count"}),
+    "units.parse_size": (lambda: dict(text="16GiB"), {"text": [-1, NAN, INF, HUGE, "12 parsecs", None, "1e999"]}),
+    "estimate.Estimate": (lambda: dict(flops=1e12, bytes=1e9, t_math=1e-3, t_comms=1e-3),
+                          {"flops": "result", "bytes": "result", "t_math": "result", "t_comms": "result",
+                           "channel": "text", "label": "text", "terms": "-", "t_latency": "result",
+                           "latency_adds": "flag"}),
+    "roofline.estimate": (lambda: dict(flops=1e12, nbytes=1e9, chip="v5e"),
+                          {"flops": "nonneg", "nbytes": "nonneg", "chip": "name", "dtype": "name",
+                           "bandwidth": "?size", "channel": "text", "efficiency": "fraction", "label": "text",
+                           "terms": "-"}),
+    "roofline.matmul": (lambda: dict(B=1024, D=8192, F=28672, chip="v5e"),
+                        {"B": "size", "D": "size", "F": "size", "chip": "name", "dtype": "name",
+                         "weight_dtype": "?name", "act_dtype": "?name", "out_dtype": "?name",
+                         "compute_dtype": "?name", "bandwidth": "?size", "channel": "text",
+                         "efficiency": "fraction"}),
+    "roofline.dot": (lambda: dict(N=1e6, chip="v5e"), {"N": "size", "chip": "name", "dtype": "name"}),
+    "roofline.einsum": (lambda: dict(spec="BD,DF->BF", sizes={"B": 8, "D": 16, "F": 32}, chip="v5e"),
+                        {"spec": ["BD;DF", 3, None], "sizes": [{"B": NAN, "D": 1, "F": 1}, {"B": -1, "D": 1, "F": 1},
+                                                              {"B": HUGE, "D": 1, "F": 1}, "abc", None],
+                         "chip": "name", "dtype": "name", "dtypes": [["bf16"], ["bf17", "bf16"], 3],
+                         "bandwidth": "?size"}),
+    "roofline.tiled_matmul": (lambda: dict(m=1024, k=512, n=512, bm=128, bk=128, bn=128, chip="v5e"),
+                              {"m": "count", "k": "count", "n": "count", "bm": "count", "bk": "count",
+                               "bn": "count", "chip": "name", "dtype": "name"}),
+    "roofline.tiled_intensity": (lambda: dict(bm=128, bn=128), {"bm": "size", "bn": "size", "dtype": "name"}),
+    "roofline.crossover_batch": (lambda: dict(D=8192, F=28672, chip="v5e"),
+                                 {"D": "size", "F": "size", "chip": "name", "dtype": "name", "matmul_kwargs": "-"}),
+    "roofline.critical_intensity": (lambda: dict(chip="v5e"), {"chip": "name", "dtype": "name", "bandwidth": "?size"}),
+    "roofline.critical_batch": (lambda: dict(chip="v5e"),
+                                {"chip": "name", "dtype": "name", "weight_dtype": "?name", "compute_dtype": "?name",
+                                 "bandwidth": "?size"}),
+    "roofline.achievable_flops": (lambda: dict(intensity=100.0, chip="v5e"),
+                                  {"intensity": "nonneg", "chip": "name", "dtype": "name", "bandwidth": "?size"}),
+    "roofline.einsum_flops": (lambda: dict(spec="BD,DF->BF", sizes={"B": 8, "D": 16, "F": 32}),
+                              {"spec": ["BD;DF", 3, None], "sizes": [{"B": NAN, "D": 1, "F": 1}, "abc", None,
+                                                                    {"B": -1, "D": 1, "F": 1}]}),
+    "roofline.matmul_intensity": (lambda: dict(B=1024, D=8192, F=8192),
+                                  {"B": "size", "D": "size", "F": "size", "dtype": "name"}),
+    "roofline.attention": (lambda: dict(T=4096, S=4096, N=64, K=8, H=128),
+                           {"T": "size", "S": "size", "N": "count", "K": "count", "H": "count", "chip": "name",
+                            "B": "size", "dtype": "name"}),
+    "hardware.chips.Chip": (lambda: dict(name="mychip", bf16_flops=1e15, hbm_bytes=80e9, hbm_bandwidth=3e12),
+                            {"name": "text", "vendor": "text", "kind": "text", "bf16_flops": "?size",
+                             "fp16_flops": "?size", "fp8_flops": "?size", "int8_flops": "?size",
+                             "fp4_flops": "?size", "fp32_flops": "?size", "hbm_bytes": "?size",
+                             "hbm_bandwidth": "?size", "ici_bandwidth": "?size", "ici_links": "?count",
+                             "nvlink_bandwidth": "?size", "dcn_bandwidth": "?size", "pcie_bandwidth": "?size",
+                             "clock_hz": "?size", "base_clock_hz": "?size", "cores": "?count",
+                             "mxu_size": "?count", "vmem_bytes": "?size", "smem_bytes": "?size",
+                             "register_bytes": "?size", "l2_bytes": "?size", "max_slice": "-", "host_shape": "-",
+                             "aliases": "-", "device_kinds": "-", "notes": "-", "sources": "-",
+                             "calibration": [3, "abc"]}),
+    "hardware.chips.get_chip": (lambda: dict(name="v5e"), {"name": "name"}),
+    "hardware.chips.list_chips": (lambda: dict(), {"chips": [3, "abc"], "vendor": "?name"}),
+    "hardware.chips.chip_names": (lambda: dict(), {}),
+    "hardware.chips.chip_for_device_kind": (lambda: dict(device_kind="TPU v5 lite"), {"device_kind": "text"}),
+    "hardware.chips.Efficiency": (lambda: dict(),
+                                  {"matmul": "fraction", "matmul_fp8": "?fraction", "attention": "?fraction",
+                                   "hbm": "fraction", "collectives": [{"all_gather": NAN}, {"all_gahter": 0.5}, 3],
+                                   "network": "fraction", "link": "fraction", "latency_node": "nonneg",
+                                   "latency_network": "nonneg", "sources": "-"}),
+    "hardware.topology.TpuMesh": (lambda: dict(chip="v5e", X=4, Y=4),
+                                  {"chip": "name", "X": "count", "Y": "count", "Z": "?count",
+                                   "wrap": ["yes", 3, {"X": "yes"}], "hop_latency": "nonneg"}),
+    "hardware.gpu.resolve": (lambda: dict(hardware="h100"), {"hardware": "name"}),
+    "hardware.gpu.FatTreeLevel": (lambda: dict(name="leaf", degree=8, bandwidth=400e9),
+                                  {"name": "text", "degree": "count", "bandwidth": "size", "switches": "count0",
+                                   "switch_bandwidth": "nonneg"}),
+    "hardware.gpu.GpuCluster": (lambda: dict(chip="h100", gpus=1024),
+                                {"chip": "name", "gpus": "count", "gpus_per_node": "?count", "gpu_bandwidth": "?size",
+                                 "node_egress": "?size", "levels": [3, "abc"], "sharp": "flag",
+                                 "nvswitches": "?count", "nvswitch_bandwidth": "?size"}),
+    "hardware.gpu.get_cluster": (lambda: dict(name="h100-superpod"),
+                                 {"name": "name", "gpus": "?count", "sharp": "flag"}),
+    "hardware.gpu.fat_tree_switches": (lambda: dict(gpus=1024),
+                                       {"gpus": "count", "radix": "count", "gpus_per_node": "count"}),
+    "hardware.sm.cuda_cores": (lambda: dict(chip="h100"), {"chip": "name"}),
+    "hardware.sm.vpu_alus": (lambda: dict(chip="v5e"), {"chip": "name"}),
+    "hardware.sm.vector_flops": (lambda: dict(chip="h100"),
+                                 {"chip": "name", "clock": [NAN, -1, INF, "turbo", None], "fma": "flag"}),
+    "hardware.sm.clock_from_vector_flops": (lambda: dict(chip="h100", flops=60e12),
+                                            {"chip": "name", "flops": "size", "fma": "flag"}),
+    "hardware.sm.tensor_core_flops_per_cycle": (lambda: dict(chip="h100"),
+                                                {"chip": "name", "dtype": "name",
+                                                 "clock": [NAN, -1, INF, "turbo", None]}),
+    "hardware.sm.on_chip_bytes": (lambda: dict(chip="h100"), {"chip": "name"}),
+    "hardware.sm.vector_add": (lambda: dict(N=1e9, chip="h100"),
+                               {"N": "size", "chip": "name", "clock": [NAN, -1, INF, "turbo", None]}),
+    "hardware.sm.gpu_table": (lambda: dict(), {"chips": [("h100", "h10x"), 3, None]}),
+    "models.TransformerConfig": (lambda: dict(L=2, D=512, F=2048, N=8, K=8, H=64, V=1000),
+                                 {"L": "count", "D": "count", "F": "count", "N": "count", "K": "count", "H": "count",
+                                  "V": "count", "tied": "flag", "gated": "flag", "E": "count", "k": "count",
+                                  "shared": "count0", "F_expert": "count0", "dense_layers": "count0",
+                                  "q_rank": "count0", "kv_rank": "count0", "rope_dim": "count0", "qk_dim": "count0",
+                                  "name": "text", "source": "text"}),
+    "models.get_model": (lambda: dict(name="llama3-8b"), {"name": "name"}),
+    "models.model_names": (lambda: dict(), {}),
+    "models.from_hf_config": (lambda: dict(config={"num_hidden_layers": 2, "hidden_size": 512,
+                                                   "intermediate_size": 2048, "num_attention_heads": 8,
+                                                   "num_key_value_heads": 8, "vocab_size": 1000}),
+                              {"config": [{"num_hidden_layers": -2}, {"hidden_size": NAN}, 3, None],
+                               "name": "text"}),
+    "models.flop_conventions": (lambda: dict(), {"model": "name", "seq_len": "count"}),
+    "sharding.parse_spec": (lambda: dict(text="A[I_X, J]"), {"text": ["A[I_X", 3, None]}),
+    "sharding.parse_expr": (lambda: dict(expr="A[I, J_X] @ B[J_X, K] -> C[I, K]"),
+                            {"expr": ["A[I] @ ", 3, None]}),
+    "sharding.local_shape": (lambda: dict(spec="A[I_X, J]", mesh={"X": 4}, sizes={"I": 64, "J": 32}),
+                             {"spec": ["A[I_X", 3, None], "mesh": [{"X": 0}, {"X": NAN}, 3, None],
+                              "sizes": [{"I": -1, "J": 32}, {"I": 2.5, "J": 32}, {"I": 64}, 3, None]}),
+    "sharding.bytes_per_device": (lambda: dict(spec="A[I_X, J]", mesh={"X": 4}, sizes={"I": 64, "J": 32}),
+                                  {"spec": ["A[I_X", 3, None], "mesh": [{"X": 0}, {"X": NAN}, 3, None],
+                                   "sizes": [{"I": -1, "J": 32}, {"I": NAN, "J": 32}, 3, None], "dtype": "name"}),
+    "sharding.total_bytes": (lambda: dict(spec="A[I_X, J]", mesh={"X": 4}, sizes={"I": 64, "J": 32}),
+                             {"spec": ["A[I_X", 3, None], "mesh": [{"X": 0}, {"X": NAN}, 3, None],
+                              "sizes": [{"I": -1, "J": 32}, {"I": NAN, "J": 32}, 3, None], "dtype": "name"}),
+    "sharding.sharded_matmul": (lambda: dict(expr="A[I, J_X] @ B[J_X, K] -> C[I, K]", mesh=_hw(),
+                                             I=1024, J=8192, K=8192),
+                                {"expr": ["A[I] @ ", 3, None], "mesh": "obj", "dtype": "name",
+                                 "I": "count", "J": "count", "K": "count"}),
+    "sharding.partition_spec": (lambda: dict(spec="A[I_X, J]"), {"spec": ["A[I_X", 3, None]}),
+    "sharding.mesh_axes": (lambda: dict(mesh={"X": 4}), {"mesh": [{"X": 0}, {"X": 2.5}, 3, None]}),
+    "serving.Lengths": (lambda: dict(median=512, sigma=0.5), {"median": "size", "sigma": "nonneg"}),
+    "serving.Workload": (lambda: dict(rate=4.0),
+                         {"rate": [0, -1, NAN, -INF, "abc", None], "prompt": "size", "output": "size",
+                          "prefix_hit": "frac0", "prefix_fraction": "frac0"}),
+    "serving.Engine": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8),
+                       {"model": "name", "chip": "name", "n_chips": "count", "param_bytes": "size",
+                        "kv_bytes": "size", "slots": "?count", "mode": "name", "prefill_chips": "?count",
+                        "decode_chips": "?count", "kv_bandwidth": "?size", "mfu": "fraction"}),
+    "serving.simulate": (lambda: dict(workload=sb.serving.Workload(4.0),
+                                      engine=sb.serving.Engine("llama3-8b", "v5e", 8), n_requests=50),
+                         {"workload": "obj", "engine": "obj", "n_requests": "count", "seed": "count0"}),
+    "pipeline.pipeline_bubble": (lambda: dict(stages=4, microbatches=8),
+                                 {"stages": "count", "microbatches": "count", "schedule": "name", "virtual": "count"}),
+    "pipeline.pipeline_schedule": (lambda: dict(stages=4, microbatches=8),
+                                   {"stages": "count", "microbatches": "count", "schedule": "name"}),
+    "pipeline.idle_fraction": (lambda: dict(grid=sb.pipeline.pipeline_schedule(2, 2)),
+                               {"grid": [[], [[]], 3, None]}),
+    "pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8, hardware="v5p"),
+                                {"batch_tokens": "size", "D": "count", "stages": "count", "microbatches": "count",
+                                 "hardware": "name", "dtype": "name"}),
+    "planner.plan": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
+                     {"model": "name", "chip": "name", "n_chips": "count", "batch_tokens": "size",
+                      "seq_len": "count", "saves_per_layer": [NAN, -1, INF, "blok", None], "optimizer": "name",
+                      "sequence_sharding": "flag", "efficiency": "?name", "tp_overlap": "flag"}),
+    "planner.check_parallelism": (lambda: dict(cluster=_cluster(), batch_tokens=2**22, tp=8),
+                                  {"cluster": "obj", "batch_tokens": "size", "tp": "count", "pp": "count",
+                                   "ep": "count", "E": "count", "k": "count"}),
+    "cheatsheet.constants": (lambda: dict(), {"chips": [("v5e", "v5x"), 3, None]}),
+    "cheatsheet.formulas": (lambda: dict(), {}),
+    "systolic.simulate": (lambda: dict(W=np.ones((3, 3)), X=np.ones((2, 3))), {"W": "array", "X": "array"}),
+    "systolic.cycles": (lambda: dict(B=3, D=4, F=4), {"B": "count", "D": "count", "F": "count"}),
+    "systolic.utilisation": (lambda: dict(B=3, D=4, F=4), {"B": "count", "D": "count", "F": "count"}),
+    "systolic.example": (lambda: dict(), {"B": "count", "D": "count", "F": "count"}),
+    "tables.Table": (lambda: dict(rows=[{"a": 1}]),
+                     {"rows": [3, None, [3]], "columns": [3, ["b"]], "formats": [3], "title": "text"}),
+    "svg.Chart": (lambda: dict(title="t"),
+                  {"title": "text", "xlabel": "text", "ylabel": "text", "xlog": "flag", "ylog": "flag",
+                   "xlim": [(1, NAN), (2, 1), 3], "ylim": [(1, INF), 3], "width": "count", "height": "count",
+                   "_items": "-"}),
+    "hlo.element_bytes": (lambda: dict(dtype="bf16"), {"dtype": "name", "context": "text"}),
+    "hlo.scalebook_dtype": (lambda: dict(hlo_dtype="bf16"), {"hlo_dtype": "name"}),
+    "hlo.parse_op": (lambda: dict(line=HLO_LINE), {"line": ["garbage", 3, None]}),
+    "hlo.iter_ops": (lambda: dict(hlo=HLO), {"hlo": [3, None]}),
+    "hlo.parse_hlo": (lambda: dict(hlo=HLO), {"hlo": [3, None]}),
+    "hlo.module_devices": (lambda: dict(hlo=HLO), {"hlo": [3, None]}),
+    "hlo.replica_groups": (lambda: dict(line=HLO_LINE, n_devices=4), {"line": [3, None], "n_devices": "count"}),
+    "hlo.collectives": (lambda: dict(hlo=HLO), {"hlo": [3, None]}),
+    "hlo.padding": (lambda: dict(shape=(1024, 8192), tile="T(8,128)"),
+                    {"shape": [(1024, -1), (2.5, 3), 3, None], "tile": ["T(8,", (( 0, 128),), 3, None],
+                     "dtype": "name"}),
+    "grading.expect": (lambda: dict(value=1.0, published=1.0),
+                       {"value": "-", "published": "-", "rtol": "nonneg", "source": "text", "label": "text",
+                        "unit": "text"}),
+    "training.memory": (lambda: dict(model="llama3-8b", batch_tokens=2**20, n_chips=256),
+                        {"model": "name", "batch_tokens": "size", "n_chips": "count",
+                         "saves_per_layer": [NAN, -1, INF, "blok", None], "optimizer": "name", "param_dtype": "name",
+                         "opt_dtype": "name", "grad_dtype": "?name", "zero": [-1, 4, 2.5, NAN, None]}),
+    "training.activation_bytes": (lambda: dict(model="llama3-8b", tokens=2**20),
+                                  {"model": "name", "tokens": "size", "saves_per_layer": [NAN, -1, INF, "blok", None],
+                                   "dtype": "name"}),
+    "training.max_params": (lambda: dict(chip="v5p"),
+                            {"chip": "name", "optimizer": "name", "param_dtype": "name", "opt_dtype": "name"}),
+    "training.layer_cost": (lambda: dict(strategy="dp", B=2**20, D=8192, F=28672, chip="v5p", X=16),
+                            {"strategy": "name", "B": "size", "D": "size", "F": "size", "chip": "name",
+                             "X": "count", "Y": "count", "M_X": "count", "M_Y": "count", "dtype": "name",
+                             "Z": "count", "k": "count"}),
+    "training.expert_width_threshold": (lambda: dict(Z=8, k=2, hardware="v5p"),
+                                        {"Z": "count", "k": "count", "hardware": "name", "D": "count",
+                                         "dtype": "name"}),
+    "training.min_tokens_per_chip": (lambda: dict(strategy="fsdp", chip="v5p"),
+                                     {"strategy": "name", "chip": "name", "F": "?size", "M_X": "count",
+                                      "M_Y": "count", "dtype": "name", "model_parallel": "count", "E": "count",
+                                      "k": "count"}),
+    "training.critical_batch": (lambda: dict(strategy="fsdp", chip="v5p"),
+                                {"strategy": "name", "chip": "name", "F": "?size", "M_X": "count", "M_Y": "count",
+                                 "dtype": "name", "model_parallel": "count", "E": "count", "k": "count"}),
+    "training.tp_limit": (lambda: dict(F=28672, chip="v5p"),
+                          {"F": "size", "chip": "name", "M_Y": "count", "dtype": "name"}),
+    "training.x_opt": (lambda: dict(B=2**20, F=28672, N=256),
+                       {"B": "size", "F": "size", "N": "count", "M_X": "count", "M_Y": "count"}),
+    "training.comms_time": (lambda: dict(model=sb.get_model("llama3-8b"), chip=sb.get_chip("v5p"),
+                                         batch_tokens=2**20, strategy="fsdp_tp", X=64, Y=4, M_X=1, M_Y=1),
+                            {"model": "obj", "chip": "obj", "batch_tokens": "size", "strategy": "name",
+                             "X": "count", "Y": "count", "M_X": "count", "M_Y": "count", "dtype": "name",
+                             "P": "count", "microbatches": "count"}),
+    "training.step_time": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
+                           {"model": "name", "chip": "name", "n_chips": "count", "batch_tokens": "size",
+                            "strategy": "name", "X": "?count", "Y": "count", "M_X": "count", "M_Y": "count",
+                            "seq_len": "count0", "mfu": "fraction", "P": "count", "microbatches": "?count"}),
+    "training.mfu": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20, seconds=1.0),
+                     {"model": "name", "chip": "name", "n_chips": "count", "batch_tokens": "size",
+                      "seconds": "size", "seq_len": "count0", "dtype": "name"}),
+    "training.expert_parallel": (lambda: dict(model="deepseek-v3", chip="v5p", batch_tokens=2**20, Z=8),
+                                 {"model": "name", "chip": "name", "batch_tokens": "size", "Z": "count",
+                                  "M": "count", "dtype": "name"}),
+    "training.predict": (lambda: dict(model="llama3-8b", hardware=_cluster(), n_chips=64,
+                                      global_batch_tokens=2**22, seq_len=8192, tp=8),
+                         {"model": "name", "hardware": "name", "n_chips": "count", "global_batch_tokens": "size",
+                          "seq_len": "count", "tp": "count", "pp": "count", "cp": "count", "ep": "count",
+                          "fsdp": "flag", "microbatch_tokens": "?size", "virtual_stages": "count",
+                          "recompute": "name", "dtype": "name", "efficiency": "name",
+                          "sequence_parallel": ["yes", 2.5], "flash_attention": "flag", "tp_overlap": "flag",
+                          "grad_bytes": "size", "master_bytes": "size"}),
+    "training.training_memory": (lambda: dict(model="llama3-8b", seq_len=8192, tp=8),
+                                 {"model": "name", "seq_len": "count", "tp": "count", "pp": "count", "cp": "count",
+                                  "ep": "count",
+                                  "dp": "count", "microbatch_tokens": "?size", "microbatches": "count",
+                                  "virtual_stages": "count", "recompute": "name", "fsdp": "flag",
+                                  "sequence_parallel": ["yes", 2.5], "flash_attention": "flag",
+                                  "param_bytes": "size", "grad_bytes": "size", "master_bytes": "size",
+                                  "optimizer": "name"}),
+    "training.activation_bytes_per_layer": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=8192,
+                                                         seq_len=8192),
+                                            {"model": "obj", "tokens": "size", "seq_len": "count", "tp": "count",
+                                             "recompute": "name", "sequence_parallel": "flag",
+                                             "flash_attention": "flag"}),
+    "inference.kv_cache_bytes": (lambda: dict(model="llama3-8b", context=8192),
+                                 {"model": "name", "context": "nonneg", "batch": "count", "bytes_per_value": "size",
+                                  "local_layers": "frac0", "window": "nonneg", "share": "count"}),
+    "inference.decode_time": (lambda: dict(params=8e9, kv_bytes_per_seq=1e9, batch=8, chip="v5e", n_chips=8),
+                              {"params": "size", "kv_bytes_per_seq": "nonneg", "batch": "count", "chip": "name",
+                               "n_chips": "count", "param_bytes": "size", "compute_dtype": "name",
+                               "t_ici": "nonneg", "label": "text", "efficiency": "name"}),
+    "inference.decode_step": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, batch=8, context=8192),
+                              {"model": "name", "chip": "name", "n_chips": "count", "batch": "count",
+                               "context": "nonneg", "param_bytes": "size", "kv_bytes": "size",
+                               "compute_dtype": "name", "mesh": [3, "abc"], "efficiency": "name"}),
+    "inference.prefill": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, tokens=8192),
+                          {"model": "name", "chip": "name", "n_chips": "count", "tokens": "size", "mfu": "?fraction",
+                           "compute_dtype": "name", "attention": "flag", "param_bytes": "size", "kv_bytes": "size",
+                           "mesh": [3, "abc"], "efficiency": "name", "batch": "count"}),
+    "inference.default_mesh": (lambda: dict(chip="v5e", n_chips=8), {"chip": "name", "n_chips": "count"}),
+    "inference.max_batch": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, context=8192),
+                            {"model": "name", "chip": "name", "n_chips": "count", "context": "nonneg",
+                             "param_bytes": "size", "kv_bytes": "size"}),
+    "inference.pareto": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, context=8192, batches=[1, 8]),
+                         {"model": "name", "chip": "name", "n_chips": "count", "context": "nonneg",
+                          "batches": "?counts", "param_bytes": "size", "kv_bytes": "size", "mesh": [3, "abc"]}),
+    "inference.smallest_topology": (lambda: dict(model="llama3-8b", chip="v5e"),
+                                    {"model": "name", "chip": "name", "param_bytes": "size", "context": "nonneg",
+                                     "batch": "count", "kv_bytes": "size", "shapes": [[(1, 0)], [(2.5, 1)], 3, None]}),
+    "inference.prices": (lambda: dict(), {}),
+    "inference.cost_per_million_tokens": (lambda: dict(chip="v5e", tokens_per_second_per_chip=1000.0),
+                                          {"chip": "name", "tokens_per_second_per_chip": "size"}),
+    "inference.moe_critical_batch": (lambda: dict(model="deepseek-v3", chip="v5e"),
+                                     {"model": "name", "chip": "name", "param_dtype": "name",
+                                      "compute_dtype": "name"}),
+    "inference.weight_stationary": (lambda: dict(B=64, D=8192, F=28672, chip="v5e", N=8),
+                                    {"B": "size", "D": "size", "F": "size", "chip": "name", "N": "count"}),
+    "inference.speculative_speedup": (lambda: dict(acceptance=0.8, draft_tokens=4, draft_cost=0.1),
+                                      {"acceptance": "frac0", "draft_tokens": "count", "draft_cost": "nonneg"}),
+    "inference.disaggregation_ratio": (lambda: dict(prefill_seconds=0.1, step_seconds=0.02, batch=32,
+                                                    decode_tokens=256),
+                                       {"prefill_seconds": "size", "step_seconds": "size", "batch": "count",
+                                        "decode_tokens": "count"}),
+    "inference.evicted_per_step": (lambda: dict(batch=32, prompt_tokens=1024, decode_tokens=256),
+                                   {"batch": "count", "prompt_tokens": "nonneg", "decode_tokens": "size"}),
+    "collectives.all_gather": (lambda: dict(mesh=_hw(), axes="X", nbytes=1e9),
+                               {"mesh": "obj", "axes": ["Q", 3], "nbytes": "nonneg", "also_sharded": ["Q", 2.5],
+                                "efficiency": "name"}),
+    "collectives.reduce_scatter": (lambda: dict(mesh=_hw(), axes="X", nbytes=1e9),
+                                   {"mesh": "obj", "axes": ["Q", 3], "nbytes": "nonneg", "also_sharded": ["Q"],
+                                    "efficiency": "name"}),
+    "collectives.all_reduce": (lambda: dict(mesh=_hw(), axes="X", nbytes=1e9),
+                               {"mesh": "obj", "axes": ["Q", 3], "nbytes": "nonneg", "also_sharded": ["Q"],
+                                "efficiency": "name"}),
+    "collectives.all_to_all": (lambda: dict(mesh=_hw(), axes="X", nbytes=1e9),
+                               {"mesh": "obj", "axes": ["Q", 3], "nbytes": "nonneg", "also_sharded": ["Q"],
+                                "top_k": "?count", "efficiency": "name"}),
+    "collectives.collective": (lambda: dict(kind="all_gather", mesh=_hw(), axes="X", nbytes=1e9),
+                               {"kind": "name", "mesh": "obj", "axes": ["Q", 3], "nbytes": "nonneg",
+                                "also_sharded": ["Q"], "top_k": "?count", "efficiency": "name"}),
+    "collectives.gpu_collective": (lambda: dict(kind="all_gather", cluster=_cluster(), axes=None, nbytes=1e9),
+                                   {"kind": "name", "cluster": "obj", "axes": ["Q", 3], "nbytes": "nonneg",
+                                    "Y": "count", "top_k": "?count", "efficiency": "name"}),
+    "collectives.gpu_levels": (lambda: dict(kind="all_gather", cluster=_cluster(), axes=None, nbytes=1e9),
+                               {"kind": "name", "cluster": "obj", "axes": ["Q", 3], "nbytes": "nonneg",
+                                "Y": "count", "top_k": "?count"}),
+    "collectives.gpu_simple": (lambda: dict(kind="all_gather", cluster=_cluster(), nbytes=1e9),
+                               {"kind": "name", "cluster": "obj", "nbytes": "nonneg"}),
+    "collectives.ragged_fill": (lambda: dict(units=8, top_k=2), {"units": "count", "top_k": "?count"}),
+    "collectives.achieved_bandwidth": (lambda: dict(nbytes=1e9, peak=100e9, overhead=1e-5),
+                                       {"nbytes": "size", "peak": "size", "overhead": "nonneg"}),
+    "collectives.fixed_overhead": (lambda: dict(nbytes=1e9, achieved=80e9, peak=100e9),
+                                   {"nbytes": "size", "achieved": "size", "peak": "size"}),
+    "collectives.fit_bandwidth": (lambda: dict(nbytes=[1e6, 1e7, 1e8], seconds=[1e-4, 2e-4, 1e-3]),
+                                  {"nbytes": "sizes", "seconds": "sizes"}),
+    "planner.search": (lambda: dict(model="llama3-8b", hardware=_cluster(), n_chips=64, batch_tokens=2**22,
+                                    seq_len=8192),
+                       {"model": "name", "hardware": "name", "n_chips": "count", "batch_tokens": "size",
+                        "seq_len": "count", "efficiency": "name", "tp_overlap": "flag"}),
+    "validation.disagreements": (lambda: dict(), {}),
+    "validation.runs": (lambda: dict(), {}),
+    "validation.sources": (lambda: dict(), {}),
+    "validation.model": (lambda: dict(name="llama3-8b"), {"name": "name"}),
+    "validation.predict": (lambda: dict(run=_run()), {"run": "obj", "efficiency": "name"}),
+    "validation.results": (lambda: dict(), {"efficiency": "name"}),
+    "validation.table": (lambda: dict(), {"efficiency": "name", "kind": "?name"}),
+    "validation.summary": (lambda: dict(), {"efficiency": "name"}),
+    "validation.flops_per_token": (lambda: dict(run=_run()), {"run": "obj"}),
+}
+R["inference.StepEstimate"] = (R["estimate.Estimate"][0], {**R["estimate.Estimate"][1], "t_params": "result",
+                                                            "t_kv": "result", "t_ici": "result", "batch": "count",
+                                                            "ici_adds": "flag"})
+
+
+def public_callables() -> dict[str, Any]:
+    """{'module.name': callable} over the `__all__` of every ground-floor module (each object once, under the
+    module that defines it or, for re-exports, under every module that lists it)."""
+    found = {}
+    for mod_name in MODULES:
+        module = importlib.import_module(f"scalebook.{mod_name}")
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if callable(obj) and not isinstance(obj, type(np)) and not name.isupper():
+                found[f"{mod_name}.{name}"] = obj
+    return found
+
+
+def resolve(name: str) -> Any:
+    """The callable a recipe names ('module.attr'), looked up as a reader would: sb.training.predict."""
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(f"scalebook.{module}"), attr)
+
+
+def test_every_public_callable_has_a_recipe():
+    """Coverage by identity: a re-export (sb.roofline.Estimate, sb.training.pipeline_bubble) uses the recipe of the
+    object it re-exports; a public callable with neither a recipe nor an exemption fails."""
+    covered = {id(resolve(name)) for name in R} | {id(obj) for n, obj in public_callables().items() if n in EXEMPT}
+    missing = sorted(n for n, obj in public_callables().items() if id(obj) not in covered)
+    assert not missing, f"public callables without a fuzz recipe (add one to tests/test_fuzz.py R): {missing}"
+
+
+def test_every_parameter_has_a_kind():
+    gaps = []
+    for name, (_valid, kinds) in R.items():
+        params = inspect.signature(resolve(name)).parameters
+        for p in params.values():
+            if p.name == "self" or p.kind == p.VAR_KEYWORD and p.name in kinds or p.name in kinds:
+                continue
+            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            gaps.append(f"{name}({p.name})")
+        for extra in set(kinds) - set(params):
+            if not (extra in _valid() and any(p.kind == p.VAR_KEYWORD for p in params.values())):
+                gaps.append(f"{name}: no parameter {extra}")
+    assert not gaps, gaps
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def guarded(seconds: int = 2, extra_bytes: int = 2 * 2**30):
+    """Run a block with a time limit (SIGALRM) and an address-space cap of `extra_bytes` above today's use."""
+    def on_alarm(signum, frame):
+        raise Hang()
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * resource.getpagesize()
+    cap = used + extra_bytes if hard == resource.RLIM_INFINITY else min(hard, used + extra_bytes)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def numbers_in(obj: Any, depth: int = 0) -> list[float]:
+    """Every number reachable in a result (floats, arrays, dataclass fields, dicts, sequences, properties of
+    Estimates), to check that none is NaN, inf or negative."""
+    if depth > 4 or obj is None or isinstance(obj, (str, bool, type)):
+        return []
+    if isinstance(obj, numbers.Real):
+        return [float(obj)]
+    if isinstance(obj, np.ndarray):
+        return [float(x) for x in obj.ravel()[:1000]] if obj.dtype.kind in "fiu" else []
+    if isinstance(obj, Mapping):
+        return [x for v in obj.values() for x in numbers_in(v, depth + 1)]
+    if isinstance(obj, (list, tuple)):
+        return [x for v in obj[:200] for x in numbers_in(v, depth + 1)]
+    if isinstance(obj, sb.Table):
+        return [x for row in obj.rows[:200] for x in numbers_in(row, depth + 1)]
+    if dataclasses.is_dataclass(obj):
+        out = [x for f in dataclasses.fields(obj) if not f.name.startswith("_")
+               for x in numbers_in(getattr(obj, f.name), depth + 1)]
+        for prop in ("time", "upper", "t_link"):
+            if isinstance(getattr(type(obj), prop, None), property):
+                out += numbers_in(getattr(obj, prop), depth + 1)
+        return out
+    return []
+
+
+# Results whose numbers may be negative: formatters (a difference formats fine), relative errors of the published-runs
+# suite (a prediction below the published value), the systolic frames (-1 marks an empty cell, NaN a psum not
+# started: display markers, not quantities).
+SIGNED_RESULTS = {"units.fmt_bytes", "units.fmt_time", "units.fmt_flops", "units.fmt_rate", "units.fmt_si",
+                  "validation.results", "validation.table", "validation.disagreements", "validation.summary"}
+MARKED_RESULTS = {"systolic.simulate"}
+
+
+def bad_numbers(name: str, result: Any) -> str:
+    """'' if every number in `result` is finite and non-negative, else which."""
+    if name in MARKED_RESULTS:
+        return ""
+    values = numbers_in(result)
+    if any(math.isnan(v) for v in values):
+        return "nan"
+    if any(math.isinf(v) for v in values):
+        return "inf"
+    if name not in SIGNED_RESULTS and any(v < 0 for v in values):
+        return "negative"
+    return ""
+
+
+def call(name: str, kwargs: dict[str, Any]) -> Any:
+    return resolve(name)(**kwargs)
+
+
+def bad_cases() -> list[tuple[str, str, Any]]:
+    """(callable, parameter, bad value) for every recipe, parameter and bad value of its kind."""
+    cases = []
+    for name, (valid, kinds) in sorted(R.items()):
+        example = valid()
+        for param, kind in kinds.items():
+            if kind == "-":
+                continue
+            if isinstance(kind, list):
+                values = kind
+            else:
+                optional = kind.startswith("?")
+                values = list(BAD[kind.lstrip("?")])
+                if optional:
+                    values = [v for v in values if v is not None]
+                if kind.lstrip("?") == "name":
+                    values = [_misspell(example.get(param, "")) if v == "misspelt" else v for v in values]
+            cases += [(name, param, v) for v in values]
+    return cases
+
+
+ALIASES = {"hardware": ("chip",), "name": ("chip", "model", "cluster", "name"), "text": ("size", "spec"),
+           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",)}
+
+
+def classify(name: str, param: str, value: Any) -> tuple[str, str]:
+    """Run one bad call; return (outcome, detail). Outcomes: 'named' (the wanted error), 'generic' (another
+    exception, or one not naming the argument), 'accepted', 'nan'/'inf'/'negative' (a silent bad result),
+    'hang', 'memory'."""
+    valid, _kinds = R[name]
+    kwargs = valid()
+    kwargs[param] = value
+    try:
+        with guarded():
+            result = call(name, kwargs)
+    except Hang:
+        return "hang", ""
+    except MemoryError:
+        return "memory", ""
+    except (ValueError, TypeError, KeyError) as exc:
+        text = str(exc)
+        if param in text or any(a in text for a in ALIASES.get(param, ())):
+            return "named", text
+        return "generic", f"{type(exc).__name__}: {text}"
+    except Exception as exc:  # noqa: BLE001 - any other exception type is what the fuzz counts
+        return "generic", f"{type(exc).__name__}: {exc}"
+    try:
+        problem = bad_numbers(name, result)
+    except Exception:  # noqa: BLE001 - a result too broken to read was still accepted
+        problem = ""
+    return (problem or "accepted"), object.__repr__(result) if problem is None else _short(result)
+
+
+def _short(result: Any) -> str:
+    try:
+        return repr(result)[:120]
+    except Exception:  # noqa: BLE001
+        return object.__repr__(result)
+
+
+def test_fuzz_one_bad_argument_at_a_time(capsys):
+    outcomes: Counter[str] = Counter()
+    failures = []
+    cases = bad_cases()
+    for name, param, value in cases:
+        outcome, detail = classify(name, param, value)
+        outcomes[outcome] += 1
+        if outcome != "named":
+            failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
+    with capsys.disabled():
+        print(f"\nfuzz: {len(cases)} bad calls over {len(R)} public callables: "
+              + ", ".join(f"{k} {outcomes[k]}" for k in ("named", "generic", "accepted", "nan", "inf", "negative",
+                                                         "hang", "memory")))
+    assert len(cases) >= 2000
+    assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures[:400])
+
+
+def test_every_recipe_is_a_valid_call():
+    broken = []
+    for name, (valid, _kinds) in sorted(R.items()):
+        try:
+            with guarded(20):
+                result = call(name, valid())
+        except Exception as exc:  # noqa: BLE001
+            broken.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if (problem := bad_numbers(name, result)):
+            broken.append(f"{name}: {problem} in {result!r:.200}")
+    assert not broken, "\n".join(broken)
+
+
+# --- valid random input -----------------------------------------------------------------------------------------
+
+SCALE = {"count": (1, 64), "count0": (0, 64), "size": (1e-3, 1e6), "nonneg": (0.0, 1e6), "fraction": (0.05, 1.0),
+         "frac0": (0.0, 1.0)}
+SLOW = {"serving.simulate", "validation.results", "validation.table", "validation.summary", "planner.plan"}
+
+
+def _scaled(example: Any, kind: str, draw: Any) -> Any:
+    """A valid random value of `kind` near the recipe's `example` (a multiple of it for sizes and counts, so that
+    divisibility the example satisfies is kept: a power-of-two multiple for counts)."""
+    if kind in ("count",) and isinstance(example, int) and example >= 1:
+        return example * 2 ** draw(st.integers(0, 3))
+    if kind == "size" and isinstance(example, numbers.Real) and example > 0:
+        return float(example) * draw(st.floats(0.5, 4.0))
+    if kind == "nonneg" and isinstance(example, numbers.Real):
+        return float(example) * draw(st.floats(0.0, 4.0))
+    if kind in ("fraction", "frac0"):
+        return draw(st.floats(*SCALE[kind]))
+    return example
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_valid_random_inputs_give_finite_non_negative_results(data):
+    name = data.draw(st.sampled_from(sorted(set(R) - SLOW)))
+    valid, kinds = R[name]
+    kwargs = valid()
+    for param, kind in kinds.items():
+        if param in kwargs and isinstance(kind, str) and kind.lstrip("?") in SCALE:
+            kwargs[param] = _scaled(kwargs[param], kind.lstrip("?"), data.draw)
+    try:
+        with guarded(10):
+            result = call(name, kwargs)
+    except (ValueError, KeyError) as exc:  # a valid-but-impossible combination, refused clearly by name
+        assert "=" in str(exc) or "fit" in str(exc), f"{name}({kwargs}): unclear refusal {exc}"
+        return
+    assert not bad_numbers(name, result), f"{name}({kwargs}) -> {result!r:.300}"
+
+
+@pytest.mark.parametrize("preset", sorted(sb.hardware.gpu.PRESETS))
+def test_plan_any_gpu_count(preset):
+    """300 random valid GPU counts per preset plan without a crash; the layout uses whole nodes and fits."""
+    rng = np.random.default_rng(16)
+    cluster = sb.hardware.gpu.get_cluster(preset)
+    node = cluster.gpus_per_node
+    crashes = []
+    for n in rng.integers(node, 4096, size=300):
+        n = int(n)
+        try:
+            with guarded(10):
+                p = sb.planner.plan("llama3-8b", sb.hardware.gpu.get_cluster(preset, gpus=n), n, 4 * 2**20)
+        except ValueError as exc:
+            if "does not fit" in str(exc) or "fit" in str(exc):
+                continue
+            crashes.append(f"{n}: {exc}")
+            continue
+        if p.n_chips % node or p.n_chips > n:
+            crashes.append(f"{n}: used {p.n_chips} GPUs, not whole {node}-GPU nodes within {n}")
+    assert not crashes, crashes[:20]
