@@ -35,11 +35,13 @@ __all__ = [
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
     "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-    "sharded_ops", "labs", "pipeline", "planner", "problems", "notebooks", "cli", "cheatsheet",
+    "sharded_ops", "labs", "pipeline", "planner", "prediction", "validation", "multihost", "problems", "notebooks",
+    "cli", "cheatsheet",
 ]
 
 _LAZY_MODULES = {"bench", "xla", "plots", "widgets", "svg", "systolic", "autograde", "profiling", "labs",
-                 "problems", "notebooks", "cli", "cheatsheet", "hlo", "pipeline", "planner"}
+                 "problems", "notebooks", "cli", "cheatsheet", "hlo", "pipeline", "planner", "prediction",
+                 "validation", "multihost"}
 # The chapters' labs under the names chapters 7 and 10 use: `sb.decoder`, `from scalebook import sharded_ops`.
 _LAB_NAMES = {"decoder": "labs.ch07_decoder", "sharded_ops": "labs.ch10_programs"}
 
