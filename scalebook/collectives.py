@@ -36,7 +36,7 @@ from .estimate import Estimate
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
-from .units import checks, fmt_bytes, fmt_rate
+from .units import checks, fmt_bytes, fmt_rate, is_a
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "collective", "gpu_collective",
            "gpu_levels", "gpu_simple", "ragged_fill", "achieved_bandwidth", "fixed_overhead",
@@ -73,7 +73,7 @@ def _shared_bytes(mesh: TpuMesh, nbytes: float, also_sharded: str | Iterable[str
         raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
     if not also_sharded:
         return float(nbytes)
-    others = mesh.resolve_axes(also_sharded)
+    others = mesh.resolve_axes(also_sharded, "also_sharded")
     clash = set(others) & {a.name for a in taking_part}
     if clash:
         raise ValueError(f"also_sharded={also_sharded!r} repeats axes that take part in the collective: "
@@ -151,7 +151,7 @@ def ragged_fill(units: int, top_k: int | None) -> float:
     return units * (1 - (1 - 1 / units) ** top_k)
 
 
-@checks(kind=KINDS, nbytes="nonneg", Y="count", top_k="?count")
+@checks(kind=KINDS, cluster=is_a(GpuCluster), nbytes="nonneg", Y="count", top_k="?count")
 def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
                top_k: int | None = None) -> list[tuple[str, int, float, float]]:
     """Return (level, units joined, bytes/s per unit, seconds) for each level a collective crosses (ch. 12).
@@ -185,7 +185,7 @@ def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, 
     return out
 
 
-@checks(kind=KINDS, nbytes="nonneg")
+@checks(kind=KINDS, cluster=is_a(GpuCluster), nbytes="nonneg")
 def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
     """Return the seconds of a collective over every GPU of `cluster` in the book's simple form (ch. 12), with
     W = `cluster.collective_bandwidth` and no ring factors: AllGather / ReduceScatter V/W, AllReduce 2V/W (V/W
@@ -202,7 +202,7 @@ def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
     return nbytes / W * (2 if kind == "all_reduce" and not cluster.sharp else 1)
 
 
-@checks(kind=KINDS, nbytes="nonneg", Y="count", top_k="?count")
+@checks(kind=KINDS, cluster=is_a(GpuCluster), nbytes="nonneg", Y="count", top_k="?count")
 def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, Y: int = 1,
                    top_k: int | None = None, efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of a collective over a GPU cluster (ch. 12): the slowest of its levels
@@ -247,6 +247,7 @@ def fixed_overhead(nbytes: float, achieved: float, peak: float) -> float:
     return nbytes / achieved - nbytes / peak
 
 
+@checks(nbytes="sizes", seconds="sizes")
 def fit_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
     """Fit measured collective times to T = overhead + V / peak; return (peak B/s, overhead s).
 
@@ -311,6 +312,7 @@ def all_to_all(mesh: TpuMesh | GpuCluster, axes: str | Iterable[str] | None, nby
     return collective("all_to_all", mesh, axes, nbytes, also_sharded, top_k, efficiency)
 
 
+@checks(n_chips="count")
 def default_mesh(chip: Chip | str, n_chips: int) -> TpuMesh | GpuCluster:
     """Return the slice a calibrated estimate assumes for `n_chips` chips: a `GpuCluster` of NVLink nodes for
     a GPU, or the most cube-like (3-D families) or square (2-D) TPU slice of that many chips."""

@@ -34,7 +34,7 @@ from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .roofline import critical_batch
 from .tables import Table
-from .units import check_fields, checks, fmt_time
+from .units import check_fields, checks, fmt_time, is_a, sequence_of
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
            "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
@@ -159,7 +159,8 @@ def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
     return mesh if n_chips > 1 else None
 
 
-@checks(n_chips="count", batch="count", context="nonneg", param_bytes="size", kv_bytes="size", compute_dtype="dtype")
+@checks(n_chips="count", batch="count", context="nonneg", param_bytes="size", kv_bytes="size", compute_dtype="dtype",
+        mesh=is_a(TpuMesh, GpuCluster, type(None)))
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
                 mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal") -> StepEstimate:
@@ -183,7 +184,7 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
 
 
 @checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
-        kv_bytes="size", batch="count")
+        kv_bytes="size", batch="count", mesh=is_a(TpuMesh, GpuCluster, type(None)))
 def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float | None = None,
             compute_dtype: str = "bf16", attention: bool = True, param_bytes: float = 2, kv_bytes: float = 2,
             mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
@@ -224,7 +225,8 @@ def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, co
     return max(0, math.floor(free / per_seq)) if per_seq else 0
 
 
-@checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")
+@checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size", batches="?counts",
+        mesh=is_a(TpuMesh, type(None)))
 def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, context: float,
            batches: Sequence[int] | None = None, param_bytes: float = 2, kv_bytes: float = 2,
            mesh: TpuMesh | None = None) -> Table:
@@ -241,7 +243,8 @@ def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, conte
                  title=f"latency vs throughput, context {context:g}, {n_chips} × {get_chip(chip).name}")
 
 
-@checks(param_bytes="size", context="nonneg", batch="count", kv_bytes="size")
+@checks(param_bytes="size", context="nonneg", batch="count", kv_bytes="size",
+        shapes=sequence_of("counts", "(X, Y) shapes"))
 def smallest_topology(model: TransformerConfig | str, chip: Chip | str, param_bytes: float = 2, context: float = 0,
                       batch: int = 1, kv_bytes: float = 2,
                       shapes: Sequence[tuple[int, int]] = ((1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (4, 8),

@@ -20,7 +20,7 @@ from .hardware.gpu import GpuCluster, resolve
 from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .training import OPTIMIZERS, _all_to_all_seconds
-from .units import checks, fmt_bytes
+from .units import checks, fmt_bytes, is_a
 
 __all__ = ["RECOMPUTE", "Prediction", "activation_bytes_per_layer", "training_memory", "predict"]
 
@@ -57,8 +57,8 @@ class Prediction:
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
-@checks(tokens="size", seq_len="count", tp="count", recompute=RECOMPUTE, sequence_parallel="flag",
-        flash_attention="flag")
+@checks(model=is_a(TransformerConfig), tokens="size", seq_len="count", tp="count", recompute=RECOMPUTE,
+        sequence_parallel="flag", flash_attention="flag")
 def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len: int, tp: int = 1,
                                recompute: str = "selective", sequence_parallel: bool = True,
                                flash_attention: bool = True) -> float:
@@ -86,7 +86,7 @@ def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len:
     return sbh * (split + scores)
 
 
-@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", microbatch_tokens="?size",
+@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", ep="count", microbatch_tokens="?size",
         microbatches="count", virtual_stages="count", recompute=RECOMPUTE, fsdp="flag", sequence_parallel="?flag",
         flash_attention="flag", param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS)
 def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, pp: int = 1, cp: int = 1, dp: int = 1,

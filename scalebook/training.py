@@ -32,7 +32,7 @@ from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster, resolve
 from .models import TransformerConfig, get_model
 from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
-from .units import check_int, check_positive, checks, dtype_bytes, fmt_bytes
+from .units import check_choice, check_int, check_non_negative, check_positive, checks, dtype_bytes, fmt_bytes, is_a
 
 # Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from
 # `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
@@ -103,9 +103,8 @@ def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_la
     REMAT_SAVES ('none' ~ 20, 'big_matmuls' ~ 7, 'block' = 1).
     """
     model = get_model(model)
-    saves = REMAT_SAVES.get(saves_per_layer) if isinstance(saves_per_layer, str) else saves_per_layer
-    if saves is None or saves < 0:
-        raise ValueError(f"saves_per_layer={saves_per_layer!r}: a non-negative count or one of {list(REMAT_SAVES)}")
+    saves = (REMAT_SAVES[check_choice("saves_per_layer", saves_per_layer, REMAT_SAVES)]
+             if isinstance(saves_per_layer, str) else check_non_negative("saves_per_layer", saves_per_layer, 1e3))
     if tokens <= 0:
         raise ValueError(f"tokens must be positive, got {tokens!r}")
     return saves * tokens * model.D * model.L * dtype_bytes(dtype)
@@ -305,8 +304,8 @@ def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf
     return chip.hbm_bytes / per_param
 
 
-@checks(batch_tokens="size", strategy=STRATEGIES, X="count", Y="count", M_X="count", M_Y="count", dtype="dtype",
-        P="count", microbatches="count")
+@checks(model=is_a(TransformerConfig), chip=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
+        X="count", Y="count", M_X="count", M_Y="count", dtype="dtype", P="count", microbatches="count")
 def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
                Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1, microbatches: int = 1) -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).

@@ -27,6 +27,7 @@ from .inference import decode_step, prefill
 from .models import TransformerConfig, get_model
 from .prediction import predict as train_predict
 from .tables import Table
+from .units import check_choice, checks, is_a
 
 __all__ = ["Run", "runs", "sources", "model", "predict", "results", "table", "summary", "disagreements",
            "flops_per_token",
@@ -101,6 +102,7 @@ def runs() -> tuple[Run, ...]:
     return tuple(out)
 
 
+@checks(run=is_a(Run))
 def flops_per_token(run: Run) -> float:
     """FLOPs per token by the convention the run's source used to report TFLOP/s or MFU (see the data file):
     'megatron-causal', 'megatron-full', 'narayanan2021' (counts the full recompute) or 'palm'."""
@@ -157,6 +159,7 @@ def _training(run: Run, efficiency: str | Efficiency) -> float:
     return achieved / get_chip(run.hardware).peak_flops(p.get("dtype", "bf16"))
 
 
+@checks(run=is_a(Run))
 def predict(run: Run, efficiency: str | Efficiency = "calibrated") -> float:
     """Return the model's value of `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...)."""
     if run.kind in ("training", "memory"):
@@ -203,6 +206,7 @@ def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v * 100:+.0f}%"
 
 
+@checks(kind=lambda n, v: v if v is None else check_choice(n, v, _KINDS))
 def table(efficiency: str = "calibrated", kind: str | None = None) -> Table:
     """Published vs ideal vs `efficiency` for every run (or one `kind`), with the errors; ✓ where the ideal
     prediction is a bound (never slower than measured), ✗ where it is not."""
