@@ -355,13 +355,17 @@ class _Gradebook:
 
 
 def _check_out(out: Path, folder: Path, force: bool) -> None:
-    """Refuse an output path that is a folder, lies in the submissions, or would overwrite without `force`."""
+    """Refuse an output path that is a folder, lies in the submissions, or would overwrite a gradebook or its
+    feedback without `force`."""
     if out.is_dir():
         raise ValueError(f"out={str(out)!r} is a folder; give the path of the CSV file to write")
     if out.resolve().is_relative_to(folder.resolve()):
         raise ValueError(f"out={str(out)!r} lies inside the submissions folder; write the gradebook elsewhere")
     if (out.exists() or out.is_symlink()) and not force:
         raise ValueError(f"out={str(out)!r} exists; pass force=True (--force) to overwrite that gradebook")
+    feedback = out.parent / "feedback"
+    if feedback.is_dir() and any(feedback.iterdir()) and not force:
+        raise ValueError(f"{str(feedback)!r} holds earlier feedback; pass force=True (--force) to overwrite it")
 
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,

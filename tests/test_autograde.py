@@ -247,9 +247,14 @@ def test_grader_arguments_are_checked(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="force"):
         grade(subs, tmp_path / "old.csv", root=ROOT)
     assert (tmp_path / "old.csv").read_text() == "last term's grades"
+    (tmp_path / "feedback").mkdir()
+    (tmp_path / "feedback" / "ada-0.md").write_text("last term's feedback")
+    with pytest.raises(ValueError, match="earlier feedback"):
+        grade(subs, tmp_path / "new.csv", root=ROOT)
+    assert (tmp_path / "feedback" / "ada-0.md").read_text() == "last term's feedback"
     monkeypatch.setattr(sandbox, "available", lambda: "bwrap is not installed")
     with pytest.raises(ValueError, match="no-sandbox"):
-        grade(subs, tmp_path / "g.csv", root=ROOT)
+        grade(subs, tmp_path / "elsewhere" / "g.csv", root=ROOT)
 
 
 def test_without_a_sandbox_every_row_says_so_and_force_overwrites(tmp_path):
