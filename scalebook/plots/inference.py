@@ -55,7 +55,7 @@ class Breakdown:
     """Each term of a decode step (seconds) against the batch; `crossover` is where the FLOPs overtake the weight
     reads (the critical batch), `limit` the largest batch whose KV caches fit in HBM."""
 
-    batches: list[float]
+    batches: list[int]
     t_params: list[float]
     t_kv: list[float]
     t_math: list[float]
@@ -67,7 +67,8 @@ class Breakdown:
 def breakdown_curves(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16, context: float = 8192,
                      param_bytes: float = 1, kv_bytes: float = 1, batches: Sequence[float] | None = None) -> Breakdown:
     """Return the decode step's weight-read, KV-read and FLOP times against the batch (default 1 ... 4096)."""
-    bs = list(batches) if batches is not None else [float(b) for b in np.geomspace(1, 4096, 61)]
+    # decode steps take whole sequences: round the requested batches (a log-spaced grid) to distinct integers
+    bs = sorted({max(1, int(round(b))) for b in (np.geomspace(1, 4096, 61) if batches is None else batches)})
     steps = [decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes) for b in bs]
     return Breakdown(bs, [s.t_params for s in steps], [s.t_kv for s in steps], [s.t_math for s in steps],
                      [s.time for s in steps], _knee(chip, param_bytes),
