@@ -388,7 +388,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
         raise ValueError(f"sandboxed=True, but no sandbox works here: {why}. Pass --no-sandbox (sandboxed=False) "
                          "only to grade work you trust.")
     out.parent.mkdir(parents=True, exist_ok=True)
-    book = _Gradebook(out, folder, submissions, root, "bubblewrap" if sandboxed else "none (--no-sandbox)")
+    book = _Gradebook(out, folder, submissions, root, sandbox.backend() if sandboxed else "none (--no-sandbox)")
     book.write_csv()
     key, limits = _Key(), limits or sandbox.Limits()
 
