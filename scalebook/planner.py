@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .estimate import Estimate
@@ -48,6 +49,13 @@ class TrainingPlan:
     cp: int = 1
     prediction: Prediction | None = None
     ideal: Prediction | None = None
+    memory_per_chip: float = 0.0  # bytes per chip of the chosen layout (the prediction's, when there is one)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the layout's memory per chip fits the chip's HBM (`plan` returns only layouts that do)."""
+        used = self.prediction.memory_per_chip if self.prediction is not None else self.memory_per_chip
+        return used <= self.chip.hbm_bytes
 
     @property
     def mfu(self) -> float:
@@ -76,7 +84,8 @@ class TrainingPlan:
                     f"{'FSDP' if lay['fsdp'] else 'DP'} {self.fsdp}, recompute {lay['recompute']}; "
                     f"{self.prediction.efficiency} MFU {self.mfu:.1%} (ideal {self.ideal_mfu:.1%}), "
                     f"{fmt_bytes(self.prediction.memory_per_chip)} per chip")
-        used = f"{self.chips_used} of {self.n_chips}" if self.chips_used < self.n_chips else f"{self.n_chips}"
+        idle = self.n_chips - self.chips_used
+        used = f"{self.chips_used} of {self.n_chips} ({idle} idle)" if idle else f"{self.n_chips}"
         data = "FSDP" if "fsdp" in self.strategy else "DP"
         return (f"{self.model.name}: {self.strategy} with {data} {self.fsdp} × TP {self.tp}"
                 f"{f' × PP {self.pp}' if self.pp > 1 else ''}"
@@ -133,9 +142,16 @@ def _per_chip_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips
     return state.total / chips
 
 
-def _largest_divisor(n: int, cap: int) -> int:
-    """The largest d <= cap that divides n (1 at worst)."""
-    return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
+def _largest_divisor(n: int, cap: int, ok: Callable[[int], bool] = lambda d: True) -> int:
+    """The largest d <= cap that divides n and passes `ok` (1 at worst)."""
+    return next((d for d in range(min(cap, n), 0, -1) if n % d == 0 and ok(d)), 1)
+
+
+def _whole_nodes(used: int, node: int, available: int) -> bool:
+    """Whether `used` GPUs sit in whole nodes of `node` GPUs among `available`: inside one node, or spread evenly
+    over the fewest nodes that hold them, no more nodes than `available` has whole."""
+    nodes = -(-used // node)
+    return used <= min(node, available) or (used % nodes == 0 and nodes <= available // node)
 
 
 @checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
@@ -177,7 +193,10 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     state = memory(model, batch_tokens, 1, saves_per_layer, optimizer)
     rows, best, best_memory = [], None, 0.0
     for strategy, Y, M_X, M_Y, P in _gpu_layouts(cluster, M, model.L) if cluster else _layouts(chip, M):
-        X = _largest_divisor(units // slices, M // (Y * P)) if strategy != "tp" else 1
+        whole = (lambda d, YP=Y * P: _whole_nodes(d * YP, cluster.gpus_per_node, M)) if cluster else (lambda d: True)
+        X = _largest_divisor(units // slices, M // (Y * P), whole) if strategy != "tp" else 1
+        if cluster and not whole(X):
+            continue  # TP x PP alone does not fit whole nodes of this cluster
         used = X * Y * P
         microbatches = max(1, min(4 * P, int(batch_tokens / seq_len / (X * slices))))
         est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
@@ -186,8 +205,8 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
             dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
             est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
         per_chip = _per_chip_memory(state, strategy, X * slices, Y, P, used * slices)
-        why = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM" \
-            if per_chip > chip.hbm_bytes else ""
+        why = "" if per_chip <= chip.hbm_bytes else \
+            f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM"
         rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
                      "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
                      "why not": why, "_key": (strategy, X, Y, P, est)})
@@ -206,7 +225,8 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
     table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
     strategy, X, Y, P, est = best
-    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table)
+    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table,
+                        memory_per_chip=best_memory)
 
 
 @checks(cluster=is_a(GpuCluster), batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")
@@ -289,4 +309,5 @@ def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_
     est = Estimate(model_flops, 0.0, model_flops / chip.peak_flops(), best.step_time, channel="network",
                    label=f"{model.name} step ({efficiency})")
     return TrainingPlan(model, chip, n_chips, batch_tokens, "tp_pp_cp_" + ("fsdp" if lay["fsdp"] else "zero1"),
-                        1, lay["dp"], lay["tp"], lay["pp"], est, table, cp=lay["cp"], prediction=best, ideal=ideal)
+                        1, lay["dp"], lay["tp"], lay["pp"], est, table, cp=lay["cp"], prediction=best, ideal=ideal,
+                        memory_per_chip=best.memory_per_chip)

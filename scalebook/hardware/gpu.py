@@ -174,8 +174,20 @@ class GpuCluster:
         return self.gpus_per_node * self.gpu_bandwidth
 
     def subset(self, gpus: int) -> GpuCluster:
-        """The same network holding only `gpus` GPUs (a model replica, an expert-parallel group)."""
-        return replace(self, gpus=gpus)
+        """The same network holding only `gpus` GPUs (a model replica, an expert-parallel group).
+
+        A group that is not a whole number of nodes spreads evenly over the fewest nodes that hold it (512 GPUs
+        of 72-GPU NVL72 racks: 64 in each of 8 racks, 8 idle per rack); one that cannot spread evenly is refused.
+        """
+        gpus = check_int("gpus", gpus, high=self.gpus)
+        node = self.gpus_per_node
+        if gpus <= node or gpus % node == 0:
+            return replace(self, gpus=gpus)
+        nodes = -(-gpus // node)
+        if gpus % nodes:
+            raise ValueError(f"gpus={gpus} cannot spread evenly over whole {node}-GPU nodes ({nodes} nodes would "
+                             f"hold {gpus / nodes:.3g} each); use a multiple of {node} or of a divisor of it")
+        return replace(self, gpus=gpus, gpus_per_node=gpus // nodes)
 
     def span(self, group: int, inner: int = 1) -> list[LevelSpan]:
         """Return the levels a collective over `group` GPUs crosses, starting with the NVLink node itself.
