@@ -283,7 +283,7 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-_MS = {"rdonly": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "remount": 32, "bind": 4096, "move": 8192, "rec": 16384}
+_MS = {"rdonly": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "remount": 32, "bind": 4096, "rec": 16384}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
@@ -309,9 +309,28 @@ def _bind(source: str, target: str, read_only: bool) -> None:
     _mount(None, target, None, ("remount", "bind", "nosuid", "nodev") + (("rdonly",) if read_only else ()))
 
 
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # syscall numbers (glibc has no wrapper)
+
+
+def _pivot_root(root: str) -> None:
+    """Make `root` the root of this mount namespace and detach the old one: unlike chroot, nothing is left
+    to climb back to, even for a process that gains CAP_SYS_CHROOT in a user namespace of its own."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.chdir(root)
+    os.mkdir(".old")
+    if libc.syscall(_PIVOT_ROOT[os.uname().machine], b".", b".old") != 0:
+        raise OSError(ctypes.get_errno(), "pivot_root")
+    os.chdir("/")
+    if libc.umount2(b"/.old", 2) != 0:  # MNT_DETACH
+        raise OSError(ctypes.get_errno(), "umount /.old")
+    os.rmdir("/.old")
+
+
 def _enter(spec_path: str) -> None:
     """pid 1 of an `unshare` sandbox, root in new mount, pid, net, ipc and uts namespaces: build the plan's
-    filesystem on a tmpfs, move it to /, bring up loopback, and exec the program as its own uid."""
+    filesystem on a tmpfs, pivot into it, bring up loopback, and exec the program as its own uid."""
     import fcntl
     import socket
     import struct
@@ -346,9 +365,7 @@ def _enter(spec_path: str) -> None:
             for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                                  ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
                 os.symlink(target, f"{at}/{name}")
-    os.chdir(root)
-    _mount(root, "/", None, ("move",))
-    os.chroot(".")
+    _pivot_root(root)
     _mount(None, "/", None, ("remount", "bind", "rdonly", "nosuid", "nodev"))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # loopback up: SIOCSIFFLAGS, IFF_UP
         fcntl.ioctl(sock, 0x8914, struct.pack("16sH14s", b"lo", 0x1 | 0x8 | 0x40, b""))

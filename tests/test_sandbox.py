@@ -52,6 +52,20 @@ try:
     found["30 GiB"] = "allocated"
 except MemoryError:
     found["30 GiB"] = "refused"
+ESCAPE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.unshare(0x10000000)  # a user namespace of its own: CAP_SYS_CHROOT there
+os.makedirs("/tmp/jail", exist_ok=True)
+libc.chroot(b"/tmp/jail")
+for _ in range(30):
+    os.chdir("..")
+libc.chroot(b".")
+print(any(os.path.exists(p) for p in sys.argv[1:]))
+"""
+import subprocess
+found["escaped"] = subprocess.run([sys.executable, "-c", ESCAPE, *sys.argv[1:]], capture_output=True,
+                                  text=True).stdout.strip()
 n = 0
 try:
     while n < 1000:
@@ -89,6 +103,7 @@ def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 def test_the_sandbox_sees_only_its_own_files(probe):
     assert probe["key"] == "hidden" and probe["read"] == []
+    assert probe["escaped"] == "False"  # the classic chroot escape finds nothing of the host
     assert sorted(probe["home"]) == ["probe.py"]
     assert probe["wrote"] == ["/tmp/probe", "probe"]  # its private home and /tmp, nothing else
 
