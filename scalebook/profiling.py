@@ -50,7 +50,8 @@ _JVP_RE = re.compile(r"jvp\(((?:[^()]|\([^()]*\))*)\)")
 _COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all",
                        "ragged-all-to-all")
 # What an op spends its time on, as the trace viewer's colours would say: the kinds a timeline distinguishes.
-KINDS = ("matmul", "collective", "elementwise", "data movement")
+# 'control flow' (a while loop, a call) contains other ops' executions: it is listed, never summed or drawn.
+KINDS = ("matmul", "collective", "elementwise", "data movement", "control flow")
 _MOVES = ("copy", "transpose", "broadcast", "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
           "gather", "scatter", "reshape", "bitcast", "iota", "convert", "select-and-scatter", "sort")
 _CONTRACT_RE = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
@@ -98,6 +99,8 @@ def op_kind(opcodes: set[str] | str) -> str:
     copies, slices or re-lays out data, else 'elementwise'."""
     codes = {opcodes} if isinstance(opcodes, str) else set(opcodes)
     bare = {c.removesuffix("-start").removesuffix("-done") for c in codes}
+    if bare & {"while", "conditional", "call"}:
+        return "control flow"
     if bare & set(_COLLECTIVE_OPCODES):
         return "collective"
     if bare & {"dot", "convolution"}:
@@ -125,22 +128,25 @@ def op_scope(line: str) -> str:
 
 
 def op_costs(hlo: str) -> dict[str, dict[str, Any]]:
-    """Return {op name: {'opcode', 'kind', 'scope', 'dtype', 'flops', 'bytes'}} for each op of the entry
-    computation.
+    """Return {op name: {'opcode', 'kind', 'scope', 'dtype', 'flops', 'bytes'}} for each op of the program: the
+    entry computation's and those of the computations it calls (a while loop's body runs ops the trace shows).
 
     FLOPs come from the op's shapes (a fusion: the ops it calls); bytes are what the op reads and writes
     in memory: its operands' and its result's logical sizes. Counts are per device (the HLO is partitioned).
     `kind` is `op_kind` of what the op runs, `scope` the named scope it came from (`op_scope`).
     """
     computations = parse_hlo(hlo)
-    entry = computations["ENTRY"]
-    by_name = {op.name: op for op in entry}
-    return {
-        op.name: {"opcode": op.opcode, "kind": op_kind(_called_opcodes(op, computations)), "scope": op_scope(op.line),
-                  "dtype": op.dtype, "flops": _op_flops(op, by_name, computations),
-                  "bytes": sum(by_name[o].nbytes for o in op.operands if o in by_name) + op.nbytes}
-        for op in entry if op.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
-    }
+    costs = {}
+    for ops in computations.values():
+        by_name = {op.name: op for op in ops}
+        for op in ops:
+            if op.opcode in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast"):
+                continue
+            costs[op.name] = {"opcode": op.opcode, "kind": op_kind(_called_opcodes(op, computations)),
+                              "scope": op_scope(op.line), "dtype": op.dtype,
+                              "flops": _op_flops(op, by_name, computations),
+                              "bytes": sum(by_name[o].nbytes for o in op.operands if o in by_name) + op.nbytes}
+    return costs
 
 
 def parameters(hlo: str) -> Table:
@@ -221,12 +227,14 @@ class Trace:
 
     def breakdown(self, by: str = "kind") -> dict[str, float]:
         """Return the measured time per call and device (s) summed by a column of the table ('kind', 'scope',
-        'opcode'), largest first: where the time went."""
+        'opcode'), largest first: where the time went (control-flow ops, which contain others, left out)."""
         if by not in self.table.columns:
             raise ValueError(f"by={by!r} is not a column of the op table; columns: {self.table.columns}")
         share = max(1, self.devices * self.runs)
         totals: dict[str, float] = {}
         for row in self.table:
+            if row["kind"] == "control flow":
+                continue
             key = row[by] or "(none)"
             totals[key] = totals.get(key, 0.0) + row["measured"] * row["count"] / share
         return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
@@ -246,8 +254,10 @@ class Trace:
 
 
 def _peak_dtype(chip: Chip, dtype: str) -> str:
-    """The dtype whose peak FLOP/s bounds an op of HLO type `dtype` on `chip` (its own, else bf16, else fp32)."""
-    for candidate in (scalebook_dtype(dtype), "bf16", "fp32"):
+    """The dtype whose peak FLOP/s bounds an op of HLO type `dtype` on `chip` (its own, else bf16, else fp32);
+    an op without one element type (a tuple, such as a while loop's state) is bounded by bf16, else fp32."""
+    own = (scalebook_dtype(dtype),) if dtype != "tuple" else ()
+    for candidate in (*own, "bf16", "fp32"):
         try:
             chip.peak_flops(candidate)
             return candidate

@@ -14,6 +14,8 @@ from .base import figure
 __all__ = ["timeline", "KIND_COLOURS"]
 
 KIND_COLOURS = {"matmul": "#1f77b4", "collective": "#d62728", "elementwise": "#2ca02c", "data movement": "#bdbdbd"}
+# A while loop's or call's event spans the ops it runs: drawing it would paint over their idle gaps.
+_CONTAINERS = "control flow"
 
 
 def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[float, float] | None = None,
@@ -32,7 +34,8 @@ def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[
     if not -len(runs) <= run < len(runs):
         raise ValueError(f"run={run!r} is out of range; the trace holds {len(runs)} runs")
     rows = {r["op"]: r for r in trace.table}
-    events = [e for e in trace.events if e.run == runs[run]]
+    events = [e for e in trace.events
+              if e.run == runs[run] and rows.get(e.name, {}).get("kind") != _CONTAINERS]
     t0 = min(e.start for e in events)
     if scope is not None:
         events = [e for e in events if rows.get(e.name, {}).get("scope", "").startswith(scope)]
@@ -58,6 +61,6 @@ def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[
     ax.set_title(title or f"Trace of one run: {what} on {len(devices)} devices (white = idle)")
     ax.invert_yaxis()
     handles = [Patch(facecolor=c, edgecolor="black" if k == "collective" else c,
-                     label=f"{k} ({busy[k] / total:.0%} of busy time)") for k, c in KIND_COLOURS.items()]
+                     label=f"{k} ({busy[k] / total:.0%} of busy time)") for k, c in KIND_COLOURS.items() if busy[k]]
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="op kind")
     return fig

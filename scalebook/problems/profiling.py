@@ -12,6 +12,13 @@ from ..roofline import estimate
 from . import problem
 
 
+def _one_hop(shard_bytes: float, chip: str) -> float:
+    """Seconds to send one shard (bytes) over one hop at the chip's bidirectional ICI bandwidth (the book's model
+    of a ReduceScatter between two neighbours)."""
+    c = get_chip(chip)
+    return estimate(0, shard_bytes, c, bandwidth=2 * c.ici_bandwidth, channel="ICI").time
+
+
 @problem("09.1", title="Padding of an odd-sized bf16 activation", unit="fraction")
 def bf16_tile_waste() -> float:
     """Fraction of the storage of bf16[100, 300] with tiling T(8,128)(2,1) that is padding."""
@@ -34,8 +41,7 @@ def v5e_matmul_time() -> float:
 @problem("09.4", title="A ReduceScatter between two v5e neighbours", unit="s")
 def v5e_reduce_scatter_time() -> float:
     """Shard of bf16[4, 2048, 8192] per chip sent once over one bidirectional v5e ICI link."""
-    v5e = get_chip("v5e")
-    return estimate(0, 2 * 4 * 2048 * 8192, v5e, bandwidth=2 * v5e.ici_bandwidth, channel="ICI").time
+    return _one_hop(2 * 4 * 2048 * 8192, "v5e")
 
 
 @problem("09.5", title="How close to the roofline did it run?", unit="fraction")
@@ -75,8 +81,7 @@ def book_up_projection_time() -> float:
 @problem("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s")
 def book_reduce_scatter_time() -> float:
     """A bf16[8,1024,8192] shard sent once over one bidirectional TPU v2 ICI link."""
-    v2 = get_chip("v2")
-    return estimate(0, 2 * 8 * 1024 * 8192, v2, bandwidth=2 * v2.ici_bandwidth, channel="ICI").time
+    return _one_hop(2 * 8 * 1024 * 8192, "v2")
 
 
 @problem("09.11", title="Book Ex3: what the memory profile leaves free", unit="B")
