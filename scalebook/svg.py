@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .units import LARGEST, check_fields, check_int, check_number
+from .units import LARGEST, check_fields, check_int, check_number, fmt_si
 
 __all__ = ["Chart", "COLORS"]
 
@@ -34,6 +34,8 @@ def _label(v: float) -> str:
     if v == 0:
         return "0"
     exp = math.floor(math.log10(abs(v)))
+    if 4 < exp < 18:  # an SI prefix reads better than a power of ten on FLOP/s and byte axes: 100T, not 1e14
+        return fmt_si(v, "").replace(" ", "")
     return f"{v:g}" if -2 <= exp <= 4 else f"1e{exp}" if v == 10.0**exp else f"{v:.0e}"
 
 

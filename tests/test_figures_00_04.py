@@ -196,3 +196,21 @@ def test_every_worked_problem_has_an_explorer(chapter: str) -> None:
     assert len(sections) >= 5
     missing = [h for h, body in sections.items() if "sb.widgets." not in body]
     assert not missing, f"{chapter}: no explorer under {missing}"
+
+
+@pytest.mark.parametrize("n", [4, 8, 16])
+def test_ring_drawings_follow_the_priced_schedule(n: int) -> None:
+    """The drawn ring has as many steps as the pricing counts hops, and its busiest link sets the priced time."""
+    from scalebook.plots.sharding import busiest_link_share
+
+    for wrap in (True, False):
+        mesh = sb.TpuMesh("v5e", X=n, Y=16 if n != 16 else 4, wrap={"X": wrap})
+        assert len(ring_schedule(n, "all_gather", wrap=wrap)) - 1 == mesh.ring_hops("X")
+    ring = sb.TpuMesh("v5e", X=n, Y=4, wrap={"X": True})
+    V = 1e9
+    assert sb.all_gather(ring, "X", V).t_comms == pytest.approx(busiest_link_share(n) * V / ring.chip.ici_bandwidth)
+
+
+def test_log_sliders_read_out_in_si_units() -> None:
+    ex = sb.widgets.explore(lambda B: B, B=sb.widgets.Log(1, 1e6, 4096))
+    assert ex.controls["B"].readout_format == ".3s"  # shows 4.10k, not 4.10e+3

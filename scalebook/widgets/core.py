@@ -47,8 +47,9 @@ def _control(name: str, spec: Any):
             raise ValueError(f"{name}: Log needs 0 < lo <= value <= hi, got {spec}")
         import math
 
+        # read-out with an SI prefix (4.10k, 16.0G) rather than 4.10e+3 (d3-format "s")
         return w.FloatLogSlider(value=spec.value, base=10, min=math.log10(spec.lo), max=math.log10(spec.hi),
-                                description=name, style=style, continuous_update=False)
+                                description=name, style=style, continuous_update=False, readout_format=".3s")
     if isinstance(spec, list):
         if not spec:
             raise ValueError(f"{name}: a menu needs at least one option")
