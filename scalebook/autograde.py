@@ -3,8 +3,9 @@
     scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2] [--force] [--no-sandbox]
 
 A submission is `<student>__NN_slug.ipynb` in the folder, or `NN_slug.ipynb` inside a per-student folder.
-Each runs in its own sandbox (`sandbox.py`: bubblewrap, nothing of the grader's visible, resources capped,
-every process it started killed at the end), in a fresh kernel with a time limit per cell. Every
+Each runs in its own sandbox (`sandbox.py`: bubblewrap or namespaces, nothing of the grader's visible,
+resources capped, every process it started killed at the end), in a fresh kernel with a time limit per
+cell. Every
 `sb.check(qid, answer)` it reaches only hands its answer out, as plain JSON data; the grader compares it
 with the answer key (`scalebook.problems`) in its own process, where the submission cannot reach. A
 question scores its points (the ★ count in its heading in `solutions/`) when its last recorded answer
@@ -373,8 +374,8 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     """Grade every file in `folder`; write the CSV gradebook `out` and `feedback/<student>-<hash>.md` beside it.
 
     `timeout` is in seconds per cell; `jobs` notebooks run at once. Each runs in a sandbox (see `sandbox`);
-    without one (bubblewrap missing) grading is refused unless `sandboxed=False`, which runs the notebooks
-    as plain processes (trusted work only) and says so in every row.
+    without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`, which runs
+    the notebooks as plain processes (trusted work only) and says so in every row.
     """
     if not timeout > 0 or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")

@@ -210,7 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     grader.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
     grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
     grader.add_argument("--no-sandbox", action="store_true",
-                        help="run notebooks without bubblewrap (trusted work only; every row says so)")
+                        help="run notebooks without a sandbox (trusted work only; every row says so)")
     grader.set_defaults(run=_grade)
     exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
     exercises.set_defaults(run=_exercises)
