@@ -51,5 +51,30 @@ def test_chapter_draws_at_least_the_books_figures(chapter: str) -> None:
 
 
 def test_the_count_ignores_figures_that_are_not_shown() -> None:
-    text = "```{code-cell} ipython3\nfig = sb.plots.pareto()\nprint(1)\n```\n```{code-cell} ipython3\nsb.plots.pareto()\n```"
+    text = ("```{code-cell} ipython3\nfig = sb.plots.pareto()\nprint(1)\n```\n"
+            "```{code-cell} ipython3\nsb.plots.pareto()\n```")
     assert _figure_calls(text) == ["sb.plots.pareto"]
+
+
+DRAWINGS = [
+    ("parallelism.layer_chain", {}), ("parallelism.layout", {"strategy": "fsdp_tp"}),
+    ("parallelism.comms_ratio", {}), ("schedules.schedule_figure",
+                                      {"grid": [["F0", "", "B0"], ["", "F0", "B0"]], "title": "tiny"}),
+    ("serving.decoding", {"cached": True}), ("serving.heads", {}), ("serving.layer_sharing", {}),
+    ("serving.paged_cache", {}), ("serving.engine", {"mode": "disaggregated"}), ("serving.continuous_batching", {}),
+    ("serving.prefix_tree", {"prompts": [["s", "a"], ["s", "b"]]}), ("serving.speculative", {}),
+    ("serving.speculative_panels", {}), ("serving.weight_stationary_curves", {}), ("serving.latency_bound_gather", {}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", DRAWINGS, ids=[d[0] for d in DRAWINGS])
+def test_each_new_drawing_has_a_title(name: str, kwargs: dict) -> None:
+    module, func = name.split(".")
+    fig = getattr(getattr(sb.plots, module), func)(**kwargs)
+    titles = [ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text() if fig._suptitle else ""]
+    assert any(titles), f"{name} draws no title"
+
+
+def test_a_layout_names_a_strategy_it_knows() -> None:
+    with pytest.raises(ValueError, match="strategy"):
+        sb.plots.parallelism.layout("zero")

@@ -61,14 +61,14 @@ def decoding(cached: bool, model: Model = "llama3-8b", prompt: int = 6, steps: i
         for p in range(length):
             new = p >= start
             kind = "prefill" if (s == 0 or not cached) and new else "decode" if new else "idle"
-            _box(ax, p, steps - s, 0.95, 0.85, _C[kind], "" if new else "kv", 6, "#666")
+            _box(ax, p, s, 0.95, 0.85, _C[kind], "" if new else "kv", 6, "#666")
         flops = cfg.flops_per_token(length, training=False) * fresh
         total += flops
-        ax.text(prompt + steps + 0.5, steps - s + 0.42, f"{flops:.2g} FLOPs", va="center", fontsize=8)
+        ax.text(prompt + steps + 0.5, s + 0.42, f"{flops:.2g} FLOPs", va="center", fontsize=8)
     ax.set_xlim(-0.2, prompt + steps + 4)
     ax.set_ylim(-0.2, steps + 1)
     ax.set_yticks(np.arange(steps + 1) + 0.42, ["prefill" if cached else "step 0"]
-                  + [f"step {s}" for s in range(1, steps + 1)][::-1][::-1])
+                  + [f"step {s}" for s in range(1, steps + 1)])
     ax.invert_yaxis()
     ax.set_xlabel("token position (blue/orange: pushed through the model this step; grey: read from the cache)")
     mode = "with a KV cache" if cached else "without a cache (naive)"
@@ -155,6 +155,8 @@ def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks
         for s, n in enumerate(need):
             if step < n:
                 tables[s].append(next(free))
+    from matplotlib.patches import Rectangle
+
     colors = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1"]
     fig, ax = figure((9.0, 3.8))
     for s, (table, n) in enumerate(zip(tables, lengths)):
@@ -163,12 +165,9 @@ def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks
         for j, phys in enumerate(table):
             used = min(block, n - j * block)
             _box(ax, j, y, 0.9, 0.8, colors[s % len(colors)], f"→{phys}", 7)
-            ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-                (phys * 0.75, 0), 0.7 * used / block, 0.8, facecolor=colors[s % len(colors)]))
+            ax.add_patch(Rectangle((phys * 0.75, 0), 0.7 * used / block, 0.8, facecolor=colors[s % len(colors)]))
     for p in range(n_blocks):
-        _box(ax, p * 0.75, 0, 0.7, 0.8, "none", "", 7)
-        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-            (p * 0.75, 0), 0.7, 0.8, fill=False, edgecolor="#333", lw=0.6))
+        ax.add_patch(Rectangle((p * 0.75, 0), 0.7, 0.8, fill=False, edgecolor="#333", lw=0.6))
         ax.text(p * 0.75 + 0.35, -0.25, str(p), ha="center", fontsize=7)
     per_block = kv_cache_bytes(cfg, block)
     ax.text(-0.3, 0.4, "HBM blocks", ha="right", va="center", fontsize=8)
