@@ -33,9 +33,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from .labs.ch10_programs import process_layout
+from .xla import collectives
 
 __all__ = ["MultihostError", "Run", "run", "free_port", "dcn_ici_mesh", "global_array", "sharded_matmul",
            "fsdp_step", "chapter10", "PROGRAMS"]
@@ -228,8 +231,6 @@ def _axes_of(group_size: int, mesh: Any) -> str:
 
 def _emitted(jitted: Callable[..., Any], mesh: Any, *args: Any) -> list[dict[str, Any]]:
     """Return the collectives XLA emitted for `jitted(*args)`: kind, the mesh axes they span, bytes per device."""
-    from .xla import collectives
-
     return [dict(kind=c.kind, axes=_axes_of(c.group_size, mesh), group_size=c.group_size, nbytes=c.nbytes)
             for c in collectives(jitted, *args)]
 
@@ -255,10 +256,6 @@ def global_array(rows_per_device: int = 2, cols: int = 4) -> dict[str, Any]:
     """Build one global array from process-local rows (chapter 10's `process_layout`) and return this process's
     view of the job as a dict: process_index, process_count, local_device_count, device_count, local_shape,
     global_shape, checksum (the sum of all elements, computed on the devices of every process)."""
-    from dataclasses import asdict
-
-    from .labs.ch10_programs import process_layout
-
     return asdict(process_layout(rows_per_device, cols))
 
 

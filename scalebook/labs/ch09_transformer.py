@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..runtime import device_mesh
+
 __all__ = ["TinyTransformer", "train_step", "step_inputs"]
 
 
@@ -97,8 +99,6 @@ def step_inputs(cfg: TinyTransformer, seed: int = 0) -> tuple[dict[str, Any], An
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
-
-    from ..runtime import device_mesh
 
     mesh = device_mesh({"data": cfg.data, "model": cfg.model})
     keys = iter(jax.random.split(jax.random.key(seed), 6 * cfg.L + 2))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..collectives import all_reduce
 from ..hardware import get_chip, sm
 from ..hardware.gpu import NVLINK, GpuCluster
 from ..units import fmt_bytes, fmt_rate, fmt_time
@@ -143,8 +144,6 @@ def sharp_diagram(cluster: GpuCluster) -> Figure:
     """Draw an AllReduce in a node without SHARP (each GPU's data crosses its link twice per direction, as a
     ReduceScatter then an AllGather) and with SHARP (sent once into the switch, which adds and sends the sum
     back), with each one's time per byte from the cluster's collective model."""
-    from ..collectives import all_reduce
-
     n = min(cluster.gpus_per_node, 8)
     plain = all_reduce(replace(cluster.subset(n), sharp=False), None, 1.0).time
     sharp_t = all_reduce(replace(cluster.subset(n), sharp=True), None, 1.0).time
@@ -169,8 +168,6 @@ def sharp_bandwidth(cluster: GpuCluster, overhead: float,
     """Plot the AllReduce bandwidth (bytes / time) in a node against message size, with and without SHARP:
     each time is the collective model's plus a fixed per-call `overhead` (s), such as one fitted to NCCL."""
     import numpy as np
-
-    from ..collectives import all_reduce
 
     if not overhead >= 0:
         raise ValueError(f"overhead must be a non-negative number of seconds, got {overhead!r}")
