@@ -247,8 +247,12 @@ def _execute(submission: Submission, limits: sandbox.Limits, timeout: float, san
         with open(answers, "rb") as f:
             data = f.read(MAX_ANSWERS)
     status = "timeout" if ran.timed_out else {0: "graded", 3: "timeout"}.get(ran.returncode, "error")
-    detail = {"graded": "", "timeout": f"a cell ran longer than {timeout:g} s, or the notebook longer than "
-              f"{timeout + _GRACE:g} s"}.get(status) or (ran.output.strip().splitlines() or [""])[-1][:200]
+    if status == "graded":
+        detail = ""
+    elif status == "timeout":
+        detail = f"a cell ran longer than {timeout:g} s, or the notebook longer than {timeout + _GRACE:g} s"
+    else:
+        detail = (ran.output.strip().splitlines() or [""])[-1][:200]
     return status, read_answers(data, possible, key.judge), detail
 
 

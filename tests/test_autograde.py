@@ -120,6 +120,7 @@ def test_every_file_found_gets_exactly_one_row(graded):
     for name, status in graded.expected.items():
         assert graded.rows[name]["status"] == status, name
     assert {r["sandbox"] for r in graded.rows.values()} == {sandbox.backend()}
+    assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded"} == {""}
 
 
 @pytest.mark.slow
