@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", "busiest_link_share", "sharding_grid",
-           "ring_steps", "collective_vs_size", "PALETTE", "sharding_gallery"]
+           "ring_steps", "collective_vs_size", "PALETTE", "sharding_gallery", "matmul_cases"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
@@ -452,4 +452,29 @@ def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[s
         ax.set_visible(False)
     fig.suptitle(title or f"A {n}×{n} array on the mesh {_mesh_text(axes)}: which elements each device holds",
                  fontsize=10)
+    return fig
+
+
+def matmul_cases(exprs: Sequence[str], mesh: TpuMesh, sizes: Mapping[str, int], n: int = 4,
+                 title: str | None = None) -> Figure:
+    """Draw sharded matmuls one row each: A, B and C on the mesh (each device showing the elements of an n × n
+    picture of the array it holds) and, over C, the plan `sharded_matmul` chooses: its case and collectives."""
+    from ..sharding import parse_expr, sharded_matmul
+
+    if not exprs:
+        raise ValueError("exprs must name at least one matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
+    axes = _axis_sizes(mesh)
+    fig, axs = figure((3 * (1.1 * axes["Y"] + 0.8), len(exprs) * (1.1 * axes["X"] + 1.0) + 0.4), ncols=3,
+                      nrows=len(exprs))
+    axs = np.atleast_2d(axs)
+    for row, expr in zip(axs, exprs):
+        plan = sharded_matmul(expr, mesh, **sizes)
+        steps = "\n".join(f"{s.kind}_{''.join(s.axes)} ({fmt_time(s.estimate.time)})" for s in plan.collectives)
+        for ax, spec, role in zip(row, parse_expr(expr), ("×", "=", "")):
+            _draw_devices(ax, spec, axes, n)
+            ax.set_title(f"{spec} {role}".strip(), fontsize=9)
+        row[2].set_title(f"{plan.expr.split('->')[-1].strip()}, case {plan.case}:\n{steps or 'no communication'}",
+                         fontsize=8)
+    fig.suptitle(title or f"Sharded matmuls on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: what each device holds, "
+                          f"and the collectives the plan needs", fontsize=10)
     return fig
