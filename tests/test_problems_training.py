@@ -19,7 +19,7 @@ def llama(L: int, D: int, F: int, N: int, K: int, H: int, V: int) -> tuple[int, 
 
 
 P_8B, MATMUL_8B = llama(32, 4096, 14336, 32, 8, 128, 128256)  # LLaMA 3-8B public config
-P_70B, _ = llama(80, 8192, 28672, 64, 8, 128, 128256)  # LLaMA 3-70B (book ch. 6 table)
+P_70B, MATMUL_70 = llama(80, 8192, 28672, 64, 8, 128, 128256)  # LLaMA 3-70B (book ch. 6 table)
 
 # LLaMA 2-13B (book ch. 5 table): L, D, F, heads x width, V; untied embeddings; norms 2D per layer + D.
 L13, D13, F13, NH13, V13 = 40, 5120, 13824, 40 * 128, 32000
@@ -56,6 +56,16 @@ HAND: dict[str, float] = {
     "05.13": P13,
     "05.14": 2 * L13 * 16e6 * (D13 + 2 * F13),
     "05.15": 6 * MATMUL_13 * 3e6 / (4096 * C_V5P * 0.4),
+    # The book's Ex1-Ex9 (ch. 5).
+    "05.16": 8960 * ALPHA / 3,
+    "05.17": 96e9 / 10,
+    "05.18": 40e6 / (ALPHA / 3),
+    "05.19": 15e12 / 16e6 * 6 * MATMUL_70 * 16e6 / (round(16e6 / (ALPHA / 3)) * C_V5P * 0.5) / 86400,
+    "05.20": 28672 / ALPHA,
+    "05.21": math.sqrt(48_000 / 32_768 * 2 * 64),
+    "05.22": ALPHA**2 / (2 * 32_768),
+    "05.23": 4096 * ALPHA**2 / (2 * 32_768),
+    "05.24": 2e6 / (ALPHA**2 / (2 * 30_000)),
 }
 
 

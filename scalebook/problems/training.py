@@ -112,3 +112,62 @@ def book_q2_checkpoint_bytes() -> float:
 def book_q3_step_time() -> float:
     """Step time of LLaMA 2-13B on 4096 v5p chips, 3e6 tokens, 1024-way FSDP (2 axes) × 4-way TP, 40% MFU."""
     return step_time("llama2-13b", "v5p", 4096, 3e6, "fsdp_tp", X=1024, Y=4, M_X=2, mfu=0.4).time
+
+
+# --- the book's worked examples of ch. 5 (Ex1-Ex9), graded too: each has a published answer ----------------------
+
+
+@problem("05.16", title="The book's Ex1: tokens per step on a v5p pod", unit="tokens")
+def book_ex1_pod_batch() -> float:
+    """Smallest global batch keeping pure DP compute-bound on a full 8960-chip v5p pod, gradients over 3 axes."""
+    return V5P_POD * critical_batch("dp", "v5p", M_X=3)
+
+
+@problem("05.17", title="The book's Ex2: the largest model under pure DP on a v5p", unit="parameters")
+def book_ex2_max_params() -> float:
+    """Parameters whose bf16 weights and fp32 Adam moments fill one v5p's 96 GB."""
+    return max_params("v5p")
+
+
+@problem("05.18", title="The book's Ex3: chips for DeepSeek-V2's batch", unit="chips")
+def book_ex3_chips_40m() -> float:
+    """Chips a 40e6-token batch keeps compute-bound under FSDP over the three axes of a v5p torus."""
+    return 40e6 / critical_batch("fsdp", "v5p", M_X=3)
+
+
+@problem("05.19", title="The book's Ex4: LLaMA 3-70B under FSDP", unit="days")
+def book_ex4_days() -> float:
+    """Days to train LLaMA 3-70B on 15e12 tokens with 16e6-token batches on the 18,823 v5p chips FSDP (3 axes) can
+    use, at 50% MFU."""
+    chips = round(16e6 / critical_batch("fsdp", "v5p", M_X=3))
+    return 15e12 / 16e6 * step_time("llama3-70b", "v5p", chips, 16e6, "fsdp", M_X=3, mfu=0.5).time / 86400
+
+
+@problem("05.20", title="The book's Ex5: LLaMA 3-70B's tensor-parallel limit", unit="chips")
+def book_ex5_tp_limit() -> float:
+    """TP degree below which LLaMA 3-70B (F = 28,672) stays compute-bound along one v5p axis."""
+    return tp_limit(get_model("llama3-70b").F, "v5p")
+
+
+@problem("05.21", title="The book's Ex6: the best FSDP degree on 64 chips", unit="chips")
+def book_ex6_x_opt() -> float:
+    """X_opt for N = 64, B = 48,000, F = 32,768, FSDP over two axes and TP over one."""
+    return x_opt(48_000, 32_768, 64, M_X=2, M_Y=1)
+
+
+@problem("05.22", title="The book's Ex7: FSDP + TP's tokens per chip", unit="tokens per chip")
+def book_ex7_mixed_threshold() -> float:
+    """Tokens per chip FSDP + TP needs on v5p with F = 32,768 and M_X·M_Y = 2."""
+    return critical_batch("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
+
+
+@problem("05.23", title="The book's Ex8: the smallest batch for a 4096-chip pod", unit="tokens")
+def book_ex8_min_batch() -> float:
+    """Global batch below which every strategy is communication-bound on a v5p 16x16x16, F = 32,768, at X_opt."""
+    return 4096 * critical_batch("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
+
+
+@problem("05.24", title="The book's Ex9: chips for LLaMA 3-70B's 2M batch under FSDP + TP", unit="chips")
+def book_ex9_mixed_chips() -> float:
+    """Chips a 2e6-token batch keeps compute-bound under FSDP + TP with the book's F ≈ 30,000 and M_X·M_Y = 2."""
+    return 2e6 / critical_batch("fsdp_tp", "v5p", F=30_000, M_X=2, M_Y=1)
