@@ -11,11 +11,22 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from .units import check_fields, fmt_bytes, fmt_flops, fmt_time
+from .units import check_fields, checks, fmt_bytes, fmt_flops, fmt_time
 
-__all__ = ["Overlap", "Estimate"]
+__all__ = ["Overlap", "Estimate", "feasibility"]
 
 _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
+
+
+@checks(memory_per_chip="result", hbm_bytes="?size")
+def feasibility(memory_per_chip: float, hbm_bytes: float | None) -> str:
+    """Say plainly whether `memory_per_chip` bytes fit a chip's `hbm_bytes`: 'fits: 17.3 GB of 96 GB of HBM' or
+    'does not fit: 140 GB > 16 GB of HBM' ('HBM size unknown' when the chip has no figure)."""
+    if hbm_bytes is None:
+        return f"{fmt_bytes(memory_per_chip)} per chip (HBM size unknown)"
+    if memory_per_chip <= hbm_bytes:
+        return f"fits: {fmt_bytes(memory_per_chip)} of {fmt_bytes(hbm_bytes)} of HBM"
+    return f"does not fit: {fmt_bytes(memory_per_chip)} > {fmt_bytes(hbm_bytes)} of HBM"
 
 
 class Overlap:

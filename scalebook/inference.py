@@ -27,7 +27,7 @@ from functools import cache
 from importlib import resources
 
 from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
-from .estimate import Estimate
+from .estimate import Estimate, feasibility
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
@@ -52,10 +52,18 @@ class StepEstimate(Estimate):
     t_ici: float = 0.0
     batch: int = 1
     ici_adds: bool = False
+    memory_per_chip: float = 0.0  # bytes each chip holds: its share of the weights and of the KV caches
+    hbm_per_chip: float | None = None  # the chip's HBM bytes (None: unknown)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_fields(self, t_params="result", t_kv="result", t_ici="result", batch="count", ici_adds="flag")
+        check_fields(self, t_params="result", t_kv="result", t_ici="result", batch="count", ici_adds="flag",
+                     memory_per_chip="result", hbm_per_chip="?size")
+
+    @property
+    def fits(self) -> bool:
+        """Whether the weights and KV caches fit the chips' HBM (True when the HBM size is unknown)."""
+        return self.hbm_per_chip is None or self.memory_per_chip <= self.hbm_per_chip
 
     @property
     def time(self) -> float:
@@ -84,11 +92,13 @@ class StepEstimate(Estimate):
         return {"batch": str(self.batch), "weights from HBM": fmt_time(self.t_params),
                 "KV caches from HBM": fmt_time(self.t_kv), "FLOPs": fmt_time(self.t_math),
                 "ICI collectives": fmt_time(self.t_ici), "step": fmt_time(self.time), "bound": self.bound,
-                "tokens/s": f"{self.tokens_per_second:.4g}"}
+                "tokens/s": f"{self.tokens_per_second:.4g}",
+                "memory/chip": feasibility(self.memory_per_chip, self.hbm_per_chip)}
 
     def __str__(self) -> str:
         s = self.summary()
         head = f"{self.label}: " if self.label else ""
+        head += "" if self.fits else f"{s['memory/chip']}; "
         return (f"{head}{s['step']} per step ({self.bound}-bound; weights {s['weights from HBM']}, "
                 f"KV {s['KV caches from HBM']}, FLOPs {s['FLOPs']}, ICI {s['ICI collectives']})")
 
@@ -131,7 +141,8 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
     nbytes = params * param_bytes + batch * kv_bytes_per_seq
     return StepEstimate(flops, nbytes, flops / C, nbytes / W, channel="HBM", label=label,
                         t_params=params * param_bytes / W, t_kv=batch * kv_bytes_per_seq / W, t_ici=t_ici,
-                        batch=batch, ici_adds=efficiency != "ideal")
+                        batch=batch, ici_adds=efficiency != "ideal", memory_per_chip=nbytes / n_chips,
+                        hbm_per_chip=chip.hbm_bytes)
 
 
 def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, act_bytes: float,
@@ -212,7 +223,8 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
     return StepEstimate(flops, weights + cache, flops / C, (weights + cache) / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
-                        t_ici=t_ici, batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal")
+                        t_ici=t_ici, batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal",
+                        memory_per_chip=(weights + cache) / n_chips, hbm_per_chip=chip.hbm_bytes)
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")

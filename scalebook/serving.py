@@ -41,6 +41,7 @@ clock jumps over runs of identical steps, so 10,000 requests simulate in about 0
 from __future__ import annotations
 
 import heapq
+import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 
+from .estimate import feasibility
 from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
@@ -378,6 +380,23 @@ class Report:
         """Model FLOPs of the run over what all `n_chips` could do at bf16 peak in the makespan."""
         return self.flops / (self.engine.n_chips * self.engine.chip.peak_flops() * self.makespan)
 
+    @property
+    def memory_per_chip(self) -> float:
+        """Bytes each decode chip holds with every slot full at the typical context: its share of the weights and
+        of `slots` KV caches."""
+        e = self.engine
+        caches = kv_cache_bytes(e.model, self.workload.typical_context(), self.slots, e.kv_bytes)
+        return (e.model.param_count() * e.param_bytes + caches) / e.pools()[1]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the decode chips' HBM holds the weights and every slot's KV cache (`memory_per_chip`)."""
+        return self.memory_per_chip <= self.engine.chip.hbm_bytes
+
+    def feasibility(self) -> str:
+        """'fits: … of … of HBM' or 'does not fit: 140 GB > 16 GB of HBM', per decode chip."""
+        return feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)
+
     def _title(self) -> str:
         e, w = self.engine, self.workload
         return (f"{e.model.name} on {e.n_chips} × {e.chip.name}, {e.mode}, {self.slots} slots; "
@@ -401,6 +420,7 @@ class Report:
              "shown": fmt_rate(self.throughput_per_chip, "tokens/s")},
             {"quantity": "mean decode batch", "value": self.mean_batch, "shown": f"{self.mean_batch:.1f}"},
             {"quantity": "decode slots", "value": self.slots, "shown": str(self.slots)},
+            {"quantity": "memory per decode chip", "value": self.memory_per_chip, "shown": self.feasibility()},
             {"quantity": "utilisation (busy)", "value": self.utilisation, "shown": f"{self.utilisation:.0%}"},
             {"quantity": "MFU", "value": self.mfu, "shown": f"{self.mfu:.1%}"},
             {"quantity": "makespan", "value": self.makespan, "shown": fmt_time(self.makespan)},
@@ -408,9 +428,10 @@ class Report:
         return Table(rows, columns=["quantity", "shown"], title=self._title())
 
     def _repr_html_(self) -> str:
-        line = (f"<p>{fmt_rate(self.throughput, 'tokens/s')} ({fmt_rate(self.throughput_per_chip, 'tokens/s')} "
-                f"per chip), mean decode batch {self.mean_batch:.1f} of {self.slots}, "
-                f"busy {self.utilisation:.0%}, MFU {self.mfu:.1%}</p>")
+        warning = "" if self.fits else f"<p><b>{html.escape(self.feasibility())}</b></p>"
+        line = (f"{warning}<p>{fmt_rate(self.throughput, 'tokens/s')} "
+                f"({fmt_rate(self.throughput_per_chip, 'tokens/s')} per chip), mean decode batch "
+                f"{self.mean_batch:.1f} of {self.slots}, busy {self.utilisation:.0%}, MFU {self.mfu:.1%}</p>")
         return self.latency_table()._repr_html_() + line
 
     def __str__(self) -> str:

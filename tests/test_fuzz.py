@@ -116,6 +116,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                           {"flops": "result", "bytes": "result", "t_math": "result", "t_comms": "result",
                            "channel": "text", "label": "text", "terms": "-", "t_latency": "result",
                            "latency_adds": "flag"}),
+    "estimate.feasibility": (lambda: dict(memory_per_chip=140e9, hbm_bytes=16e9),
+                             {"memory_per_chip": "result", "hbm_bytes": "?size"}),
     "roofline.estimate": (lambda: dict(flops=1e12, nbytes=1e9, chip="v5e"),
                           {"flops": "nonneg", "nbytes": "nonneg", "chip": "name", "dtype": "name",
                            "bandwidth": "?size", "channel": "text", "efficiency": "fraction", "label": "text",
@@ -434,7 +436,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
 }
 R["inference.StepEstimate"] = (R["estimate.Estimate"][0], {**R["estimate.Estimate"][1], "t_params": "result",
                                                             "t_kv": "result", "t_ici": "result", "batch": "count",
-                                                            "ici_adds": "flag"})
+                                                            "ici_adds": "flag", "memory_per_chip": "result",
+                                                            "hbm_per_chip": "?size"})
 
 
 def public_callables() -> dict[str, Any]:
