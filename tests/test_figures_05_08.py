@@ -78,3 +78,20 @@ def test_each_new_drawing_has_a_title(name: str, kwargs: dict) -> None:
 def test_a_layout_names_a_strategy_it_knows() -> None:
     with pytest.raises(ValueError, match="strategy"):
         sb.plots.parallelism.layout("zero")
+
+
+WORKED = re.compile(r"^### (Example \d\.Ex\d+|Q\d+\.|Worked question|Pop quiz|Appendix C's example)", re.M)
+
+
+@pytest.mark.parametrize("chapter", sorted(BOOK_FIGURES))
+def test_every_worked_problem_has_an_explorer_in_its_section(chapter: str) -> None:
+    text = (CHAPTERS / f"{chapter}.md").read_text(encoding="utf-8")
+    starts = [m.start() for m in WORKED.finditer(text)]
+    assert starts, f"{chapter}: no worked problems found (has the heading style changed?)"
+    missing = []
+    for start in starts:
+        end = min((m.start() for m in re.finditer(r"^#{2,3} ", text[start + 4:], re.M)), default=len(text))
+        section = text[start:start + 4 + end]
+        if "sb.widgets." not in section:
+            missing.append(section.splitlines()[0])
+    assert not missing, f"{chapter}: worked problems without an explorer: {missing}"
