@@ -20,8 +20,8 @@ An array also sharded over axes that do not take part moves 1/|those axes| of th
 `efficiency="calibrated"` (default "ideal", the book's bounds) divides each link's bandwidth by the chip's
 measured fraction (`Chip.efficiency`: ICI link efficiency; NCCL bus bandwidth per collective inside a GPU
 node, the network's above it) and makes the per-call latency ADD to the bandwidth time (an alpha-beta
-model): per ICI hop on a TPU, and on a GPU a fixed cost per call inside the node plus one per network level
-crossed (the ideal GPU model has no latency term).
+model): per ICI hop on a TPU, and on a GPU a fixed cost per call inside the node plus one per step of the ring
+between nodes (n-1 over n nodes, as NCCL's cost model has it; the ideal GPU model has no latency term).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: flo
                    top_k: int | None = None, efficiency: str | Efficiency = "ideal") -> Estimate:
     """Return the `Estimate` of a collective over a GPU cluster (ch. 12): the slowest of its levels
     (`gpu_levels`), the NVLink node first, then the fat tree. Calibrated, each level runs at its measured
-    bus-bandwidth fraction and the call pays a fixed latency in the node plus one per network level."""
+    bus-bandwidth fraction and the call pays a fixed latency in the node plus one per network step of the ring."""
     eff = cluster.chip.efficiency(efficiency)
     levels = [(name, D, W * (eff.collective(kind) if i == 0 else eff.network),
                t / (eff.collective(kind) if i == 0 else eff.network))
@@ -215,14 +215,17 @@ def gpu_collective(kind: str, cluster: GpuCluster, axes: str | None, nbytes: flo
     group = cluster.group_size(axes)
     if group == 1:
         return Estimate(0.0, 0.0, 0.0, 0.0, channel="NVLink", label=f"{kind} over one GPU: free")
-    crossed = sum(1 for _, D, _, _ in levels[1:] if D > 1)
+    # A ring over n nodes takes n-1 network steps (2(n-1) for AllReduce), each paying the per-step latency
+    # (NCCL's own cost model, src/graph/tuning.cc); the steps inside a node are in the per-call latency.
+    crossed = math.prod(D for _, D, _, _ in levels[1:]) - 1
+    crossed *= 2 if kind == "all_reduce" else 1
     latency = eff.latency_node + crossed * eff.latency_network
     terms = [(f"{name} ({D} joined)", f"{t * 1e6:.4g} µs at {fmt_rate(W, 'B/s')} per unit")
              for name, D, W, t in levels]
     worst = max(range(len(levels)), key=lambda i: levels[i][3])
     terms.append(("bound by", terms[worst][0]))
     if latency:
-        terms.append(("per-call latency", f"{latency * 1e6:.4g} µs (node + {crossed} network level(s)), adds"))
+        terms.append(("per-call latency", f"{latency * 1e6:.4g} µs (node + {crossed} network ring step(s)), adds"))
     what = f"{kind}{f' (top-{top_k} routed)' if top_k else ''}"
     return Estimate(0.0, float(nbytes), 0.0, levels[worst][3], channel="NVLink" if worst == 0 else "network",
                     label=f"{what} of {fmt_bytes(nbytes)} over {group} GPUs of {cluster}", terms=tuple(terms),

@@ -155,10 +155,11 @@ def _whole_nodes(used: int, node: int, available: int) -> bool:
 
 
 @checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
-        efficiency="?text", tp_overlap="flag")
+        efficiency="?text", tp_overlap="flag", fsdp="?flag")
 def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
-         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False) -> TrainingPlan:
+         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False,
+         fsdp: bool | None = None) -> TrainingPlan:
     """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
     pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
 
@@ -168,10 +169,13 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
 
     `efficiency='calibrated'` (or 'ideal') runs `search` instead: the layouts of published runs, priced by
     `training.predict` and kept only where their calibrated memory fits (`tp_overlap`: the framework hides
-    TP collectives behind the matmuls, as Megatron-Core's --tp-comm-overlap does).
+    TP collectives behind the matmuls, as Megatron-Core's --tp-comm-overlap does; `fsdp`: None tries ZeRO-1 and
+    FSDP, False only ZeRO-1 (a framework without FSDP, as Megatron-Core's distributed optimizer in 2024), True only
+    FSDP).
     """
     if efficiency is not None:
-        return search(model, chip, n_chips, batch_tokens, seq_len, efficiency=efficiency, tp_overlap=tp_overlap)
+        return search(model, chip, n_chips, batch_tokens, seq_len, efficiency=efficiency, tp_overlap=tp_overlap,
+                      fsdp=fsdp)
     model = get_model(model)
     hardware, chip = resolve(chip)
     cluster = hardware if isinstance(hardware, GpuCluster) else None
@@ -245,9 +249,11 @@ def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp:
             "bound": "compute" if per_gpu >= critical else "comms"}
 
 
-def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, long: bool):
+def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, long: bool,
+                    sharding: tuple[bool, ...] = (False, True)):
     """(tp, pp, cp, virtual_stages, fsdp, recompute) worth pricing: TP within a node, PP up to 64 stages with
-    up to 4 virtual stages, CP only for long sequences, and a data-parallel degree that divides the batch."""
+    up to 4 virtual stages, CP only for long sequences, a data-parallel degree that divides the batch, and
+    ZeRO-1 or FSDP as `sharding` allows."""
     for tp in (t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= per_node):
         for cp in ((1, 2, 4, 8, 16, 32) if long else (1,)):
             for pp in (p for p in (1, 2, 4, 8, 16, 32, 64) if p <= layers):
@@ -256,19 +262,21 @@ def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, lo
                 for v in ((1, 2, 4) if pp > 1 else (1,)):
                     if pp * v > layers:
                         continue
-                    for fsdp in (False, True):
+                    for fsdp in sharding:
                         for recompute in ("selective", "full"):
                             yield tp, pp, cp, v, fsdp, recompute
 
 
-@checks(n_chips="count", batch_tokens="size", seq_len="count", efficiency="text", tp_overlap="flag")
+@checks(n_chips="count", batch_tokens="size", seq_len="count", efficiency="text", tp_overlap="flag", fsdp="?flag")
 def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
-           seq_len: int, efficiency: str = "calibrated", tp_overlap: bool = False) -> TrainingPlan:
+           seq_len: int, efficiency: str = "calibrated", tp_overlap: bool = False,
+           fsdp: bool | None = None) -> TrainingPlan:
     """Return the fastest published-style layout of `model` on `n_chips` GPUs whose calibrated memory fits:
     every TP (in a node) × PP (1-64 stages, v = 1, 2 or 4 virtual stages) × CP (for sequences of 32k tokens
     or more) × ZeRO-1 or FSDP × selective or full recompute, microbatches of one sequence, each priced by
     `training.predict` with `efficiency` ('calibrated' by default; memory is always the calibrated count) and
-    `tp_overlap` (whether the framework overlaps TP collectives with compute).
+    `tp_overlap` (whether the framework overlaps TP collectives with compute); `fsdp` None tries ZeRO-1 and FSDP,
+    a flag only the one the framework has.
     The chosen plan carries its prediction and the ideal one; `candidates` lists the ten fastest that fit
     and how many did not."""
     model = get_model(model)
@@ -283,9 +291,10 @@ def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_
     if cluster.gpus != n_chips:
         cluster = cluster.subset(n_chips)
     fitting, too_big = [], 0
-    for tp, pp, cp, v, fsdp, recompute in _search_layouts(n_chips, cluster.gpus_per_node, model.L,
-                                                          int(batch_tokens // seq_len), seq_len >= 32768):
-        p = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=tp, pp=pp, cp=cp, fsdp=fsdp,
+    sharding = (False, True) if fsdp is None else (fsdp,)
+    for tp, pp, cp, v, sharded, recompute in _search_layouts(n_chips, cluster.gpus_per_node, model.L,
+                                                             int(batch_tokens // seq_len), seq_len >= 32768, sharding):
+        p = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=tp, pp=pp, cp=cp, fsdp=sharded,
                     virtual_stages=v, recompute=recompute, efficiency=efficiency, tp_overlap=tp_overlap)
         if p.fits:
             fitting.append(p)

@@ -12,6 +12,7 @@ counts the bytes per chip the way Korthikanti et al. (2022) do, and chapter 13 h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .collectives import collective, default_mesh
@@ -22,7 +23,8 @@ from .models import TransformerConfig, get_model
 from .training import OPTIMIZERS, _all_to_all_seconds
 from .units import checks, fmt_bytes, is_a
 
-__all__ = ["RECOMPUTE", "Prediction", "activation_bytes_per_layer", "training_memory", "predict"]
+__all__ = ["RECOMPUTE", "CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "activation_bytes_per_layer",
+           "training_memory", "predict"]
 
 RECOMPUTE = ("none", "selective", "full")
 _REMAT_OF = {"none": "none", "selective": "big_matmuls", "full": "block"}
@@ -34,6 +36,7 @@ class Prediction:
 
     `breakdown` names the seconds on the step's critical path: 'compute' (model FLOPs), 'recompute' (FLOPs
     done again in the backward pass), 'elementwise' (norms, activations, softmax, dropout: bytes through HBM),
+    'last stage' (the head's FLOPs and the loss's bytes the last pipeline stage adds to the average one),
     'bubble' (pipeline stages idle), 'optimizer' (the Adam update), and the EXPOSED part of each collective
     ('tp', 'cp', 'pp sends', 'dp'); `hidden` holds the collectives' seconds that overlapped compute.
     `memory` splits `memory_per_chip` into weights, gradients, optimizer, activations and logits.
@@ -130,6 +133,30 @@ def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, p
     }
 
 
+# Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
+# max (read), subtract, exp, normalise (read + write each) and sum (read) forward, scaled and cast back to bf16
+# in the backward (read 4 + write 4, read 4 + write 2): Megatron's vocab-parallel cross-entropy, unfused.
+CROSS_ENTROPY_BYTES = 6 + 4 + 8 + 8 + 8 + 4 + 8 + 6
+
+# HBM bytes per attention-score element without a flash kernel: forward QK^T writes the scores (2), softmax
+# reads and writes them (4), dropout reads, writes and keeps a mask (5), A·V reads them (2); backward the
+# gradient of A·V is written (2) and P read for dV (2), dropout (5) and softmax (6) run backwards and dQ, dK
+# read the result (4). Recomputing the forward (selective or full) repeats its 13.
+SCORE_BYTES = {"none": 34, "selective": 47, "full": 47}
+
+
+def _elementwise_bytes(model: TransformerConfig, tokens: float, seq_len: int, tp: int, recompute: str,
+                       sp: bool, flash_attention: bool) -> float:
+    """HBM bytes the memory-bound work of one layer and microbatch moves: each activation the layer saves is
+    written and read in the forward and again as a gradient in the backward (4 passes; 6 when full recompute
+    runs the forward twice), and without a flash kernel the attention scores' passes (`SCORE_BYTES`)."""
+    kept = activation_bytes_per_layer(model, tokens, seq_len, tp, "none", sp, True)
+    scores = 0.0
+    if not flash_attention:
+        scores = (activation_bytes_per_layer(model, tokens, seq_len, tp, "none", sp, False) - kept) / 5
+    return (6 if recompute == "full" else 4) * kept + SCORE_BYTES[recompute] * scores
+
+
 def _groups(hardware: Chip | GpuCluster, n_chips: int):
     """The hardware a layout's collectives run on: the GPU cluster of `n_chips`, or a TPU chip."""
     if isinstance(hardware, GpuCluster):
@@ -139,6 +166,7 @@ def _groups(hardware: Chip | GpuCluster, n_chips: int):
     return hardware
 
 
+@lru_cache(maxsize=4096)  # the planner prices hundreds of layouts that share their collectives
 def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inner: int,
                 efficiency: str | Efficiency) -> float:
     """Seconds of one collective of `nbytes` (its whole array) over `group` chips spaced `inner` apart (inner
@@ -172,14 +200,20 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
 
     - compute and recompute at the achievable matmul rate in `dtype` (a flash kernel's attention at its own);
     - elementwise work: each saved activation byte written and read in the forward and again as a gradient
-      in the backward (4 passes, 6 with full recompute) at the achieved HBM bandwidth;
+      in the backward (4 passes, 6 with full recompute) at the achieved HBM bandwidth, and without a flash
+      kernel every pass over the attention scores (`SCORE_BYTES`);
+    - the last stage: the unembedding's FLOPs beyond an average stage's share and the loss's passes over the
+      fp32 logits (`CROSS_ENTROPY_BYTES` per logit); every stage waits for it;
     - tensor parallelism: per layer and microbatch, 2 AllReduces forward and 2 backward (2 more with full
       recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed
       unless `tp_overlap`; context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
       expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
     - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
     - data parallelism: gradients reduce-scattered and weights all-gathered over dp·cp chips, overlapping
-      the last microbatch's backward and the first's forward; the Adam update at HBM speed.
+      the last microbatch's backward and the first's forward (ZeRO-1); with `fsdp`, layer by layer — each
+      layer's gather before its first forward, its reduce-scatter after each microbatch's backward — each call
+      hidden only behind that layer's compute (a ring over n nodes pays n-1 network steps of latency);
+      the Adam update at HBM speed.
 
     `sequence_parallel` defaults to on when tp > 1; `flash_attention` (default on) never stores the scores.
     """
@@ -255,10 +289,15 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         hidden = comms
     else:
         W = chip.hbm_bandwidth * eff.hbm
-        passes = 6 if recompute == "full" else 4
-        t_elem = passes * activation_bytes_per_layer(model, mb / cp, seq_len // cp, tp, "none", sp,
-                                                     flash_attention) * model.L / pp * M / W
-        busy_compute = t_compute + t_recompute + t_elem
+        t_elem = _elementwise_bytes(model, mb / cp, seq_len // cp, tp, recompute, sp, flash_attention) \
+            * model.L / pp * M / W
+        # The last stage also runs the unembedding and the loss: its share of the head's FLOPs beyond the
+        # average stage's, and the cross-entropy's passes over the [tokens, V/t] logits. Every stage waits for it.
+        head = model.flops_per_token(seq_len) - model.flops_per_token(seq_len, logits=False)
+        replica_tokens = global_batch_tokens / (dp * cp)
+        t_last = (head * replica_tokens / tp * (pp - 1) / pp / C
+                  + CROSS_ENTROPY_BYTES * replica_tokens * model.V / tp / W)
+        busy_compute = t_compute + t_recompute + t_elem + t_last
         tp_exposed = max(0.0, t_tp - busy_compute) if tp_overlap else t_tp
         cp_exposed = max(0.0, t_cp - attention_flops / C_attention)
         busy = busy_compute + tp_exposed + cp_exposed + t_ep
@@ -268,13 +307,20 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         latency = eff.latency_network if isinstance(hw, GpuCluster) else eff.latency_node
         t_sends = 2 * (pp - 1) * virtual_stages * (send_bytes / nic + latency) if pp > 1 else 0.0
         per_microbatch = busy / M
-        if fsdp:  # gathered ahead and scattered behind, layer by layer: hidden while the step's compute lasts
-            dp_exposed = max(0.0, t_rs + t_ag - busy)
+        if fsdp:  # layer by layer: a layer's weights gathered before its first forward (then kept), its gradients
+            # reduce-scattered after each microbatch's backward, each call hidden only behind that layer's compute
+            layers = model.L / pp
+            per_layer = per_microbatch / layers
+            ag = _collective("all_gather", hw, group, shard / layers, tp * pp, efficiency)
+            rs = _collective("reduce_scatter", hw, group, shard / layers, tp * pp, efficiency)
+            t_ag, t_rs = layers * ag, layers * M * rs
+            dp_exposed = layers * (max(0.0, ag - per_layer / 3) + M * max(0.0, rs - per_layer * 2 / 3))
         else:  # gradients reduce during the last backward, weights gather during the first forward
             dp_exposed = max(0.0, t_rs - per_microbatch * 2 / 3) + max(0.0, t_ag - per_microbatch / 3)
         # Adam on this chip's shard: read gradient, master weight and moments, write them back and the bf16 copy.
         t_opt = shard / 2 / group * (grad_bytes + 2 * (master_bytes + 8) + 2) / W
-        breakdown = {"compute": t_compute, "recompute": t_recompute, "elementwise": t_elem, "tp": tp_exposed,
+        breakdown = {"compute": t_compute, "recompute": t_recompute, "elementwise": t_elem, "last stage": t_last,
+                     "tp": tp_exposed,
                      "cp": cp_exposed, "ep": t_ep, "bubble": bubble, "pp sends": t_sends, "dp": dp_exposed,
                      "optimizer": t_opt}
         hidden = {"tp": t_tp - tp_exposed, "cp": t_cp - cp_exposed,

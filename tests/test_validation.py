@@ -42,11 +42,18 @@ def test_gpt_fast_tensor_parallel_decode_within_five_percent():
             assert abs(r["error"]) <= 0.05, r
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: the calibrated median absolute error is 27 % over all 46 "
-                   "throughput/time rows (19 % over the rows not marked as disagreements), not the 15 % the issue "
+@pytest.mark.xfail(strict=True, reason="Disagreement: the calibrated median absolute error is 21 % over all 46 "
+                   "throughput/time rows (16 % over the rows not marked as disagreements), not the 15 % the issue "
                    "asks; see chapter 13 and validation.disagreements()")
 def test_calibrated_median_error_at_most_15_percent():
     assert v.summary()["median abs error"] <= 0.15
+
+
+@pytest.mark.xfail(strict=True, reason="Disagreement: 34 of the 46 throughput/time rows are within 35 %, not all; "
+                   "the 12 beyond are the marked disagreements (TensorRT-LLM's static batches and short prompts, "
+                   "Megatron-Core's 1.7B-16B, Llama 3's 128k row): chapter 13")
+def test_every_calibrated_run_within_35_percent():
+    assert v.summary()["beyond 35%"] == []
 
 
 def test_table_prints_published_ideal_calibrated_and_error():

@@ -45,8 +45,8 @@ class Efficiency:
     busbw for GPUs). `network`: the same for links between nodes. `link`: an ICI link's achieved fraction
     (TPUs). `attention`: the share of the dense peak a fused (flash) attention kernel reaches, forward and
     backward (None: the matmul figure). `latency_node` (s): the fixed cost of one collective call inside an
-    NVLink node (GPUs) or of one ICI hop (TPUs); `latency_network` (s): what each network level crossed adds
-    to a call. The ideal
+    NVLink node (GPUs) or of one ICI hop (TPUs); `latency_network` (s): what each step of a ring between
+    nodes adds to a call (n - 1 steps over n nodes, twice that for AllReduce). The ideal
     set (`IDEAL`) is all ones and zero latency: the book's bounds. `sources` names where each came from.
     """
 
