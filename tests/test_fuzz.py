@@ -256,7 +256,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "planner.plan": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
                      {"model": "name", "chip": "name", "n_chips": "count", "batch_tokens": "size",
                       "seq_len": "count", "saves_per_layer": [NAN, -1, INF, "blok", None], "optimizer": "name",
-                      "sequence_sharding": "flag", "efficiency": "?name", "tp_overlap": "flag"}),
+                      "sequence_sharding": "flag", "efficiency": "?name", "tp_overlap": "flag", "fsdp": "?flag"}),
     "planner.check_parallelism": (lambda: dict(cluster=_cluster(), batch_tokens=2**22, tp=8),
                                   {"cluster": "obj", "batch_tokens": "size", "tp": "count", "pp": "count",
                                    "ep": "count", "E": "count", "k": "count"}),

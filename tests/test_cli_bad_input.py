@@ -1,0 +1,79 @@
+"""Every bad invocation of the `scalebook` command exits 2 with one line on stderr and no traceback (issue #16);
+none exits 0 after ignoring an option; a GPU chip name builds its default cluster and says so."""
+
+import pytest
+
+from scalebook import cli
+
+ROOF = ["roofline", "--chip", "v5e", "--shape"]
+COLL_TPU = ["collective", "all_gather", "--chip", "v5e", "--mesh", "4x4", "--axes", "X", "--bytes"]
+COLL_GPU = ["collective", "all_reduce", "--cluster", "h100-superpod", "--bytes"]
+PLAN = ["plan", "--model", "llama3-8b", "--chip", "v5p", "--batch", "1Mi", "--chips"]
+SERVE = ["serve", "--model", "llama3-8b", "--chip", "v5e", "--context"]
+BAD_NUMBERS = ["0", "-1", "nan", "inf", "-inf", "1e30", "2.5", "abc", "", "-4Mi"]
+
+BAD = [
+    *[[*ROOF, f"{b},8192,28672"] for b in BAD_NUMBERS],
+    [*ROOF, "1024,8192"], [*ROOF, "1024,8192,28672,1"], ["roofline", "--chip", "v5x", "--shape", "1,2,3"],
+    ["roofline", "--chip", "v5e", "--shape", "1,2,3", "--dtype", "bf17"],
+    ["roofline", "--chip", "v5e", "--shape", "1,2,3", "--dtyp", "bf16"],  # no abbreviations
+    ["roofline", "--chip", "v5e"], ["roofline", "--chip", "v5e", "--shape", "1,2,3", "--extra"],
+    *[[*COLL_TPU, b] for b in ["-1", "nan", "inf", "1e999", "1e30", "abc", "", "-32MiB", "0"]],
+    *[[*COLL_GPU, b] for b in ["-1", "1e999", "nan"]],
+    ["collective", "all_gahter", "--chip", "v5e", "--mesh", "4x4", "--bytes", "1GB"],
+    [*COLL_TPU, "1GB", "--gpus", "8"], [*COLL_TPU, "1GB", "--sharp"],  # GPU options beside a TPU slice
+    [*COLL_TPU, "1GB", "--top-k", "2"], [*COLL_GPU, "1GB", "--gpus", "-8"], [*COLL_GPU, "1GB", "--gpus", "2.5"],
+    [*COLL_GPU, "1GB", "--gpus", "12"], [*COLL_GPU, "1GB", "--also-sharded", "Y"],
+    ["collective", "all_gather", "--chip", "v5e", "--mesh", "4x-4", "--bytes", "1GB"],
+    ["collective", "all_gather", "--chip", "h100", "--mesh", "8", "--bytes", "1GB"],
+    ["collective", "all_gather", "--chip", "h100", "--cluster", "h100-superpod", "--bytes", "1GB"],
+    ["collective", "all_to_all", "--cluster", "h100-superpd", "--bytes", "1GB"],
+    *[[*PLAN, b] for b in BAD_NUMBERS],
+    ["plan", "--model", "llama3-8b", "--chip", "v5p", "--chips", "256", "--batch", "-1Mi"],
+    ["plan", "--model", "llama3-8b", "--chip", "v5p", "--chips", "256", "--batch", "1Mi", "--seq", "-4096"],
+    ["plan", "--model", "llama3-8x", "--chip", "v5p", "--chips", "256", "--batch", "1Mi"],
+    ["plan", "--model", "llama3-8b", "--chips", "256", "--batch", "1Mi"],
+    ["plan", "--model", "llama3-405b", "--chip", "h100", "--chips", "8", "--batch", "1Mi"],  # does not fit
+    *[[*SERVE, b] for b in BAD_NUMBERS],
+    ["serve", "--model", "llama3-8b", "--chip", "v5e", "--dtype", "int3"],
+    ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=-1,J=2,K=3"],
+    ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=1e30,J=2,K=3"],
+    ["chips", "--vendor", "amd"], ["chips", "--vend", "google"], ["nonsense"], [],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(a) or "(none)" for a in BAD])
+def test_bad_invocation_exits_2_with_one_line(argv, capsys):
+    try:
+        status = cli.main(argv)
+    except SystemExit as exc:  # argparse may exit directly; either way the status must be 2
+        status = exc.code
+    captured = capsys.readouterr()
+    assert status == 2, captured.out
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured.err
+    assert captured.err.startswith("scalebook")
+
+
+def test_the_bad_invocations_count(capsys):
+    print(f"\n{len(BAD)} bad CLI invocations, each exits 2 with one line")
+    assert len(BAD) >= 60
+
+
+def test_a_gpu_chip_builds_its_default_cluster_and_says_so(capsys):
+    assert cli.main(["plan", "--model", "llama3-70b", "--chip", "h100", "--chips", "1000", "--batch", "4Mi"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("(--chip h100 is a GPU: using its default cluster, GpuCluster(NVIDIA H100: 1000 GPUs")
+    assert "512 of 1000 (488 idle)" in out and "memory per chip: fits: " in out
+    assert cli.main(["collective", "all_gather", "--chip", "h100", "--gpus", "64", "--bytes", "1GiB"]) == 0
+    assert "is a GPU: using its default cluster" in capsys.readouterr().out
+
+
+def test_the_issue_s_plan_on_gb200_racks(capsys):
+    argv = ["plan", "--model", "llama3-70b", "--cluster", "gb200-superpod", "--chips", "576", "--batch", "4Mi"]
+    assert cli.main(argv) == 0
+    assert "on 512 of 576 (64 idle)" in capsys.readouterr().out
+
+
+def test_serve_prints_the_memory_per_chip(capsys):
+    assert cli.main(["serve", "--model", "llama3-70b", "--chip", "v5e", "--context", "8192", "--dtype", "int8"]) == 0
+    assert "memory per chip     fits: " in capsys.readouterr().out
