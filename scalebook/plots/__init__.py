@@ -7,8 +7,17 @@ every axis has a label with its unit and every figure a title. One module per to
 from __future__ import annotations
 
 from . import parallelism, schedules, serving, trace
-from .chip import (banner, chip_diagram, elementwise_pipeline, hosts, memory_hierarchy, mxu_pipeline, pod_cubes,
-                   slices, tray)
+from .chip import (
+    banner,
+    chip_diagram,
+    elementwise_pipeline,
+    hosts,
+    memory_hierarchy,
+    mxu_pipeline,
+    pod_cubes,
+    slices,
+    tray,
+)
 from .collective_steps import collective_matmul, collectives_summary, torus_steps
 from .gpu_diagrams import (expert_parallel, gpu_chip, gpu_pipeline, megatron_configs, nvl72, nvlink_nodes, nvswitch,
                            sharp_bandwidth, sharp_diagram, sm_diagram, warp_divergence)
@@ -20,8 +29,8 @@ from .profile import timeline
 from .roofline import batch_roofline, roofline, sweep
 from .sharding import collective_vs_size, ring_steps, sharding_gallery, sharding_grid
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, torus
-from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .training import memory_bars, pipeline, strategy_times
+from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
 from .validation import validation
 
 __all__ = ["roofline", "batch_roofline", "sweep"]

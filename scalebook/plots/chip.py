@@ -270,22 +270,21 @@ def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = Non
                     f"{len(subs)} sub-slices cut from it"
     cell = 0.22 if max(X, Y) > 8 else 0.5
     fig, axs = panels(Z, min(Z, 4), (max(2.4, cell * X + 0.8), max(2.4, cell * Y + 0.8)), X, Y, head + "\n" + legend)
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
     for z, ax in enumerate(axs):
-        for x, y in itertools.product(range(X), range(Y)):
+        cells = list(itertools.product(range(X), range(Y)))
+        ax.add_collection(PatchCollection(
+            [Rectangle((x + 0.08, y + 0.08), 0.84, 0.84) for x, y in cells], edgecolors="0.4", linewidths=0.5,
+            facecolors=[PALETTE[owner[(x, y, z)]] if (x, y, z) in owner else "white" for x, y in cells]))
+        for x, y in cells:
             k = owner.get((x, y, z))
-            ax.add_patch(_square(x + 0.08, y + 0.08, 0.84, PALETTE[k] if k is not None else "white",
-                                 0.9 if k is not None else 0.6))
             if k is not None and max(X, Y) <= 8:
                 ax.text(x + 0.5, y + 0.5, str(k), ha="center", va="center", fontsize=7, color="white")
         if Z > 1:
             ax.set_title(f"Z = {z}", fontsize=8)
     return fig
-
-
-def _square(x: float, y: float, size: float, colour: str, alpha: float):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x, y), size, size, facecolor=colour, edgecolor="0.4", lw=0.5, alpha=alpha)
 
 
 def pod_cubes(mesh: TpuMesh, cube: int = 4, title: str | None = None) -> Figure:

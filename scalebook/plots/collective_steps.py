@@ -83,17 +83,27 @@ def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | N
     return fig
 
 
+def to_rgb(colour: str) -> tuple[float, float, float]:
+    """Return a colour as an (r, g, b) tuple of fractions (so that each square can carry its own alpha)."""
+    from matplotlib.colors import to_rgb as rgb
+
+    return rgb(colour)
+
+
 def _draw_torus_state(ax, held: Held, X: int, Y: int) -> None:
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
+    frames, squares, colours = [], [], []
     for (x, y), pieces in held.items():
         ox, oy = x * (Y + 1), (Y - 1 - y) * (X + 1)
-        ax.add_patch(Rectangle((ox + 0.3, oy + 0.1), Y + 0.4, X + 0.4, fill=False, edgecolor="0.5", lw=0.6))
+        frames.append(Rectangle((ox + 0.3, oy + 0.1), Y + 0.4, X + 0.4))
         for (px, py), fill in pieces.items():
             if fill > 0:
-                ax.add_patch(Rectangle((ox + 0.5 + py, oy + 0.3 + (X - 1 - px)), 0.95, 0.95,
-                                       facecolor=PALETTE[(px * Y + py) % len(PALETTE)], alpha=0.15 + 0.85 * fill,
-                                       edgecolor="none"))
+                squares.append(Rectangle((ox + 0.5 + py, oy + 0.3 + (X - 1 - px)), 0.95, 0.95))
+                colours.append((*to_rgb(PALETTE[(px * Y + py) % len(PALETTE)]), 0.15 + 0.85 * fill))
+    ax.add_collection(PatchCollection(frames, facecolors="none", edgecolors="0.5", linewidths=0.6))
+    ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none"))
 
 
 def _draw_ring_devices(ax, state: RingStep, n: int, y0: float, kind: str) -> None:

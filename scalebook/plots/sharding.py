@@ -392,9 +392,11 @@ def _held_elements(spec: ArraySpec, axes: Mapping[str, int], n: int) -> dict[Coo
     return held
 
 
-def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int) -> None:
+def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, numbers: bool = True) -> None:
     """Draw the mesh as a grid of devices (first axis down, second across), each showing the array elements it
-    holds at their places in the array, numbered and coloured by element; `spec=None` draws the array alone."""
+    holds at their places in the array, coloured (and, with `numbers`, numbered) by element; `spec=None` draws the
+    array alone. The squares go in as one collection: a figure of many panels stays cheap to draw."""
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
     names = list(axes)
@@ -402,6 +404,7 @@ def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int) -
     whole = {(0,) * len(names): set(itertools.product(range(n), range(n)))}
     held = _held_elements(spec, axes, n) if spec is not None else whole
     cell = 1.0 / (n + 1.5)
+    squares, colours = [], []
     for coord, elements in held.items():
         row, col = (coord[0], coord[1] if len(coord) > 1 else 0) if spec is not None else (0, 0)
         ox, oy = col, (R if spec is not None else 1) - 1 - row
@@ -410,12 +413,13 @@ def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int) -
             index = sum(coord[k] * math.prod(list(axes.values())[k + 1:]) for k in range(len(coord)))
             ax.text(ox + 0.5, oy + 0.93, f"device {index} {_coord(coord)}", ha="center", va="top", fontsize=5.5)
         for r, c in elements:
-            ax.add_patch(Rectangle((ox + 0.75 * cell + c * cell, oy + 0.08 + (n - 1 - r) * cell), cell * 0.95,
-                                   cell * 0.95, facecolor=PALETTE[(r * n + c) % len(PALETTE)], alpha=0.85,
-                                   edgecolor="none"))
-            if n <= 4:
+            squares.append(Rectangle((ox + 0.75 * cell + c * cell, oy + 0.08 + (n - 1 - r) * cell), cell * 0.95,
+                                     cell * 0.95))
+            colours.append(PALETTE[(r * n + c) % len(PALETTE)])
+            if numbers and n <= 4:
                 ax.text(ox + 0.75 * cell + (c + 0.47) * cell, oy + 0.08 + (n - 0.53 - r) * cell, str(r * n + c),
                         ha="center", va="center", fontsize=5)
+    ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.85))
     ax.set_xlim(0, C if spec is not None else 1)
     ax.set_ylim(0, R if spec is not None else 1)
     ax.set_aspect("equal")
@@ -446,7 +450,7 @@ def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[s
     fig, axs = figure((ncols * (1.35 * C + 0.4), nrows * (1.35 * R + 0.6) + 0.4), ncols=ncols, nrows=nrows)
     axs = np.atleast_1d(axs).ravel()
     for ax, spec in zip(axs, items):
-        _draw_devices(ax, spec, axes, n)
+        _draw_devices(ax, spec, axes, n, numbers=len(items) <= 3 or spec is None)
         ax.set_title("the array: element k in colour k" if spec is None else str(spec), fontsize=9)
     for ax in axs[len(items):]:
         ax.set_visible(False)
@@ -471,7 +475,7 @@ def matmul_cases(exprs: Sequence[str], mesh: TpuMesh, sizes: Mapping[str, int], 
         plan = sharded_matmul(expr, mesh, **sizes)
         steps = "\n".join(f"{s.kind}_{''.join(s.axes)} ({fmt_time(s.estimate.time)})" for s in plan.collectives)
         for ax, spec, role in zip(row, parse_expr(expr), ("×", "=", "")):
-            _draw_devices(ax, spec, axes, n)
+            _draw_devices(ax, spec, axes, n, numbers=False)
             ax.set_title(f"{spec} {role}".strip(), fontsize=9)
         row[2].set_title(f"{plan.expr.split('->')[-1].strip()}, case {plan.case}:\n{steps or 'no communication'}",
                          fontsize=8)
