@@ -63,7 +63,8 @@ DRAWINGS = [
     ("serving.decoding", {"cached": True}), ("serving.heads", {}), ("serving.layer_sharing", {}),
     ("serving.paged_cache", {}), ("serving.engine", {"mode": "disaggregated"}), ("serving.continuous_batching", {}),
     ("serving.prefix_tree", {"prompts": [["s", "a"], ["s", "b"]]}), ("serving.speculative", {}),
-    ("serving.speculative_panels", {}), ("serving.weight_stationary_curves", {}), ("serving.latency_bound_gather", {}),
+    ("serving.speculative_panels", {}), ("serving.cache_sharding", {}), ("serving.weight_stationary_curves", {}),
+    ("serving.latency_bound_gather", {}),
 ]
 
 

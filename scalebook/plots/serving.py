@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..collectives import all_gather
+from ..collectives import all_gather, all_to_all
 from ..hardware import TpuMesh
 from ..inference import decode_step, kv_cache_bytes, pareto, prefill, speculative_speedup, weight_stationary
 from ..models import TransformerConfig, get_model
@@ -21,10 +21,9 @@ from .base import figure, finish
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["batching_snapshots", "decoding", "heads", "layer_sharing", "paged_cache", "engine", "engine_segments",
-           "continuous_batching",
-           "prefix_tree", "speculative", "speculative_panels", "latency_cost", "weight_stationary_curves",
-           "latency_bound_gather"]
+__all__ = ["batching_snapshots", "cache_sharding", "decoding", "heads", "layer_sharing", "paged_cache", "engine",
+           "engine_segments", "continuous_batching", "prefix_tree", "speculative", "speculative_panels", "latency_cost",
+           "weight_stationary_curves", "latency_bound_gather"]
 
 Model = TransformerConfig | str
 _C = {"prefill": "#4e79a7", "decode": "#f28e2b", "idle": "#eeeeee", "transfer": "#b07aa1", "draft": "#59a14f",
@@ -443,4 +442,43 @@ def latency_bound_gather(chip: str = "v5e", chips: int = 8, D: int = 8192,
     if latency_bound:
         ax.axvspan(batches[0], max(latency_bound), color="#e15759", alpha=0.12, label="latency-bound")
     finish(ax, "batch B (tokens)", "time (s)", f"AllGather of int8 [B, {D}] over {chips} × {chip}", "upper left")
+    return fig
+
+
+def cache_sharding(chips: int = 4, batch: int = 8, model: Model = "llama3-70b", chip: str = "v5e",
+                   context: int = 8192) -> Figure:
+    """Draw two ways to split decode's KV caches over `chips`: by key/value head (each chip holds its heads of
+    every sequence, no extra collective) and by batch (each chip holds whole caches of some sequences, so each
+    attention layer sends queries to their caches and outputs back: two AllToAlls, timed by
+    `collectives.all_to_all` for `model`'s bf16 [batch, N·H] queries on a ring of `chips`)."""
+    cfg = get_model(model)
+    if not isinstance(chips, int) or not 1 <= chips <= cfg.K or cfg.K % chips:
+        raise ValueError(f"chips={chips!r} must divide {cfg.name}'s K={cfg.K} key/value heads to split by head")
+    kh = cfg.K // chips
+    mesh = TpuMesh(chip, X=chips)
+    a2a = all_to_all(mesh, "X", batch * cfg.N * cfg.H * 2)
+    per_step = 2 * cfg.L * a2a.time
+    fig, axes = figure((10.0, 3.6), ncols=2)
+    colors = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#edc948"]
+    for ax, by_head in zip(axes, (True, False)):
+        for c in range(chips):
+            x = c * 1.2
+            ax.text(x + 0.5, batch + 0.4, f"chip {c}", ha="center", fontsize=8)
+            for b in range(batch):
+                mine = by_head or b * chips // batch == c
+                heads = f"KV heads {c * kh}-{c * kh + kh - 1}" if kh > 1 else f"KV head {c}"
+                label = f"s{b}, {heads}" if by_head else (f"s{b}, all heads" if mine else "")
+                _box(ax, x, batch - 1 - b, 1.0, 0.85, colors[b % 8] if mine else "#f4f4f4", label, 6)
+        if not by_head:
+            for y, text in ((-0.6, "AllToAll: queries to their caches"), (-1.2, "AllToAll: outputs back")):
+                ax.annotate("", xy=(chips * 1.2 - 0.2, y), xytext=(0, y),
+                            arrowprops=dict(arrowstyle="<->", color="#e15759"))
+                ax.text(chips * 0.6, y + 0.1, text, ha="center", fontsize=7, color="#e15759")
+        ax.set_xlim(-0.2, chips * 1.2)
+        ax.set_ylim(-1.6, batch + 0.9)
+        ax.axis("off")
+        ax.set_title("by key/value head: no extra collective" if by_head else
+                     f"by batch: 2 AllToAlls per layer, {fmt_time(per_step)} per step", fontsize=9)
+    fig.suptitle(f"Splitting {batch} sequences' KV caches ({fmt_bytes(kv_cache_bytes(cfg, context))} each at "
+                 f"{context} tokens) over {chips} × {chip}", fontsize=10)
     return fig
