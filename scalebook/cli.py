@@ -145,6 +145,8 @@ def _collective(args: argparse.Namespace) -> str:
         if ignored:
             raise ValueError(f"{' and '.join(ignored)} apply to a GPU cluster, not to the TPU slice "
                              f"--chip {args.chip} --mesh {args.mesh}")
+        if args.also_sharded == "":
+            raise ValueError("--also-sharded='' names no axis; give axes such as Y, or leave the option out")
         mesh, also = parse_mesh(args.chip, args.mesh), args.also_sharded or ()
     if args.top_k is not None and args.kind != "all_to_all":
         raise ValueError(f"--top-k applies to all_to_all only, not to {args.kind}")

@@ -32,7 +32,10 @@ def pipeline_bubble(stages: int, microbatches: int, schedule: str = "1f1b", virt
     return (stages - 1) / (v * microbatches + stages - 1)
 
 
-@checks(stages="count", microbatches="count")
+MAX_DRAWN = 1024  # the most stages, or microbatches, a drawn schedule holds (its grid grows as their product)
+
+
+@checks(stages=lambda n, v: check_int(n, v, 1, MAX_DRAWN), microbatches=lambda n, v: check_int(n, v, 1, MAX_DRAWN))
 def pipeline_schedule(stages: int, microbatches: int, schedule: str = "gpipe") -> list[list[str]]:
     """Return a grid [stage][time slot] of work labels ('F3' = forward of microbatch 3, 'B3' backward, '' idle).
 

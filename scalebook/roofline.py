@@ -101,6 +101,9 @@ def matmul(
     two inputs).
     """
     B, D, F = (check_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
+    if 2 * B * D * F > LARGEST:
+        raise ValueError(f"B={B:g}, D={D:g}, F={F:g} make {2 * B * D * F:.3g} FLOPs, more than the {LARGEST:g} a "
+                         "calculator takes")
     a, w, o, c = _matmul_dtypes(dtype, weight_dtype, act_dtype, out_dtype, compute_dtype)
     bx, bw, by = B * D * dtype_bytes(a), D * F * dtype_bytes(w), B * F * dtype_bytes(o)
     terms = (

@@ -64,7 +64,7 @@ PERCENTILES = (50, 90, 99)
 
 
 MAX_TOKENS, MAX_SIGMA = 1e9, 4.0  # the longest prompt or output a workload may describe; the widest spread
-MAX_REQUESTS = 10**6  # the most requests one simulation replays (memory grows with them)
+MAX_REQUESTS = 10**5  # the most requests one simulation replays (seconds and memory grow with them)
 
 
 @dataclass(frozen=True)

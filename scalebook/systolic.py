@@ -124,7 +124,8 @@ def simulate(W: np.ndarray, X: np.ndarray) -> Run:
     return Run(W, X, tuple(frames), out)
 
 
-@checks(B="count", D="count", F="count")
+@checks(B=lambda n, v: check_int(n, v, 1, MAX_SIDE), D=lambda n, v: check_int(n, v, 1, MAX_SIDE),
+        F=lambda n, v: check_int(n, v, 1, MAX_SIDE))
 def example(B: int = 3, D: int = 4, F: int = 4) -> tuple[np.ndarray, np.ndarray]:
     """Return small integer operands (W[D, F], X[B, D]) whose partial sums are easy to read."""
     cycles(B, D, F)

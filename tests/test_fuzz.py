@@ -423,7 +423,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "planner.search": (lambda: dict(model="llama3-8b", hardware=_cluster(), n_chips=64, batch_tokens=2**22,
                                     seq_len=8192),
                        {"model": "name", "hardware": "name", "n_chips": "count", "batch_tokens": "size",
-                        "seq_len": "count", "efficiency": "name", "tp_overlap": "flag"}),
+                        "seq_len": "count", "efficiency": "name", "tp_overlap": "flag", "fsdp": "?flag"}),
     "validation.disagreements": (lambda: dict(), {}),
     "validation.runs": (lambda: dict(), {}),
     "validation.sources": (lambda: dict(), {}),
@@ -715,3 +715,64 @@ def test_plan_any_gpu_count(preset):
           f"its 4M-token batch, {len(crashes)} crashes")
     assert planned >= 150
     assert not crashes, crashes[:20]
+
+
+# --- the command line: one bad option value at a time --------------------------------------------------------------
+
+CLI = {  # subcommand: (a valid invocation, {option: kind})
+    "roofline": (["roofline", "--chip", "v5e", "--shape", "1024,8192,28672"],
+                 {"--chip": "name", "--shape": "shape", "--dtype": "name", "--weight-dtype": "name"}),
+    "collective": (["collective", "all_gather", "--chip", "v5e", "--mesh", "4x4", "--axes", "X", "--bytes", "32MiB"],
+                   {"--chip": "name", "--mesh": "shape", "--axes": "name", "--bytes": "size", "--gpus": "count",
+                    "--also-sharded": "name", "--top-k": "count"}),
+    "collective-gpu": (["collective", "all_reduce", "--cluster", "h100-superpod", "--gpus", "256", "--bytes", "1GiB"],
+                       {"--cluster": "name", "--gpus": "count", "--bytes": "size", "--also-sharded": "count",
+                        "--axes": "name"}),
+    "shard": (["shard", "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes",
+               "I=1024,J=4096,K=8192"], {"--chip": "name", "--mesh": "shape", "--sizes": "shape", "--dtype": "name"}),
+    "plan": (["plan", "--model", "llama3-8b", "--chip", "v5p", "--chips", "256", "--batch", "1Mi"],
+             {"--model": "name", "--chip": "name", "--chips": "count", "--batch": "size", "--seq": "count",
+              "--cluster": "name"}),
+    "serve": (["serve", "--model", "llama3-8b", "--chip", "v5e"],
+              {"--model": "name", "--chip": "name", "--context": "count", "--dtype": "name"}),
+    "chips": (["chips"], {"--vendor": "name"}),
+}
+CLI_BAD = {"count": ["0", "-1", "nan", "inf", "-inf", "1e30", "2.5", "abc", ""],
+           "size": ["0", "-1", "nan", "inf", "-inf", "1e999", "1e30", "abc", "", "-4Mi"],
+           "name": ["misspelt", "-1", "", "nan"],
+           "shape": ["-1", "0,0,0", "inf,1,1", "nan", "abc", "", "1e30"]}
+
+
+def cli_cases() -> list[list[str]]:
+    cases = []
+    for base, options in CLI.values():
+        for option, kind in options.items():
+            for value in CLI_BAD[kind]:
+                argv = list(base)
+                if option in argv:
+                    argv[argv.index(option) + 1] = value
+                else:
+                    argv += [option, value]
+                cases.append(argv)
+    return cases
+
+
+def test_cli_fuzz_one_bad_option_at_a_time(capsys):
+    from scalebook import cli
+
+    failures = []
+    for argv in cli_cases():
+        try:
+            with guarded(10):
+                status = cli.main(argv)
+        except SystemExit as exc:
+            status = exc.code
+        except Exception as exc:  # noqa: BLE001 - a traceback is what the fuzz counts
+            status = f"{type(exc).__name__}: {exc}"
+        err = capsys.readouterr().err
+        if status != 2 or err.count("\n") != 1:
+            failures.append(f"{argv}: status {status}, stderr {err!r:.200}")
+    with capsys.disabled():
+        print(f"\ncli fuzz: {len(cli_cases())} bad invocations, {len(cli_cases()) - len(failures)} exit 2 with one "
+              f"line, {len(failures)} do not")
+    assert not failures, "\n".join(failures)
