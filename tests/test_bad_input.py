@@ -29,6 +29,23 @@ BAD_CALLS = [
     (lambda: sb.expect(1, 1, rtol=-1), ValueError, "rtol"),
     (lambda: sb.check("nope", 1), KeyError, "qid='nope'"),
     (lambda: sb.setup(n_cpu_devices=0), ValueError, "n_cpu_devices"),
+    # issue #16's examples, each once silent or generic
+    (lambda: sb.all_gather(sb.TpuMesh("v5e", X=4, Y=4), "X", float("nan")), ValueError, "nbytes=nan"),
+    (lambda: sb.training.layer_cost("dp", "abc", 8192, 28672, "v5p"), ValueError, "B='abc'"),
+    (lambda: sb.training.plan("llama3-8b", "v5p", 256, 2**20, saves_per_layer=float("nan")), ValueError,
+     "saves_per_layer=nan"),
+    (lambda: sb.collectives.gpu_collective("all_gahter", sb.GpuCluster("h100"), None, 1e9), ValueError,
+     "kind='all_gahter'.*did you mean 'all_gather'"),
+    (lambda: sb.GpuCluster("h100", gpu_bandwidth=-450e9), ValueError, "gpu_bandwidth=-4"),
+    (lambda: sb.GpuCluster("h100", node_egress=float("nan")), ValueError, "node_egress=nan"),
+    (lambda: sb.training.mfu("llama3-8b", "v5p", -1, 2**20, 1.0), ValueError, "n_chips=-1"),
+    (lambda: sb.inference.prefill("llama3-8b", "v5e", -1, 4096), ValueError, "n_chips=-1"),
+    (lambda: sb.serving.Lengths(512, float("inf")), ValueError, "sigma=inf"),
+    (lambda: sb.expect(1, 1000, rtol=float("inf")), ValueError, "rtol=inf"),
+    (lambda: sb.collectives.fit_bandwidth([1e6, float("nan")], [1e-4, 2e-4]), ValueError, r"nbytes\[1\]=nan"),
+    (lambda: sb.roofline.matmul(2.5, 8192, 8192, "v5e", dtype=3), ValueError, "dtype=3"),
+    (lambda: sb.TpuMesh("v5e", X=2.5), ValueError, "X=2.5 must be a whole number"),
+    (lambda: sb.TransformerConfig(2, 8, 8, 2, 2, 4, 10, gated="no"), ValueError, "gated='no'"),
 ]
 
 
