@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..bench import Sweep
 
-__all__ = ["roofline", "batch_roofline", "sweep"]
+__all__ = ["roofline", "batch_roofline", "sweep", "human_ticks", "legend_outside"]
 
 Point = Estimate | tuple[float, float]
 
@@ -73,19 +73,19 @@ def roofline(
     ax.set_ylim(min(bottoms) / 3, max(tops) * 3)  # room above the roof, so no marker sits on the frame
     finish(ax, "arithmetic intensity (FLOPs per byte)", "attainable FLOP/s",
            title or "Roofline: " + ", ".join(c.name for c in chips))
-    _human_flops(ax)
-    _legend_outside(ax)
+    human_ticks(ax)
+    legend_outside(ax)
     return fig
 
 
-def _human_flops(ax: Any, axis: str = "y") -> None:
-    """Label an axis of FLOP/s in human units (197 TFLOP/s), not as powers of ten or an offset."""
+def human_ticks(ax: Any, fmt: Callable[[float], str] = fmt_rate, axis: str = "y") -> None:
+    """Label an axis in human units with `fmt` (197 TFLOP/s, 10 µs, 4 MB), not as powers of ten or an offset."""
     from matplotlib.ticker import FuncFormatter
 
-    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(FuncFormatter(lambda v, _: fmt_rate(v, digits=3)))
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v else "0"))
 
 
-def _legend_outside(ax: Any) -> None:
+def legend_outside(ax: Any) -> None:
     """Move the legend to the right of the axes, where it cannot cover a curve or a point."""
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
@@ -115,7 +115,7 @@ def batch_roofline(
     ax.axhline(peak, color="k", ls="--", lw=1, label=f"peak {fmt_rate(peak)}")
     ax.set_ylim(0, peak * 1.12)
     finish(ax, "batch B (tokens)", "attainable FLOP/s", title or f"Matmul throughput against batch on {chip.name}")
-    _human_flops(ax)
+    human_ticks(ax)
     return fig
 
 
@@ -131,5 +131,5 @@ def sweep(result: Sweep, title: str | None = None) -> Figure:
     ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="timed matmuls")
     for x, y, B in zip(intensities, measured, result.table.column("B")):
         ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
-    _legend_outside(ax)
+    legend_outside(ax)
     return fig

@@ -20,6 +20,7 @@ from ..hardware.topology import TpuMesh
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
 from ..units import fmt_bytes, fmt_time
 from .base import figure
+from .roofline import human_ticks, legend_outside
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -355,7 +356,7 @@ def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, k
     t = np.array([e.time for e in ests])
     bw = np.array([e.t_comms for e in ests])
     floor = ests[0].t_latency
-    fig, ax = figure()
+    fig, ax = figure((9.5, 4.5))
     ax.loglog(V, t, lw=2.5, color="k", label="model: max(latency, bandwidth)")
     ax.loglog(V, bw, ls=":", lw=1.5, color="tab:blue", label="bandwidth term")
     if floor:
@@ -364,7 +365,7 @@ def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, k
         knee = floor / slope
         ax.axvline(knee, ls="-.", lw=0.8, color="#777")
         ax.annotate(f"latency-bound below ≈ {fmt_bytes(knee)}", (knee, floor), textcoords="offset points",
-                    xytext=(10, 24), fontsize=8)
+                    xytext=(-8, 10), ha="right", fontsize=8)
     series = measured if isinstance(measured, Mapping) else {"measured": measured} if measured else {}
     for k, (label, pts) in enumerate(series.items()):
         if pts:
@@ -375,7 +376,9 @@ def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, k
     names = "".join(mesh.resolve_axes(axes))
     ax.set_title(title or f"{kind}_{names} on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: time vs array size")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    human_ticks(ax, fmt_time)
+    human_ticks(ax, fmt_bytes, axis="x")
+    legend_outside(ax)
     return fig
 
 
