@@ -15,6 +15,7 @@ from scalebook.autograde import question_points
 
 PROBLEM_SET = "01_rooflines"
 QIDS = [f"01.{n}" for n in range(1, 12)]  # at least these; the blank notebook checks every question of the set
+NAMES = ("a b", "a_b", "=1+2", "@SUM(A1)", "-2+3")  # collide as file names, or run in a spreadsheet
 MARKER = "scalebook-hostile-survivor"  # in the command line of every process a submission tries to leave behind
 
 
@@ -124,8 +125,8 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str]) -> dict[st
     (subs / f"bo__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
     for student, attack in attacks(root, subs, out).items():
         (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, *attack))
-    for student in ("a b", "a_b", "=1+2", "@SUM(A1)", "-2+3"):
-        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
+    for student in NAMES:  # awkward names only need their rows: files that are not notebooks run nothing
+        (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text("not a notebook")
     with open(os.fsencode(subs) + b"/\xff\xfe__" + PROBLEM_SET.encode() + b".ipynb", "w") as f:
         f.write(notebook(*cells))
     (subs / "cy").mkdir()
@@ -139,7 +140,8 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str]) -> dict[st
     (subs / "answers").symlink_to(root / "solutions", target_is_directory=True)
     os.mkfifo(subs / f"pipe__{PROBLEM_SET}.ipynb")
     (subs / "homework.txt").write_text("wrong file")
-    return {f"cy/{PROBLEM_SET}.ipynb": "timeout", f"di__{PROBLEM_SET}.ipynb": "corrupt",
+    return {**{f"{name}__{PROBLEM_SET}.ipynb": "corrupt" for name in NAMES},
+            f"cy/{PROBLEM_SET}.ipynb": "timeout", f"di__{PROBLEM_SET}.ipynb": "corrupt",
             f"deep__{PROBLEM_SET}.ipynb": "corrupt", f"julia__{PROBLEM_SET}.ipynb": "not python (julia-1.9)",
             f"passwd__{PROBLEM_SET}.ipynb": "symlink refused", f"copycat__{PROBLEM_SET}.ipynb": "symlink refused",
             "answers": "symlink refused", f"pipe__{PROBLEM_SET}.ipynb": "special file refused",

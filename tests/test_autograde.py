@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HONEST = ["01_rooflines", "06_training_llama", "10_jax"]
 KEY_IMPORT = pytest.mark.xfail(strict=True, reason="solutions/06 imports MISTRAL_7B_CONFIG from the answer key "
                                "(scalebook.problems), which the sandbox hides: the config must live outside the key")
-CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "a b", "a_b", "=1+2", "@SUM(A1)", "-2+3", "\udcff\udcfe"]
+CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "\udcff\udcfe"]
 
 
 def _digest(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
@@ -118,7 +118,7 @@ def test_every_file_found_gets_exactly_one_row(graded):
     entries = [e for e in os.listdir(graded.subs) if e != "cy"] + [f"cy/{e}" for e in os.listdir(graded.subs / "cy")]
     assert len(graded.rows) == len(entries) > 30
     for name, status in graded.expected.items():
-        assert graded.rows[name]["status"] == status, name
+        assert graded.rows[autograde._text(name)]["status"] == status, name
     assert {r["sandbox"] for r in graded.rows.values()} == {sandbox.backend()}
     assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded"} == {""}
 
