@@ -13,7 +13,9 @@ from .. import systolic as _systolic
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
+from ..units import fmt_rate
 from .base import figure
+from .roofline import human_ticks
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,10 +59,11 @@ def bandwidth_ladder(chips: Sequence[Chip | str] = ("v5e", "v5p", "v6e"), vmem_f
         ys = [values[ch] for ch in channels if values[ch]]
         bars = ax.bar(xs, ys, width, label=name)
         for bar, y in zip(bars, ys):
-            ax.annotate(f"{y:.2g}", (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
+            ax.annotate(fmt_rate(y, "B/s"), (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
                         xytext=(0, 2), ha="center", fontsize=6, rotation=90)
     ax.set_yscale("log")
     ax.set_ylim(1e9, 1e15)
+    human_ticks(ax, lambda v: fmt_rate(v, "B/s"))
     ax.set_xticks(range(len(channels)), channels, rotation=20, ha="right", fontsize=8)
     ax.set_xlabel("channel")
     ax.set_ylabel("bandwidth per chip (bytes/s)")
