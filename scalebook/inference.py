@@ -43,13 +43,16 @@ __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "pref
 
 @dataclass(frozen=True)
 class StepEstimate(Estimate):
-    """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs) and
-    `t_ici` (model-parallel collectives), in seconds. `time` = max(t_kv + max(t_math, t_params), t_ici), or
-    their sum t_kv + max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives are serial)."""
+    """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs),
+    `t_ici` (model-parallel collectives) and, calibrated, `t_elementwise` (norms, residual adds, rotary and the
+    activation function between the matmuls, through HBM), in seconds. `time` = max(t_kv + max(t_math,
+    t_params), t_ici), or their sum t_kv + t_elementwise + max(t_math, t_params) + t_ici when `ici_adds`
+    (calibrated: the collectives and the elementwise kernels are serial)."""
 
     t_params: float = 0.0
     t_kv: float = 0.0
     t_ici: float = 0.0
+    t_elementwise: float = 0.0
     batch: int = 1
     ici_adds: bool = False
     memory_per_chip: float = 0.0  # bytes each chip holds: its share of the weights and of the KV caches
@@ -57,8 +60,8 @@ class StepEstimate(Estimate):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_fields(self, t_params="result", t_kv="result", t_ici="result", batch="count", ici_adds="flag",
-                     memory_per_chip="result", hbm_per_chip="?size")
+        check_fields(self, t_params="result", t_kv="result", t_ici="result", t_elementwise="result", batch="count",
+                     ici_adds="flag", memory_per_chip="result", hbm_per_chip="?size")
 
     @property
     def fits(self) -> bool:
@@ -67,12 +70,12 @@ class StepEstimate(Estimate):
 
     @property
     def time(self) -> float:
-        local = self.t_kv + max(self.t_math, self.t_params)
+        local = self.t_kv + self.t_elementwise + max(self.t_math, self.t_params)
         return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
 
     @property
     def upper(self) -> float:
-        return self.t_kv + self.t_math + self.t_params + self.t_ici
+        return self.t_kv + self.t_elementwise + self.t_math + self.t_params + self.t_ici
 
     @property
     def bound(self) -> str:
@@ -123,14 +126,15 @@ def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 
 
 
 @checks(params="size", kv_bytes_per_seq="nonneg", batch="count", n_chips="count", param_bytes="size",
-        compute_dtype="dtype", t_ici="nonneg", label="text")
+        compute_dtype="dtype", t_ici="nonneg", label="text", elementwise_bytes="nonneg")
 def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip | str, n_chips: int,
                 param_bytes: float = 2, compute_dtype: str = "bf16", t_ici: float = 0.0,
-                label: str = "", efficiency: str | Efficiency = "ideal") -> StepEstimate:
+                label: str = "", efficiency: str | Efficiency = "ideal",
+                elementwise_bytes: float = 0.0) -> StepEstimate:
     """Return the `StepEstimate` of one decode step from raw counts: `params` parameters of `param_bytes`
     bytes each, `kv_bytes_per_seq` bytes of KV cache per sequence, `batch` sequences, on `n_chips` chips
-    that split weights and caches evenly. Calibrated, HBM and FLOP/s run at the chip's measured fractions
-    and `t_ici` adds to the step."""
+    that split weights and caches evenly. Calibrated, HBM and FLOP/s run at the chip's measured fractions,
+    `t_ici` adds to the step and so do `elementwise_bytes` per chip at the achieved HBM bandwidth."""
     chip = get_chip(chip)
     if batch < 1 or n_chips < 1:
         raise ValueError(f"batch and n_chips must be positive, got batch={batch!r}, n_chips={n_chips!r}")
@@ -141,6 +145,7 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
     nbytes = params * param_bytes + batch * kv_bytes_per_seq
     return StepEstimate(flops, nbytes, flops / C, nbytes / W, channel="HBM", label=label,
                         t_params=params * param_bytes / W, t_kv=batch * kv_bytes_per_seq / W, t_ici=t_ici,
+                        t_elementwise=elementwise_bytes * n_chips / W if efficiency != "ideal" else 0.0,
                         batch=batch, ici_adds=efficiency != "ideal", memory_per_chip=nbytes / n_chips,
                         hbm_per_chip=chip.hbm_bytes)
 
@@ -157,6 +162,15 @@ def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens
     else:
         per_block = all_reduce(mesh, None, V, efficiency=efficiency).time
     return 2 * model.L * per_block
+
+
+def _elementwise_bytes(model: TransformerConfig, tokens: float, n_chips: int, act_bytes: float = 2) -> float:
+    """HBM bytes per chip of a forward pass's memory-bound work over `tokens` tokens, tensor-parallel over
+    `n_chips`: per layer, two norms (read and write D values each) and two residual adds (read 2·D, write D),
+    replicated on every chip, and the rotary embedding of Q and K (read and write) and the activation function
+    (a gated one reads 2·F and writes F, GELU reads and writes F), split over the chips."""
+    split = 2 * (model.N + model.K) * model.H + (3 if model.gated else 2) * model.F
+    return tokens * model.L * (10 * model.D + split / n_chips) * act_bytes
 
 
 @checks(n_chips="count")
@@ -191,7 +205,8 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     t_ici = _tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
     return decode_time(model.param_count(), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
-                             f"{chip.name}", efficiency=efficiency)
+                             f"{chip.name}", efficiency=efficiency,
+                       elementwise_bytes=_elementwise_bytes(model, batch, n_chips))
 
 
 @checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
@@ -207,6 +222,8 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
     collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
     ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
+    Calibrated, the norms, residual adds, rotary and activation function between the matmuls add their HBM
+    traffic (`t_elementwise`), as in a decode step.
     With `batch` prompts the FLOPs, caches and collectives scale with it; the weights are read once.
     """
     model, chip = get_model(model), get_chip(chip)
@@ -221,9 +238,12 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     W = n_chips * chip.hbm_bandwidth * eff.hbm
     weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
     t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
+    t_elementwise = 0.0 if efficiency == "ideal" else \
+        _elementwise_bytes(model, tokens * batch, n_chips) * n_chips / W
     return StepEstimate(flops, weights + cache, flops / C, (weights + cache) / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
-                        t_ici=t_ici, batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal",
+                        t_ici=t_ici, t_elementwise=t_elementwise, batch=max(1, round(tokens * batch)),
+                        ici_adds=efficiency != "ideal",
                         memory_per_chip=(weights + cache) / n_chips, hbm_per_chip=chip.hbm_bytes)
 
 

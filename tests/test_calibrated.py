@@ -101,3 +101,16 @@ def test_bench_calibrate_returns_a_calibrated_chip():
     chip = sb.bench.calibrate(progress=False, n=256, nbytes=2**22, repeats=2)
     eff = chip.efficiency("calibrated")
     assert eff.matmul == 1.0 and eff.hbm == 1.0 and "measured on this device" in eff.sources["hbm"]
+
+
+def test_calibrated_steps_pay_the_elementwise_kernels_between_the_matmuls():
+    """Norms, residual adds, rotary and SwiGLU move ~10·D + (2(N+K)·H + 3·F)/n values per token and layer
+    through HBM; calibrated they add to a prefill and a decode step, ideal they do not exist."""
+    model, chip = sb.get_model("llama3-70b"), sb.get_chip("h100")
+    W = chip.hbm_bandwidth * chip.efficiency("calibrated").hbm
+    per_token = model.L * (10 * model.D + (2 * (model.N + model.K) * model.H + 3 * model.F) / 4) * 2
+    long = inference.prefill(model, "h100", 4, 2048, efficiency="calibrated")
+    assert long.t_elementwise == pytest.approx(2048 * per_token / W)
+    assert inference.prefill(model, "h100", 4, 2048).t_elementwise == 0
+    step = inference.decode_step(model, "h100", 4, 256, 1024, efficiency="calibrated")
+    assert step.t_elementwise == pytest.approx(256 * per_token / W) and step.upper > step.time
