@@ -20,10 +20,20 @@ from importlib import resources
 from typing import Any
 
 from .tables import Table
-from .units import check_fields, check_int, check_kind, checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from .units import (
+    check_fields,
+    check_int,
+    check_kind,
+    check_non_negative,
+    checks,
+    dtype_bytes,
+    fmt_bytes,
+    fmt_flops,
+    fmt_si,
+)
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
-           "flop_conventions"]
+           "flop_conventions", "expected_experts"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -344,3 +354,12 @@ def flop_conventions(model: TransformerConfig | str = "llama3-70b", seq_len: int
         row["× model FLOPs"] = row["FLOPs/token"] / default
     return Table(rows, formats={"FLOPs/token": fmt_flops, "÷ params": _ratio_fmt, "× model FLOPs": _ratio_fmt},
                  title=f"FLOPs per token of {cfg.name or 'the model'} at T = {seq_len}")
+
+
+def expected_experts(B: float, E: int, k: int) -> float:
+    """Return the expected number of distinct experts B tokens touch when each picks k of E experts uniformly at
+    random without repeats: E · (1 - (1 - k/E)^B). E/k tokens is only the minimum that *can* touch all E; on
+    average that many touch fewer (8 tokens, top-2 of 16: about 10.5)."""
+    E, B = check_int("E", E), check_non_negative("B", B)
+    k = check_int("k", k, high=E)
+    return E * (1 - (1 - k / E) ** B)

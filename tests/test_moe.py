@@ -2,7 +2,7 @@
 
 import pytest
 
-from scalebook.moe import expected_experts
+from scalebook.models import expected_experts
 
 
 def test_eight_tokens_with_top2_of_16_touch_about_ten_and_a_half_experts():
@@ -17,5 +17,5 @@ def test_one_token_touches_exactly_k_and_many_touch_all():
 
 
 def test_bad_routing_raises_naming_the_argument():
-    with pytest.raises(ValueError, match="k <= E"):
+    with pytest.raises(ValueError, match="k=8"):
         expected_experts(8, 4, 8)
