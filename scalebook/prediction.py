@@ -157,6 +157,25 @@ def _elementwise_bytes(model: TransformerConfig, tokens: float, seq_len: int, tp
     return (6 if recompute == "full" else 4) * kept + SCORE_BYTES[recompute] * scores
 
 
+def _tp_exposed_with_overlap(model: TransformerConfig, tokens: float, tp: int, C: float, sp: bool, full: bool,
+                             ag: float, rs: float, ar: float) -> float:
+    """Seconds of one layer's TP collectives left exposed for one microbatch of `tokens` when each is split with
+    the matmul next to it (Megatron-Core's --tp-comm-overlap): a collective of `ag`/`rs`/`ar` seconds hides
+    behind its own matmul only — forward behind the matmul it feeds or drains, backward behind that matmul's
+    two (data and weight gradients) — never behind the rest of the layer. `full` recompute runs the forward
+    twice."""
+    flops = {"qkv": model.D * (model.N + 2 * model.K) * model.H, "proj": model.N * model.H * model.D,
+             "fc1": model.D * model.F * (2 if model.gated else 1), "fc2": model.F * model.D}
+    t = {k: 2 * v * tokens / tp / C for k, v in flops.items()}
+    if sp:
+        forward = ((ag, "qkv"), (rs, "proj"), (ag, "fc1"), (rs, "fc2"))
+        backward = ((ag, "proj"), (rs, "qkv"), (ag, "fc2"), (rs, "fc1"))
+    else:
+        forward, backward = ((ar, "proj"), (ar, "fc2")), ((ar, "qkv"), (ar, "fc1"))
+    exposed = sum(max(0.0, c - t[g]) for c, g in forward) * (2 if full else 1)
+    return exposed + sum(max(0.0, c - 2 * t[g]) for c, g in backward)
+
+
 def _groups(hardware: Chip | GpuCluster, n_chips: int):
     """The hardware a layout's collectives run on: the GPU cluster of `n_chips`, or a TPU chip."""
     if isinstance(hardware, GpuCluster):
@@ -205,8 +224,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     - the last stage: the unembedding's FLOPs beyond an average stage's share and the loss's passes over the
       fp32 logits (`CROSS_ENTROPY_BYTES` per logit); every stage waits for it;
     - tensor parallelism: per layer and microbatch, 2 AllReduces forward and 2 backward (2 more with full
-      recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed
-      unless `tp_overlap`; context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
+      recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed;
+      with `tp_overlap` each is split with the matmul next to it and only what outlasts that matmul shows;
+      context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
       expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
     - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
     - data parallelism: gradients reduce-scattered and weights all-gathered over dp·cp chips, overlapping
@@ -257,12 +277,10 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     # Tensor parallelism: per layer and microbatch, fwd 2 + bwd 2 (+2 recomputed forward) all-reduces.
     act = mb / cp * model.D * 2  # one [tokens, D] bf16 activation of a microbatch on one stage
     calls = (4 + (2 if recompute == "full" else 0)) * model.L / pp * M
-    if sp:
-        per_call = (_collective("all_gather", hw, tp, act, 1, efficiency)
-                    + _collective("reduce_scatter", hw, tp, act, 1, efficiency))
-    else:
-        per_call = _collective("all_reduce", hw, tp, act, 1, efficiency)
-    t_tp = calls * per_call
+    ag, rs = _collective("all_gather", hw, tp, act, 1, efficiency), _collective("reduce_scatter", hw, tp, act, 1,
+                                                                               efficiency)
+    ar = _collective("all_reduce", hw, tp, act, 1, efficiency)
+    t_tp = calls * (ag + rs if sp else ar)
 
     # Context parallelism: each layer passes the K/V blocks round the ring (fwd, and twice in the bwd).
     kv = mb / cp * 2 * model.K * model.H * 2 / tp
@@ -298,7 +316,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         t_last = (head * replica_tokens / tp * (pp - 1) / pp / C
                   + CROSS_ENTROPY_BYTES * replica_tokens * model.V / tp / W)
         busy_compute = t_compute + t_recompute + t_elem + t_last
-        tp_exposed = max(0.0, t_tp - busy_compute) if tp_overlap else t_tp
+        tp_exposed = t_tp if not tp_overlap else model.L / pp * M * _tp_exposed_with_overlap(
+            model, mb / cp, tp, C, sp, recompute == "full", ag, rs, ar)
         cp_exposed = max(0.0, t_cp - attention_flops / C_attention)
         busy = busy_compute + tp_exposed + cp_exposed + t_ep
         bubble = busy * (pp - 1) / (virtual_stages * M) if pp > 1 else 0.0
