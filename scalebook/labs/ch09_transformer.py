@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..runtime import device_mesh
+from ..units import check_int
 
 __all__ = ["TinyTransformer", "train_step", "step_inputs"]
 
@@ -22,21 +23,22 @@ class TinyTransformer:
     """The shapes of the profiled model, in the book's letters: B sequences of T tokens, model width D, MLP width
     F, H attention heads, L layers, a vocabulary of V tokens; `data` x `model` devices."""
 
+    # the batch
     B: int = 16
     T: int = 128
+    # the model
     D: int = 256
     F: int = 1024
     H: int = 8
     L: int = 2
     V: int = 512
+    # the mesh
     data: int = 4
     model: int = 2
 
     def __post_init__(self) -> None:
         for name in ("B", "T", "D", "F", "H", "L", "V", "data", "model"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            object.__setattr__(self, name, check_int(name, getattr(self, name)))
         if self.D % self.H or self.H % self.model or self.F % self.model or self.B % self.data:
             raise ValueError(f"need H | D, model | H, model | F and data | B; got D={self.D}, H={self.H}, "
                              f"F={self.F}, B={self.B}, data={self.data}, model={self.model}")
