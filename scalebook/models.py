@@ -33,7 +33,7 @@ from .units import (
 )
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
-           "flop_conventions", "expected_experts"]
+           "flop_conventions", "expected_experts", "LETTER_MEANINGS", "config_table"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -363,3 +363,28 @@ def expected_experts(B: float, E: int, k: int) -> float:
     E, B = check_int("E", E), check_non_negative("B", B)
     k = check_int("k", k, high=E)
     return E * (1 - (1 - k / E) ** B)
+
+
+# What each of the book's letters means, as the chapters' tables label them.
+LETTER_MEANINGS = {"L": "layers", "D": "model width, d_model", "F": "MLP width, d_ff", "N": "query heads",
+                   "K": "key/value heads", "H": "head width, d_qkv", "V": "vocabulary"}
+
+
+def _letter_value(v: Any) -> str:
+    return v if isinstance(v, str) else f"{v:,}" if isinstance(v, int) else f"{v:.4g}"
+
+
+def config_table(config: Mapping[str, Any], name: str = "") -> Table:
+    """Return the book's letters (L, D, F, N, K, H, V) read from a Hugging Face `config.json` given as a dict:
+    which key each came from (or how it was derived when the config has none) and its value."""
+    cfg = from_hf_config(config, name=name)
+    rows = []
+    for letter, meaning in LETTER_MEANINGS.items():
+        key = next((k for k in HF_CONFIG_KEYS[letter] if config.get(k) is not None), None)
+        if key is None:
+            key = {"H": "hidden_size / num_attention_heads", "K": "= N (no num_key_value_heads)",
+                   "F": "4 × hidden_size (no intermediate_size)"}[letter]
+        rows.append({"letter": letter, "meaning": meaning, "config.json key": key, "value": getattr(cfg, letter)})
+    rows.append({"letter": "—", "meaning": "input and output embeddings shared", "config.json key":
+                 "tie_word_embeddings", "value": str(cfg.tied)})
+    return Table(rows, formats={"value": _letter_value}, title=f"{cfg.name or 'config.json'} in the book's letters")

@@ -1,11 +1,12 @@
-"""Figure for chapter 6: a Hugging Face config's keys joined to the book's letters, read by `widgets.llama`'s
-`config_table` (the same rows the chapter prints as a table)."""
+"""Figure for chapter 6: a Hugging Face config's keys joined to the book's letters, read by `models.config_table`
+(the same rows the chapter prints as a table)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..models import config_table
 from .base import figure
 
 if TYPE_CHECKING:
@@ -17,8 +18,6 @@ __all__ = ["llama_config"]
 def llama_config(config: Mapping[str, Any], name: str = "") -> Figure:
     """Draw each `config.json` key (left) with an arrow to the letter of our notation it sets (right) and its
     value; keys the letters do not use are listed greyed out beneath."""
-    from ..widgets.llama import config_table
-
     rows = config_table(config, name).rows
     used = {r["config.json key"] for r in rows}
     unused = [k for k in config if k not in used]

@@ -8,13 +8,14 @@ can print one without a widget. Every answer is a `Table` or a `TrainingPlan`: a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..hardware.chips import Chip, get_chip
-from ..models import HF_CONFIG_KEYS, TransformerConfig, from_hf_config, get_model, model_names
+from ..models import LETTER_MEANINGS, TransformerConfig, config_table, get_model, model_names
+from ..planner import plan
 from ..tables import Table
-from ..training import critical_batch, plan, tp_limit, x_opt
+from ..training import critical_batch, tp_limit, x_opt
 from ..units import fmt_flops, fmt_si, fmt_time
 from .core import Explorer, Log, explore
 
@@ -27,32 +28,12 @@ Model = TransformerConfig | str
 # TPU families with a DCN figure: the planner needs one as soon as a run spans more than one pod.
 TRAINING_CHIPS = ("v5p", "v5e", "v6e", "tpu7x")
 
-_MEANINGS = {"L": "layers", "D": "model width, d_model", "F": "MLP width, d_ff", "N": "query heads",
-             "K": "key/value heads", "H": "head width, d_qkv", "V": "vocabulary"}
-
-
 def _count(v: float) -> str:
     return fmt_si(v, "", 4).strip()
 
 
 def _value(v: Any) -> str:
     return v if isinstance(v, str) else f"{v:,}" if isinstance(v, int) else f"{v:.4g}"
-
-
-def config_table(config: Mapping[str, Any], name: str = "") -> Table:
-    """Return the book's letters (L, D, F, N, K, H, V) read from a Hugging Face `config.json` given as a dict:
-    which key each came from (or how it was derived when the config has none) and its value."""
-    cfg = from_hf_config(config, name=name)
-    rows = []
-    for letter, meaning in _MEANINGS.items():
-        key = next((k for k in HF_CONFIG_KEYS[letter] if config.get(k) is not None), None)
-        if key is None:
-            key = {"H": "hidden_size / num_attention_heads", "K": "= N (no num_key_value_heads)",
-                   "F": "4 × hidden_size (no intermediate_size)"}[letter]
-        rows.append({"letter": letter, "meaning": meaning, "config.json key": key, "value": getattr(cfg, letter)})
-    rows.append({"letter": "—", "meaning": "input and output embeddings shared", "config.json key":
-                 "tie_word_embeddings", "value": str(cfg.tied)})
-    return Table(rows, formats={"value": _value}, title=f"{cfg.name or 'config.json'} in the book's letters")
 
 
 def model_comparison(models: Sequence[Model] = ("llama3-8b", "llama3-70b", "llama3-405b")) -> Table:
@@ -67,7 +48,7 @@ def model_comparison(models: Sequence[Model] = ("llama3-8b", "llama3-70b", "llam
 
     quantities: list[tuple[str, Callable[[TransformerConfig], Any]]] = [
         *((f"{letter} ({meaning})", lambda c, letter=letter: getattr(c, letter))
-          for letter, meaning in _MEANINGS.items()),
+          for letter, meaning in LETTER_MEANINGS.items()),
         ("F / D", lambda c: c.F / c.D),
         ("parameters", lambda c: _count(c.param_count())),
         ("MLP share of parameters", lambda c: f"{share(c, 'MLP (dense)'):.1%}"),
