@@ -144,7 +144,7 @@ def test_matmul_flops_panels_use_the_counting_rule() -> None:
     lambda: collective_steps.collective_matmul(3), lambda: transformer.layer_diagram("llama3-8b"),
     lambda: transformer.moe_diagram("deepseek-v3", shown=4), lambda: transformer.flash_tiles(4, 4, 2, causal=False),
     lambda: transformer.matmul_flops(2, 2, 2),
-    lambda: sb.plots.sharding.matmul_cases(["A[I, J_X] @ B[J_X, K] -> C[I, K]"], sb.TpuMesh("v5e", X=2, Y=2),
+    lambda: sb.plots.matmul_cases(["A[I, J_X] @ B[J_X, K] -> C[I, K]"], sb.TpuMesh("v5e", X=2, Y=2),
                                            {"I": 256, "J": 512, "K": 256}),
 ])
 def test_every_diagram_is_a_titled_figure(make) -> None:

@@ -7,6 +7,7 @@ every axis has a label with its unit and every figure a title. One module per to
 from __future__ import annotations
 
 from . import parallelism, schedules, serving, trace
+from .array_layouts import matmul_cases, sharding_gallery
 from .chip import (
     banner,
     chip_diagram,
@@ -27,7 +28,7 @@ from .llama import llama_config
 from .models import attention_share, param_breakdown
 from .profile import timeline
 from .roofline import batch_roofline, roofline, sweep
-from .sharding import collective_vs_size, ring_steps, sharding_gallery, sharding_grid
+from .sharding import collective_vs_size, ring_steps, sharding_grid
 from .tpu import bandwidth_ladder, stage_breakdown, systolic, systolic_strip, torus
 from .training import memory_bars, pipeline, strategy_times
 from .transformer import flash_tiles, layer_diagram, matmul_flops, moe_diagram
@@ -47,5 +48,5 @@ __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "
             "achieved_bandwidth"]
 __all__ += ["banner", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices", "pod_cubes",
             "elementwise_pipeline", "mxu_pipeline", "systolic_strip"]
-__all__ += ["sharding_gallery", "torus_steps", "collectives_summary", "collective_matmul"]
+__all__ += ["sharding_gallery", "matmul_cases", "torus_steps", "collectives_summary", "collective_matmul"]
 __all__ += ["layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", "busiest_link_share", "sharding_grid",
-           "ring_steps", "collective_vs_size", "PALETTE", "sharding_gallery", "matmul_cases"]
+           "ring_steps", "collective_vs_size", "PALETTE"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
@@ -35,7 +35,7 @@ Coord = tuple[int, ...]
 Measured = Sequence[tuple[float, float]]
 
 
-def _axis_sizes(mesh: TpuMesh | Mapping[str, int]) -> dict[str, int]:
+def axis_sizes(mesh: TpuMesh | Mapping[str, int]) -> dict[str, int]:
     sizes = dict(mesh.axes if isinstance(mesh, TpuMesh) else mesh)
     if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes.values()):
         raise ValueError(f"mesh={mesh!r} must be a TpuMesh or map axis names to positive sizes, e.g. {{'X': 4}}")
@@ -49,7 +49,7 @@ def device_blocks(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int]) -> d
     mention replicates the array, so several devices hold the same block.
     """
     spec = spec if isinstance(spec, ArraySpec) else parse_spec(spec)
-    sizes = _axis_sizes(mesh)
+    sizes = axis_sizes(mesh)
     unknown = sorted({a for a in spec.used_axes if a not in sizes})
     if unknown:
         raise ValueError(f"{spec} uses mesh axes {unknown}; the mesh has {list(sizes)}")
@@ -193,7 +193,7 @@ def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], size
     second); `sizes` gives the array's dimensions, for the local shape and bytes per device in the title.
     """
     spec = spec if isinstance(spec, ArraySpec) else parse_spec(spec)
-    axes = _axis_sizes(mesh)
+    axes = axis_sizes(mesh)
     if len(spec.dims) != 2:
         raise ValueError(f"spec={spec} must be a 2-D array such as 'A[I_X, J_Y]'")
     if sum(n > 1 for n in axes.values()) > 2 or len(axes) > 3:
@@ -206,7 +206,7 @@ def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], size
     fig, (left, right) = figure((10.0, 4.6), ncols=2)
     for (r, c), devices in owners.items():
         left.add_patch(_rect(c, rows_n - 1 - r, colour[(r, c)]))
-        text = "\n".join(_coord(d) for d in devices[:6]) + ("\n…" if len(devices) > 6 else "")
+        text = "\n".join(coord_text(d) for d in devices[:6]) + ("\n…" if len(devices) > 6 else "")
         left.text(c + 0.5, rows_n - 0.5 - r, text, ha="center", va="center", fontsize=_font(rows_n, cols_n, devices))
     dims = [d for d, _ in spec.dims]
     left.set_xlim(0, cols_n)
@@ -225,7 +225,7 @@ def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], size
         at = dict(zip(names, coord))
         x, y = (at[col_axis] if col_axis else 0), R - 1 - at[row_axis]
         right.add_patch(_rect(x, y, colour[block]))
-        right.text(x + 0.5, y + 0.5, f"{_coord(coord)}\nblock {block}", ha="center", va="center",
+        right.text(x + 0.5, y + 0.5, f"{coord_text(coord)}\nblock {block}", ha="center", va="center",
                    fontsize=7 if max(R, C) <= 8 else 5)
     right.set_xlim(0, C)
     right.set_ylim(0, R)
@@ -239,7 +239,7 @@ def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], size
     nbytes = bytes_per_device(spec, axes, sizes, dtype)
     copies = len(next(iter(owners.values())))
     shape = ", ".join(str(local[d]) for d in dims)
-    fig.suptitle(title or f"{spec} on mesh {_mesh_text(axes)}: local {dtype}[{shape}] = {fmt_bytes(nbytes)} "
+    fig.suptitle(title or f"{spec} on mesh {mesh_text(axes)}: local {dtype}[{shape}] = {fmt_bytes(nbytes)} "
                           f"per device, {copies} cop{'y' if copies == 1 else 'ies'} of each block")
     return fig
 
@@ -250,7 +250,7 @@ def _rect(x: float, y: float, colour: str):
     return Rectangle((x + 0.03, y + 0.03), 0.94, 0.94, facecolor=colour, alpha=0.55, edgecolor="k", lw=0.8)
 
 
-def _coord(coord: Coord) -> str:
+def coord_text(coord: Coord) -> str:
     return "(" + ",".join(map(str, coord)) + ")"
 
 
@@ -258,7 +258,7 @@ def _font(rows: int, cols: int, devices: Sequence[Coord]) -> float:
     return max(5.0, min(9.0, 40 / max(rows, cols) / max(1.0, min(len(devices), 6) ** 0.5)))
 
 
-def _mesh_text(axes: Mapping[str, int]) -> str:
+def mesh_text(axes: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{a}: {n}" for a, n in axes.items()) + "}"
 
 
@@ -381,107 +381,3 @@ def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, k
     legend_outside(ax)
     return fig
 
-
-def _held_elements(spec: ArraySpec, axes: Mapping[str, int], n: int) -> dict[Coord, set[tuple[int, int]]]:
-    """Return, for each device, the elements (row, column) of an n × n array it holds under a 2-D `spec`."""
-    held: dict[Coord, set[tuple[int, int]]] = {}
-    owners = device_blocks(spec, axes)
-    blocks = [max(b[d] for b in owners) + 1 for d in range(2)]
-    if any(n % k for k in blocks):
-        raise ValueError(f"{spec} cuts a dimension into {blocks} blocks; n={n} must be a multiple of each")
-    for r, c in itertools.product(range(n), range(n)):
-        for device in owners[(r // (n // blocks[0]), c // (n // blocks[1]))]:
-            held.setdefault(device, set()).add((r, c))
-    return held
-
-
-def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, numbers: bool = True) -> None:
-    """Draw the mesh as a grid of devices (first axis down, second across), each showing the array elements it
-    holds at their places in the array, coloured (and, with `numbers`, numbered) by element; `spec=None` draws the
-    array alone. The squares go in as one collection: a figure of many panels stays cheap to draw."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Rectangle
-
-    names = list(axes)
-    R, C = axes[names[0]], axes[names[1]] if len(names) > 1 else 1
-    whole = {(0,) * len(names): set(itertools.product(range(n), range(n)))}
-    held = _held_elements(spec, axes, n) if spec is not None else whole
-    cell = 1.0 / (n + 1.5)
-    squares, colours = [], []
-    for coord, elements in held.items():
-        row, col = (coord[0], coord[1] if len(coord) > 1 else 0) if spec is not None else (0, 0)
-        ox, oy = col, (R if spec is not None else 1) - 1 - row
-        ax.add_patch(Rectangle((ox + 0.04, oy + 0.04), 0.92, 0.92, fill=False, edgecolor="0.3", lw=0.8))
-        if spec is not None:
-            index = sum(coord[k] * math.prod(list(axes.values())[k + 1:]) for k in range(len(coord)))
-            ax.text(ox + 0.5, oy + 0.93, f"device {index} {_coord(coord)}", ha="center", va="top", fontsize=5.5)
-        for r, c in elements:
-            squares.append(Rectangle((ox + 0.75 * cell + c * cell, oy + 0.08 + (n - 1 - r) * cell), cell * 0.95,
-                                     cell * 0.95))
-            colours.append(PALETTE[(r * n + c) % len(PALETTE)])
-            if numbers and n <= 4:
-                ax.text(ox + 0.75 * cell + (c + 0.47) * cell, oy + 0.08 + (n - 0.53 - r) * cell, str(r * n + c),
-                        ha="center", va="center", fontsize=5)
-    ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.85))
-    ax.set_xlim(0, C if spec is not None else 1)
-    ax.set_ylim(0, R if spec is not None else 1)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    for side in ax.spines.values():
-        side.set_visible(False)
-
-
-def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[str, int] | None = None, n: int = 4,
-                     key: bool = False, title: str | None = None) -> Figure:
-    """Draw an n × n array (elements numbered and coloured) under each sharding in `specs`: one panel per spec, the
-    mesh's devices (first axis down, second across) each showing the elements it holds. `key` adds a first
-    panel with the whole array, the legend the other panels are read against."""
-    axes = _axis_sizes(mesh if mesh is not None else {"X": 2, "Y": 2})
-    if len(axes) != 2:
-        raise ValueError(f"mesh={mesh!r} must have two axes (rows, columns of devices)")
-    parsed = [s if isinstance(s, ArraySpec) else parse_spec(s) for s in specs]
-    if not parsed and not key:
-        raise ValueError("specs must name at least one sharding (or key=True)")
-    for s in parsed:
-        if len(s.dims) != 2:
-            raise ValueError(f"spec={s} must be a 2-D array such as 'A[I_X, J_Y]'")
-    items: list[ArraySpec | None] = ([None] if key else []) + parsed
-    ncols = min(len(items), 3 if len(items) in (3, 5, 6, 9) else 4)
-    nrows = -(-len(items) // ncols)
-    R, C = axes.values()
-    fig, axs = figure((ncols * (1.35 * C + 0.4), nrows * (1.35 * R + 0.6) + 0.4), ncols=ncols, nrows=nrows)
-    axs = np.atleast_1d(axs).ravel()
-    for ax, spec in zip(axs, items):
-        _draw_devices(ax, spec, axes, n, numbers=len(items) <= 3 or spec is None)
-        ax.set_title("the array: element k in colour k" if spec is None else str(spec), fontsize=9)
-    for ax in axs[len(items):]:
-        ax.set_visible(False)
-    fig.suptitle(title or f"A {n}×{n} array on the mesh {_mesh_text(axes)}: which elements each device holds",
-                 fontsize=10)
-    return fig
-
-
-def matmul_cases(exprs: Sequence[str], mesh: TpuMesh, sizes: Mapping[str, int], n: int = 4,
-                 title: str | None = None) -> Figure:
-    """Draw sharded matmuls one row each: A, B and C on the mesh (each device showing the elements of an n × n
-    picture of the array it holds) and, over C, the plan `sharded_matmul` chooses: its case and collectives."""
-    from ..sharding import parse_expr, sharded_matmul
-
-    if not exprs:
-        raise ValueError("exprs must name at least one matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
-    axes = _axis_sizes(mesh)
-    fig, axs = figure((3 * (1.1 * axes["Y"] + 0.8), len(exprs) * (1.1 * axes["X"] + 1.0) + 0.4), ncols=3,
-                      nrows=len(exprs))
-    axs = np.atleast_2d(axs)
-    for row, expr in zip(axs, exprs):
-        plan = sharded_matmul(expr, mesh, **sizes)
-        steps = "\n".join(f"{s.kind}_{''.join(s.axes)} ({fmt_time(s.estimate.time)})" for s in plan.collectives)
-        for ax, spec, role in zip(row, parse_expr(expr), ("×", "=", "")):
-            _draw_devices(ax, spec, axes, n, numbers=False)
-            ax.set_title(f"{spec} {role}".strip(), fontsize=9)
-        row[2].set_title(f"{plan.expr.split('->')[-1].strip()}, case {plan.case}:\n{steps or 'no communication'}",
-                         fontsize=8)
-    fig.suptitle(title or f"Sharded matmuls on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: what each device holds, "
-                          f"and the collectives the plan needs", fontsize=10)
-    return fig
