@@ -6,7 +6,7 @@ every axis has a label with its unit and every figure a title. One module per to
 
 from __future__ import annotations
 
-from . import parallelism, schedules, serving, trace
+from . import kv_cache, parallelism, schedules, serving, trace
 from .array_layouts import matmul_cases, sharding_gallery
 from .chip import (
     banner,
@@ -41,7 +41,7 @@ __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["timeline", "validation"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch", "llama_config"]
-__all__ += ["parallelism", "schedules", "serving"]  # diagram modules: sb.plots.parallelism.layout("fsdp")
+__all__ += ["kv_cache", "parallelism", "schedules", "serving", "trace"]  # diagram modules: sb.plots.parallelism.layout("fsdp")
 __all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
             "nvswitch", "gpu_pipeline", "megatron_configs", "expert_parallel"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",

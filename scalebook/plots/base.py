@@ -29,3 +29,10 @@ def finish(ax: Any, xlabel: str, ylabel: str, title: str, legend: str = "lower r
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc=legend)
+
+
+def time_axis(ax: Any, xlabel: str, title: str) -> None:
+    """Label a schematic's time axis and title it (no legend: the bars carry their own labels)."""
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)

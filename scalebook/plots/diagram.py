@@ -10,7 +10,7 @@ import numpy as np
 
 from .base import figure
 
-__all__ = ["canvas", "panels", "box", "arrow", "COLOURS"]
+__all__ = ["cell", "canvas", "panels", "box", "arrow", "COLOURS"]
 
 # One colour per kind of part, shared by every diagram so that HBM, VMEM, MXU ... look alike throughout.
 COLOURS = {
@@ -74,3 +74,13 @@ def arrow(ax: Any, start: Sequence[float], end: Sequence[float], label: str = ""
         mx, my = (start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1]
         ax.text(mx, my, label, ha="center", va="center", fontsize=fontsize, color=colour, zorder=5,
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
+
+
+def cell(ax: Any, x: float, y: float, w: float, h: float, color: str, text: str = "", size: float = 8,
+         tcolor: str = "white") -> None:
+    """Draw one square-cornered cell of a timeline or grid (white edge, so neighbours stay apart), `text` centred."""
+    from matplotlib.patches import Rectangle
+
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor="white", lw=0.8))
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, color=tcolor)
