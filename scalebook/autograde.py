@@ -410,6 +410,8 @@ def _run_in_kernel(notebook: str, timeout: str) -> int:
     import nbclient
     import nbformat
 
+    sandbox.hold_lifeline()
+
     nb = nbformat.read(notebook, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=float(timeout), allow_errors=True, kernel_name="python3",
                                      resources={"metadata": {"path": str(Path(notebook).parent)}})

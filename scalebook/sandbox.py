@@ -35,10 +35,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Limits", "SandboxResult", "backend", "available", "plan", "run", "kill_group", "HOME", "ANSWERS"]
+__all__ = ["Limits", "SandboxResult", "backend", "available", "plan", "run", "hold_lifeline", "kill_group",
+           "HOME", "ANSWERS"]
 
 HOME = "/home/student"
 ANSWERS = "/run/scalebook/answers.jsonl"
+LIFELINE = "SCALEBOOK_LIFELINE"  # names the fd that reads end-of-file when the grader is gone
 _NOBODY = "65534"
 # Root's sandboxes run as a random uid from this range, which no account on the machine uses.
 _FIRST_UID, _UIDS = 1_000_000, 1_000_000
@@ -215,6 +217,10 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
     `ANSWERS`; `env` adds variables to its clean environment; `kind` is the backend (default `backend()`)."""
     kind = kind or backend()
     fds: dict[str, int] = {}
+    # The sandbox holds the read end of a pipe whose write end only this process holds: if the grader dies,
+    # the pipe reads end-of-file and a program that calls `hold_lifeline` exits, taking its pid namespace.
+    lifeline, keep = os.pipe()
+    env = {**(env or {}), LIFELINE: str(lifeline)}
     try:
         for name, path in files.items():
             fds[name] = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -233,7 +239,7 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
             else:
                 command = bwrap_command(steps, argv, environment(env), uid)
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                                    pass_fds=tuple(fds.values()), start_new_session=True)
+                                    pass_fds=(*fds.values(), lifeline), start_new_session=True)
             try:
                 returncode: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -243,7 +249,7 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
             err.seek(max(0, err.seek(0, os.SEEK_END) - 4096))
             return SandboxResult(returncode, err.read().decode("utf-8", "replace"))
     finally:
-        for fd in fds.values():
+        for fd in (*fds.values(), lifeline, keep):
             os.close(fd)
 
 
@@ -272,6 +278,23 @@ def _kill_sandbox(proc: subprocess.Popen) -> None:
         finally:
             os.close(pidfd)
     kill_group(proc)
+
+
+def hold_lifeline() -> None:
+    """In a sandboxed program (its pid 1): exit as soon as the grader that started it is gone, which ends
+    the sandbox (the parent-death signal cannot do it: bwrap's is lost with the change of uid)."""
+    import threading
+
+    fd = int(os.environ.pop(LIFELINE, "-1"))
+    if fd < 0:
+        return
+
+    def watch() -> None:
+        while os.read(fd, 1):
+            pass
+        os._exit(4)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -112,7 +114,8 @@ def test_the_sandbox_is_unprivileged_offline_and_clean(probe):
     assert probe["uid"] != 0 and probe["network"] is False
     assert probe["pid"] == 1 and len(probe["processes"]) == probe["forks"] + 1  # its own pid namespace
     assert set(probe["env"]) <= {"HOME", "PATH", "PYTHONPATH", "LANG", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PWD",
-                                 "OUT", "PYDEVD_DISABLE_FILE_VALIDATION", "JAX_PLATFORMS", "MPLBACKEND"}
+                                 "OUT", "PYDEVD_DISABLE_FILE_VALIDATION", "JAX_PLATFORMS", "MPLBACKEND",
+                                 sandbox.LIFELINE}
 
 
 def test_memory_and_process_caps_hold(probe):
@@ -138,3 +141,42 @@ def test_the_time_limit_kills_the_whole_tree(tmp_path, kind):
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="memory"):
         sandbox.Limits(memory=0)
+
+
+GRADER = r'''
+import sys
+from pathlib import Path
+from scalebook import sandbox
+program = ("from scalebook import sandbox; sandbox.hold_lifeline(); import subprocess, sys, time; "
+           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # lifeline-orphan'], "
+           "start_new_session=True); time.sleep(300)")
+sandbox.run(["python", "-c", program], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=300, kind=sys.argv[2])
+'''
+
+
+def _orphans() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"lifeline-orphan" in cmdline and b"GRADER" not in cmdline and b"program = " not in cmdline:
+            found.append(pid)
+    return found
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_grader_killed_mid_run_leaves_nothing_running(tmp_path, kind):
+    (tmp_path / "answers").touch()
+    grader = subprocess.Popen([sys.executable, "-c", GRADER, str(tmp_path / "answers"), kind])
+    deadline = time.monotonic() + 30
+    while not _orphans() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _orphans(), "the sandboxed program did not start"
+    grader.kill()
+    grader.wait()
+    deadline = time.monotonic() + 5
+    while _orphans() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _orphans() == []
