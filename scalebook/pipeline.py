@@ -7,11 +7,12 @@ bubble is the fraction of a step a stage sits idle, (P-1)/(v·M + P - 1) with v 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from .hardware.chips import Chip, get_chip
 from .hardware.gpu import GpuCluster
-from .units import check_int, check_positive, checks, dtype_bytes
+from .units import check_int, check_positive, checks, dtype_bytes, is_a
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms",
            "greedy_schedule", "interleaved_schedule", "zero_bubble_schedule"]
@@ -103,6 +104,19 @@ def idle_fraction(grid: list[list[str]]) -> float:
 Op = tuple[str, int, int]  # (kind 'F' | 'B' | 'W', microbatch, virtual stage)
 
 
+# The list scheduler's time grows as (slots x devices x ops): drawn schedules stay at most this many microbatch-
+# stage pairs (16 stages x 32 microbatches, or 16 x 16 x 2 chunks, take about 0.3 s).
+MAX_SCHEDULED = 512
+
+
+def _check_ops(**counts: int) -> None:
+    if math.prod(counts.values()) > MAX_SCHEDULED:
+        named = " × ".join(f"{k}={v}" for k, v in counts.items())
+        raise ValueError(f"{named} is more than the {MAX_SCHEDULED} microbatch-stage pairs a drawn schedule takes")
+
+
+@checks(devices=lambda n, v: check_int(n, v, 1, MAX_DRAWN), ops=is_a(list, tuple), device_of=is_a(Callable),
+        needs=is_a(Callable), priority=is_a(Callable), may_start=is_a(Callable, type(None)))
 def greedy_schedule(devices: int, ops: list[Op], device_of: Callable[[Op], int], needs: Callable[[Op], list[Op]],
                     priority: Callable[[Op], tuple], may_start: Callable[[Op, dict], bool] | None = None
                     ) -> list[list[Op | None]]:
@@ -126,7 +140,7 @@ def greedy_schedule(devices: int, ops: list[Op], device_of: Callable[[Op], int],
             done[op] = t
         t += 1
         if t > 10 * len(ops) + 10:
-            raise RuntimeError("schedule did not converge: an op's dependencies can never be met")
+            raise ValueError("needs: the schedule did not converge; some op's dependencies can never be met")
     return grid
 
 
@@ -140,8 +154,9 @@ def _labels(grid: list[list[Op | None]], virtual: int) -> list[list[str]]:
 def interleaved_schedule(stages: int, microbatches: int, virtual: int = 2) -> list[list[str]]:
     """Return the grid of an interleaved GPipe-style schedule: device d holds chunks d, d + P, ... of the
     P·v virtual stages, each chunk's work one slot; forwards in microbatch groups of P, then backwards."""
-    stages, microbatches, virtual = (check_int(name, value) for name, value in
+    stages, microbatches, virtual = (check_int(name, value, 1, MAX_DRAWN) for name, value in
                                      (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)))
+    _check_ops(stages=stages, microbatches=microbatches, virtual=virtual)
     P, S = stages, stages * virtual
     ops = [(k, m, s) for m in range(microbatches) for s in range(S) for k in "FB"]
 
@@ -164,6 +179,7 @@ def zero_bubble_schedule(stages: int, microbatches: int) -> list[list[str]]:
     stage s), with each backward split into B (input gradient, passed on at once) and W (weight gradient,
     needed only by the optimizer), so W's fill the slots where 1F1B idles."""
     P, microbatches = check_int("stages", stages), check_int("microbatches", microbatches)
+    _check_ops(stages=P, microbatches=microbatches)
     ops = [(k, m, s) for m in range(microbatches) for s in range(P) for k in "FBW"]
 
     def needs(op: Op) -> list[Op]:

@@ -66,7 +66,8 @@ def check_number(name: str, value: object, *, low: float = -math.inf, high: floa
                  low_open: bool = False, what: str = "a finite number") -> float:
     """Return `value` as a float if it is a real number (not a bool) in [low, high] (or (low, high] when
     `low_open`); else raise `ValueError` naming `name`, the value given and what is allowed (`what`)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is not float and type(value) is not int and (  # the fast path skips the ABC checks
+            isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise ValueError(f"{name}={value!r} must be {what}; got a {type(value).__name__}")
     number = float(value)
     too_low = number <= low if low_open else number < low
@@ -75,22 +76,29 @@ def check_number(name: str, value: object, *, low: float = -math.inf, high: floa
     return number
 
 
+_POSITIVE = f"a positive finite number (at most {LARGEST:g})"
+_NON_NEGATIVE = f"a finite number ≥ 0 (at most {LARGEST:g})"
+
+
 def check_positive(name: str, value: object, high: float = LARGEST) -> float:
     """Return `value` as a float if it is a finite number > 0 (at most `high`); else raise `ValueError`."""
-    return check_number(name, value, low=0.0, low_open=True, high=high,
-                        what=f"a positive finite number (at most {high:g})")
+    what = _POSITIVE if high == LARGEST else f"a positive finite number (at most {high:g})"
+    return check_number(name, value, low=0.0, low_open=True, high=high, what=what)
 
 
 def check_non_negative(name: str, value: object, high: float = LARGEST) -> float:
     """Return `value` as a float if it is a finite number ≥ 0 (at most `high`); else raise `ValueError`."""
-    return check_number(name, value, low=0.0, high=high, what=f"a finite number ≥ 0 (at most {high:g})")
+    what = _NON_NEGATIVE if high == LARGEST else f"a finite number ≥ 0 (at most {high:g})"
+    return check_number(name, value, low=0.0, high=high, what=what)
 
 
 def check_int(name: str, value: object, low: int = 1, high: float = LARGEST) -> int:
     """Return `value` as an int if it is a whole number in [low, high] (2.0 counts, 2.5 and True do not)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is int:  # the fast path: a plain int
+        whole = value
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name}={value!r} must be an integer ≥ {low}; got a {type(value).__name__}")
-    if isinstance(value, numbers.Integral):
+    elif isinstance(value, numbers.Integral):
         whole = int(value)
     elif math.isfinite(value) and float(value).is_integer():
         whole = int(value)
@@ -209,40 +217,59 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 Kind = str | Iterable[str] | Callable[[str, object], object]
 
 
+@functools.cache
+def _named_check(kind: str) -> Callable[[str, object], object]:
+    """The check of a kind named in `KINDS` (prefixed by '?' when None is allowed)."""
+    if kind.startswith("?"):
+        inner = _named_check(kind[1:])
+        return lambda name, value: None if value is None else inner(name, value)
+    if kind not in KINDS:
+        raise KeyError(f"kind={kind!r} is not a kind of argument; allowed: {sorted(KINDS)}")
+    return KINDS[kind]
+
+
+def _compile(kind: Kind) -> Callable[[str, object], object]:
+    """The check (name, value) -> value of any `Kind`."""
+    if isinstance(kind, str):
+        return _named_check(kind)
+    if callable(kind):
+        return kind
+    allowed = list(kind)
+    return lambda name, value: check_choice(name, value, allowed)
+
+
 def check_kind(name: str, value: object, kind: Kind) -> object:
     """Check one argument against its kind and return it (a count as an int).
 
     `kind` is a key of `KINDS`, the same key prefixed by '?' when None is allowed, a collection of allowed names
     (`check_choice`), or a callable (name, value) -> value.
     """
-    if isinstance(kind, str):
-        if kind.startswith("?"):
-            return None if value is None else check_kind(name, value, kind[1:])
-        if kind not in KINDS:
-            raise KeyError(f"kind={kind!r} is not a kind of argument; allowed: {sorted(KINDS)}")
-        return KINDS[kind](name, value)
-    if callable(kind):
-        return kind(name, value)
-    return check_choice(name, value, kind)
+    return _compile(kind)(name, value)
 
 
 def checks(**kinds: Kind) -> Callable[[_F], _F]:
     """Decorate a public function so that each named argument is checked by its kind (see `check_kind`) before
     the body runs: the error names the argument, the value and what is allowed. Defaults are not re-checked."""
     def decorate(fn: _F) -> _F:
-        signature = inspect.signature(fn)
-        unknown = set(kinds) - set(signature.parameters)
+        params = inspect.signature(fn).parameters
+        unknown = set(kinds) - set(params)
         if unknown:
             raise TypeError(f"checks: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
+        positional = [p.name for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # (name, position or -1 for keyword-only, check): compiled once, so a call costs a few dict lookups
+        plan = [(name, positional.index(name) if name in positional else -1, _compile(kind))
+                for name, kind in kinds.items()]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            bound = signature.bind(*args, **kwargs)
-            given = bound.arguments
-            for name, kind in kinds.items():
-                if name in given:
-                    given[name] = check_kind(name, given[name], kind)
-            return fn(*bound.args, **bound.kwargs)
+            args_list = None
+            for name, position, check in plan:
+                if 0 <= position < len(args):
+                    args_list = args_list or list(args)
+                    args_list[position] = check(name, args_list[position])
+                elif name in kwargs:
+                    kwargs[name] = check(name, kwargs[name])
+            return fn(*(args if args_list is None else args_list), **kwargs)
 
         return wrapper  # type: ignore[return-value]
     return decorate
@@ -250,12 +277,11 @@ def checks(**kinds: Kind) -> Callable[[_F], _F]:
 
 def check_fields(obj: object, **kinds: Kind) -> None:
     """Check the fields of a dataclass in its `__post_init__` (values are checked, not converted)."""
-    owner = type(obj).__name__
     for name, kind in kinds.items():
         try:
-            check_kind(name, getattr(obj, name), kind)
+            _compile(kind)(name, getattr(obj, name))
         except (ValueError, TypeError, KeyError) as exc:
-            raise type(exc)(f"{owner}: {exc.args[0] if exc.args else exc}") from None
+            raise type(exc)(f"{type(obj).__name__}: {exc.args[0] if exc.args else exc}") from None
 
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]

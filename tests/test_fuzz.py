@@ -214,6 +214,10 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                                    "num_key_value_heads": 8, "vocab_size": 1000}),
                               {"config": [{"num_hidden_layers": -2}, {"hidden_size": NAN}, 3, None],
                                "name": "text"}),
+    "models.config_table": (lambda: dict(config={"num_hidden_layers": 2, "hidden_size": 512,
+                                                 "intermediate_size": 2048, "num_attention_heads": 8,
+                                                 "num_key_value_heads": 8, "vocab_size": 1000}),
+                            {"config": [{"num_hidden_layers": -2}, {"hidden_size": NAN}, 3, None], "name": "text"}),
     "models.flop_conventions": (lambda: dict(), {"model": "name", "seq_len": "count"}),
     "sharding.parse_spec": (lambda: dict(text="A[I_X, J]"), {"text": ["A[I_X", 3, None]}),
     "sharding.parse_expr": (lambda: dict(expr="A[I, J_X] @ B[J_X, K] -> C[I, K]"),
@@ -248,6 +252,15 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                  {"stages": "count", "microbatches": "count", "schedule": "name", "virtual": "count"}),
     "pipeline.pipeline_schedule": (lambda: dict(stages=4, microbatches=8),
                                    {"stages": "count", "microbatches": "count", "schedule": "name"}),
+    "pipeline.interleaved_schedule": (lambda: dict(stages=4, microbatches=8),
+                                      {"stages": "count", "microbatches": "count", "virtual": "count"}),
+    "pipeline.zero_bubble_schedule": (lambda: dict(stages=4, microbatches=8),
+                                      {"stages": "count", "microbatches": "count"}),
+    "pipeline.greedy_schedule": (lambda: dict(devices=2, ops=[0, 1, 2, 3], device_of=lambda op: op % 2,
+                                              needs=lambda op: [op - 2] if op >= 2 else [], priority=lambda op: (op,)),
+                                 {"devices": "count", "ops": [3, "abc", None], "device_of": [3, None],
+                                  "needs": [3, None], "priority": [3, None], "may_start": [3, "abc"]}),
+    "models.expected_experts": (lambda: dict(B=8, E=16, k=2), {"B": "nonneg", "E": "count", "k": "count"}),
     "pipeline.idle_fraction": (lambda: dict(grid=sb.pipeline.pipeline_schedule(2, 2)),
                                {"grid": [[], [[]], 3, None]}),
     "pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8, hardware="v5p"),
@@ -355,7 +368,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "inference.decode_time": (lambda: dict(params=8e9, kv_bytes_per_seq=1e9, batch=8, chip="v5e", n_chips=8),
                               {"params": "size", "kv_bytes_per_seq": "nonneg", "batch": "count", "chip": "name",
                                "n_chips": "count", "param_bytes": "size", "compute_dtype": "name",
-                               "t_ici": "nonneg", "label": "text", "efficiency": "name"}),
+                               "t_ici": "nonneg", "label": "text", "efficiency": "name",
+                               "elementwise_bytes": "nonneg"}),
     "inference.decode_step": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, batch=8, context=8192),
                               {"model": "name", "chip": "name", "n_chips": "count", "batch": "count",
                                "context": "nonneg", "param_bytes": "size", "kv_bytes": "size",
@@ -437,7 +451,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
 R["inference.StepEstimate"] = (R["estimate.Estimate"][0], {**R["estimate.Estimate"][1], "t_params": "result",
                                                             "t_kv": "result", "t_ici": "result", "batch": "count",
                                                             "ici_adds": "flag", "memory_per_chip": "result",
-                                                            "hbm_per_chip": "?size"})
+                                                            "hbm_per_chip": "?size", "t_elementwise": "result"})
 
 
 def public_callables() -> dict[str, Any]:
