@@ -223,11 +223,14 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
     ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
     Calibrated, the norms, residual adds, rotary and activation function between the matmuls add their HBM
-    traffic (`t_elementwise`), as in a decode step.
+    traffic (`t_elementwise`), as in a decode step, and the attention's FLOPs run at the flash kernel's measured
+    share of the 16-bit peak (`Efficiency.attention`, as in `training.predict`) unless `mfu` is given.
     With `batch` prompts the FLOPs, caches and collectives scale with it; the weights are read once.
     """
     model, chip = get_model(model), get_chip(chip)
     eff = chip.efficiency(efficiency)
+    # calibrated, a flash kernel runs the attention at its own measured share of the 16-bit peak
+    flash = efficiency != "ideal" and mfu is None and attention and eff.attention is not None
     mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if mfu is None else mfu
     if not 0 < mfu <= 1 or tokens <= 0 or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"need 0 < mfu <= 1, tokens > 0 and an integer batch >= 1, got mfu={mfu!r}, "
@@ -235,12 +238,14 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens * batch
     C = n_chips * chip.peak_flops(compute_dtype) * mfu
+    scores = flops - model.flops_per_token(0, training=False) * tokens * batch if flash else 0.0
+    t_math = (flops - scores) / C + scores / (n_chips * chip.peak_flops() * eff.attention) if flash else flops / C
     W = n_chips * chip.hbm_bandwidth * eff.hbm
     weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
     t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
     t_elementwise = 0.0 if efficiency == "ideal" else \
         _elementwise_bytes(model, tokens * batch, n_chips) * n_chips / W
-    return StepEstimate(flops, weights + cache, flops / C, (weights + cache) / W, channel="HBM",
+    return StepEstimate(flops, weights + cache, t_math, (weights + cache) / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
                         t_ici=t_ici, t_elementwise=t_elementwise, batch=max(1, round(tokens * batch)),
                         ici_adds=efficiency != "ideal",

@@ -114,3 +114,17 @@ def test_calibrated_steps_pay_the_elementwise_kernels_between_the_matmuls():
     assert inference.prefill(model, "h100", 4, 2048).t_elementwise == 0
     step = inference.decode_step(model, "h100", 4, 256, 1024, efficiency="calibrated")
     assert step.t_elementwise == pytest.approx(256 * per_token / W) and step.upper > step.time
+
+
+def test_calibrated_prefill_runs_its_attention_at_the_flash_kernels_rate():
+    """Calibrated, prefill's attention FLOPs run at FlashAttention's measured share of the 16-bit peak (35 % on
+    H100) while the matmuls run in fp8 at theirs: a long prompt's attention costs more than its FLOP share."""
+    model, chip = sb.get_model("llama3-8b"), sb.get_chip("h100")
+    eff = chip.efficiency("calibrated")
+    step = inference.prefill(model, "h100", 1, 8192, compute_dtype="fp8", efficiency="calibrated")
+    dense = model.flops_per_token(0, training=False) * 8192
+    scores = model.flops_per_token(8192, training=False) * 8192 - dense
+    assert step.t_math == pytest.approx(dense / (chip.fp8_flops * eff.compute("fp8"))
+                                        + scores / (chip.bf16_flops * eff.attention))
+    fixed = inference.prefill(model, "h100", 1, 8192, compute_dtype="fp8", efficiency="calibrated", mfu=0.5)
+    assert fixed.t_math == pytest.approx((dense + scores) / (chip.fp8_flops * 0.5))
