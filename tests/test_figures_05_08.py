@@ -60,10 +60,10 @@ DRAWINGS = [
     ("parallelism.layer_chain", {}), ("parallelism.layout", {"strategy": "fsdp_tp"}),
     ("parallelism.comms_ratio", {}), ("schedules.schedule_figure",
                                       {"grid": [["F0", "", "B0"], ["", "F0", "B0"]], "title": "tiny"}),
-    ("serving.decoding", {"cached": True}), ("serving.heads", {}), ("serving.layer_sharing", {}),
-    ("serving.paged_cache", {}), ("serving.engine", {"mode": "disaggregated"}), ("serving.continuous_batching", {}),
+    ("kv_cache.decoding", {"cached": True}), ("kv_cache.heads", {}), ("kv_cache.layer_sharing", {}),
+    ("kv_cache.paged_cache", {}), ("serving.engine", {"mode": "disaggregated"}), ("serving.continuous_batching", {}),
     ("serving.prefix_tree", {"prompts": [["s", "a"], ["s", "b"]]}), ("serving.speculative", {}),
-    ("serving.speculative_panels", {}), ("serving.cache_sharding", {}), ("serving.weight_stationary_curves", {}),
+    ("serving.speculative_panels", {}), ("kv_cache.cache_sharding", {}), ("serving.weight_stationary_curves", {}),
     ("serving.latency_bound_gather", {}),
 ]
 
