@@ -111,12 +111,15 @@ def test_elementwise_pipeline_overlaps_every_stage() -> None:
 def test_torus_collectives_end_where_they_should() -> None:
     X, Y = 4, 2
     gathered = collective_steps.torus_schedule(X, Y, "all_gather")[-1][1]
-    assert all(len(p) == X * Y and set(p.values()) == {1.0} for p in gathered.values())
+    assert all(len(p) == X * Y and {fill for _, fill in p.values()} == {1.0} for p in gathered.values())
     scattered = collective_steps.torus_schedule(X, Y, "reduce_scatter")[-1][1]
-    owners = {piece for p in scattered.values() for piece, fill in p.items() if fill}
-    assert len(owners) == X * Y and all(list(p.values()) == [pytest.approx(1.0)] for p in scattered.values())
+    owners = {piece for p in scattered.values() for piece, (_, fill) in p.items() if fill}
+    assert len(owners) == X * Y and all([f for _, f in p.values()] == [pytest.approx(1.0)] for p in scattered.values())
     reduced = collective_steps.torus_schedule(X, Y, "all_reduce")
     assert reduced[-1][1] == gathered
+    # AllToAll: every device ends with X·Y pieces, all bound for itself (one colour: its own index)
+    exchanged = collective_steps.torus_schedule(X, Y, "all_to_all")[-1][1]
+    assert all(len(p) == X * Y and {c for c, _ in p.values()} == {x * Y + y} for (x, y), p in exchanged.items())
     # each ring phase is the priced ring schedule: X/2 + Y/2 steps for a bidirectional gather
     assert len(collective_steps.torus_schedule(X, Y, "all_gather")) - 1 == len(ring_schedule(X)) - 1 + \
         len(ring_schedule(Y)) - 1
@@ -159,7 +162,7 @@ def test_every_diagram_is_a_titled_figure(make) -> None:
     (lambda: chip_plots.hosts(sb.TpuMesh("v5e", X=4, Y=16)), "rows of trays"),
     (lambda: chip_plots.slices(sb.TpuMesh("v5e", X=4, Y=4), [((2, 2), (4, 4))]), "does not fit"),
     (lambda: chip_plots.pod_cubes(sb.TpuMesh("v5p", X=2, Y=4, Z=4)), "whole"),
-    (lambda: collective_steps.torus_steps(4, 4, "all_to_all"), "kind"),
+    (lambda: collective_steps.torus_steps(4, 4, "all_scatter"), "kind"),
     (lambda: transformer.moe_diagram("llama3-70b"), "not a mixture"),
     (lambda: transformer.flash_tiles(8, 8, 3), "block"),
     (lambda: sb.plots.sharding_gallery(["A[I_XY, J]"], {"X": 3, "Y": 1}), "multiple"),

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 __all__ = ["TORUS_KINDS", "torus_schedule", "torus_steps", "collectives_summary", "collective_matmul"]
 
-TORUS_KINDS = ("all_gather", "reduce_scatter", "all_reduce")
-Held = dict[tuple[int, int], dict[tuple[int, int], float]]  # device (x, y) -> {piece (px, py): fill 0..1}
+TORUS_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+# device (x, y) -> {slot (row, column) in its drawing: (colour index, fill 0..1)}; AllGather and ReduceScatter put
+# piece (px, py) of the array in slot (px, py), coloured by the piece; AllToAll colours each piece by its destination.
+Held = dict[tuple[int, int], dict[tuple[int, int], tuple[int, float]]]
 
 
 def _check_torus(X: int, Y: int, kind: str) -> None:
@@ -31,10 +33,11 @@ def _gather_phases(X: int, Y: int) -> list[tuple[str, Held]]:
     out = []
     for s in xs:
         out.append((f"X ring, step {s.step}" if s.step else "start: one piece each",
-                    {(x, y): {(p.chunk, y): 1.0 for p in s.held[x]} for x in range(X) for y in range(Y)}))
+                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, 1.0) for p in s.held[x]}
+                     for x in range(X) for y in range(Y)}))
     for s in ys[1:]:
         out.append((f"Y ring, step {s.step}",
-                    {(x, y): {(j, p.chunk): 1.0 for j in range(X) for p in s.held[y]}
+                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, 1.0) for j in range(X) for p in s.held[y]}
                      for x in range(X) for y in range(Y)}))
     return out
 
@@ -45,11 +48,33 @@ def _scatter_phases(X: int, Y: int) -> list[tuple[str, Held]]:
     out = []
     for s in ys:
         out.append((f"Y ring, step {s.step}" if s.step else "start: every piece, unsummed",
-                    {(x, y): {(j, p.chunk): p.fill / X for j in range(X) for p in s.held[y]}
+                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, p.fill / X) for j in range(X) for p in s.held[y]}
                      for x in range(X) for y in range(Y)}))
     for s in xs[1:]:
         out.append((f"X ring, step {s.step}",
-                    {(x, y): {(p.chunk, y): p.fill for p in s.held[x]} for x in range(X) for y in range(Y)}))
+                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, p.fill) for p in s.held[x]}
+                     for x in range(X) for y in range(Y)}))
+    return out
+
+
+def _slots(pieces: list[tuple[tuple[int, ...], int]], Y: int) -> dict[tuple[int, int], tuple[int, float]]:
+    """Lay a device's AllToAll pieces (sort key, destination colour) out row by row, Y to a row."""
+    return {divmod(k, Y): (colour, 1.0) for k, (_, colour) in enumerate(sorted(pieces))}
+
+
+def _all_to_all_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    """AllToAll over both axes: the X rings move every piece to its destination column, then the Y rings to its
+    row. Device (x, y) starts with one piece for every device and ends with one piece from every device."""
+    xs, ys = ring_schedule(X, "all_to_all"), ring_schedule(Y, "all_to_all")
+    out = []
+    for s in xs:  # ring piece source → chunk: the piece of device (source, y) for column chunk, any row dy
+        out.append((f"X ring, step {s.step}" if s.step else "start: a piece for every device",
+                    {(x, y): _slots([((p.source, p.chunk, dy), p.chunk * Y + dy) for p in s.held[x] for dy in range(Y)],
+                                    Y) for x in range(X) for y in range(Y)}))
+    for s in ys[1:]:  # now every piece on (x, y) is bound for column x: the Y rings carry it to its row
+        out.append((f"Y ring, step {s.step}",
+                    {(x, y): _slots([((j, p.source, p.chunk), x * Y + p.chunk) for p in s.held[y] for j in range(X)],
+                                    Y) for x in range(X) for y in range(Y)}))
     return out
 
 
@@ -58,14 +83,16 @@ def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tup
     each device (x, y) to the pieces it holds and how complete each is (1 = summed over every device).
 
     The array is cut into X·Y pieces; a two-axis collective runs one ring phase per axis (AllGather: X then Y;
-    ReduceScatter: Y then X; AllReduce: ReduceScatter then AllGather), each phase the ring schedule that
-    `busiest_link_share` prices.
+    ReduceScatter: Y then X; AllReduce: ReduceScatter then AllGather; AllToAll: X then Y), each phase the ring
+    schedule that `busiest_link_share` prices.
     """
     _check_torus(X, Y, kind)
     if kind == "all_gather":
         return _gather_phases(X, Y)
     if kind == "reduce_scatter":
         return _scatter_phases(X, Y)
+    if kind == "all_to_all":
+        return _all_to_all_phases(X, Y)
     return _scatter_phases(X, Y) + [(f"AllGather: {label}", held) for label, held in _gather_phases(X, Y)[1:]]
 
 
@@ -73,12 +100,13 @@ def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | N
     """Draw a two-axis collective on an X × Y torus step by step: one panel per step, each device a small grid of
     the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions)."""
     states = torus_schedule(X, Y, kind)
+    rows = max(X, *(r + 1 for _, held in states for pieces in held.values() for r, _ in pieces))
     ncols = min(5, len(states))
-    fig, axs = panels(len(states), ncols, (2.6, 2.9), X * (Y + 1), Y * (X + 1) + 0.2,
+    fig, axs = panels(len(states), ncols, (2.6, 2.9), X * (Y + 1), Y * (rows + 1) + 0.2,
                       title or f"{kind} over both axes of a {X}x{Y} torus: {len(states) - 1} steps, one ring phase per "
                                f"axis (X·Y = {X * Y} pieces)")
     for ax, (label, held) in zip(axs, states):
-        _draw_torus_state(ax, held, X, Y)
+        _draw_torus_state(ax, held, rows, Y)
         ax.set_title(label, fontsize=8)
     return fig
 
@@ -90,18 +118,19 @@ def to_rgb(colour: str) -> tuple[float, float, float]:
     return rgb(colour)
 
 
-def _draw_torus_state(ax, held: Held, X: int, Y: int) -> None:
+def _draw_torus_state(ax, held: Held, rows: int, Y: int) -> None:
+    """Draw every device (x, y) as a frame of `rows` × Y slots, each held piece a square in its colour."""
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
     frames, squares, colours = [], [], []
     for (x, y), pieces in held.items():
-        ox, oy = x * (Y + 1), (Y - 1 - y) * (X + 1)
-        frames.append(Rectangle((ox + 0.3, oy + 0.1), Y + 0.4, X + 0.4))
-        for (px, py), fill in pieces.items():
+        ox, oy = x * (Y + 1), (Y - 1 - y) * (rows + 1)
+        frames.append(Rectangle((ox + 0.3, oy + 0.1), Y + 0.4, rows + 0.4))
+        for (r, c), (colour, fill) in pieces.items():
             if fill > 0:
-                squares.append(Rectangle((ox + 0.5 + py, oy + 0.3 + (X - 1 - px)), 0.95, 0.95))
-                colours.append((*to_rgb(PALETTE[(px * Y + py) % len(PALETTE)]), 0.15 + 0.85 * fill))
+                squares.append(Rectangle((ox + 0.5 + c, oy + 0.3 + (rows - 1 - r)), 0.95, 0.95))
+                colours.append((*to_rgb(PALETTE[colour % len(PALETTE)]), 0.15 + 0.85 * fill))
     ax.add_collection(PatchCollection(frames, facecolors="none", edgecolors="0.5", linewidths=0.6))
     ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none"))
 

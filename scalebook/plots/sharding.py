@@ -69,11 +69,13 @@ def device_blocks(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int]) -> d
 
 @dataclass(frozen=True)
 class Piece:
-    """A piece of the array on one device: `chunk` picks its colour, `fill` (0..1) how complete it is."""
+    """A piece of the array on one device: `chunk` picks its colour, `fill` (0..1) how complete it is, `source` the
+    device it started on (AllToAll; -1 where every device contributes)."""
 
     chunk: int
     fill: float
     label: str
+    source: int = -1
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,8 @@ def _all_to_all_schedule(n: int, bidirectional: bool, wrap: bool) -> list[RingSt
     at = {(s, d): s for s in range(n) for d in range(n)}
 
     def state(step: int, links: dict[tuple[int, int], int]) -> RingStep:
-        held = tuple(tuple(Piece(d, 1.0, f"{s}→{d}") for (s, d), where in sorted(at.items(), key=lambda kv: kv[0][::-1])
-                           if where == i) for i in range(n))
+        order = sorted(at.items(), key=lambda kv: kv[0][::-1])
+        held = tuple(tuple(Piece(d, 1.0, f"{s}→{d}", s) for (s, d), where in order if where == i) for i in range(n))
         return RingStep(step, held, links, 1 / n**2)
 
     states, step = [state(0, {})], 0
