@@ -19,13 +19,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from . import bench, inference, runtime
 from .collectives import KINDS, collective
 from .estimate import feasibility
 from .hardware.chips import get_chip, list_chips
 from .hardware.gpu import PRESETS, GpuCluster, get_cluster
 from .hardware.topology import TpuMesh
+from .notebooks import sync
+from .planner import plan
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
 from .units import DTYPE_BYTES, check_choice, check_int, fmt_time, parse_size
@@ -160,8 +164,6 @@ def _shard(args: argparse.Namespace) -> str:
 
 
 def _plan(args: argparse.Namespace) -> str:
-    from .planner import plan
-
     if bool(args.chip) == bool(args.cluster):
         raise ValueError("give either --chip (a TPU, or a GPU for its default cluster) or --cluster (a GPU system "
                          "such as h100-superpod)")
@@ -178,8 +180,6 @@ def _plan(args: argparse.Namespace) -> str:
 
 
 def _serve(args: argparse.Namespace) -> str:
-    from . import inference
-
     b = DTYPE_BYTES[args.dtype]
     X, Y = inference.smallest_topology(args.model, args.chip, param_bytes=b)
     n = X * Y
@@ -211,10 +211,6 @@ def _grade(args: argparse.Namespace) -> str:
 
 
 def _exercises(args: argparse.Namespace) -> str:
-    from pathlib import Path
-
-    from .notebooks import sync
-
     changed = sync(Path.cwd())
     return "\n".join(f"updated {p.relative_to(Path.cwd())}" for p in changed) or "everything was up to date"
 
@@ -236,8 +232,6 @@ def _roofline(args: argparse.Namespace) -> str:
 
 
 def _bench(args: argparse.Namespace) -> str:
-    from . import bench, runtime
-
     runtime.setup()
     sweep = bench.matmul_sweep(bench.sweep_shapes(), dtype=args.dtype)
     return str(sweep)

@@ -30,8 +30,8 @@ What it leaves out, on purpose: KV memory is budgeted by slots, not by each sequ
 sequence takes one slot like a short one); each pool runs one model copy over all its chips (no replicas);
 tensor-parallel collectives, sampling and host overheads are not timed; a prefix hit's attention over its cached
 part is not counted; prefix-cache capacity, eviction and routing are not modelled (hits are a coin flip); nothing is
-preempted or chunked. Step times come from a cache keyed by the batch and a context bucket (about 3% wide), and the
-clock jumps over runs of identical steps, so 10,000 requests simulate in about 0.1 s.
+preempted or chunked. Step times are cached by batch and context bucket (about 3% wide), and the clock jumps over
+runs of identical steps: 10,000 requests simulate in a second or two.
 
     w = Workload(rate=2.0, prompt=Lengths(1024, 0.5), output=Lengths(256, 0.5))
     report = simulate(w, Engine("llama3-70b", "v5e", n_chips=16, param_bytes=1, kv_bytes=1), n_requests=2000)
@@ -54,7 +54,7 @@ from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .units import check_int, check_kind, check_number, checks, fmt_rate, fmt_time
+from .units import check_fields, check_int, check_kind, check_number, checks, fmt_rate, fmt_time, is_a
 
 __all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "MODES", "METRICS"]
 
@@ -90,10 +90,8 @@ class Lengths:
 def _lengths(name: str, value: Lengths | float) -> Lengths:
     if isinstance(value, Lengths):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        check_number(name, value, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}] or a Lengths")
-        return Lengths(value)
-    raise ValueError(f"{name} must be a token count or a Lengths, got {name}={value!r}")
+    check_number(name, value, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}] or a Lengths")
+    return Lengths(value)
 
 
 @dataclass(frozen=True)
@@ -168,12 +166,8 @@ class Engine:
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", get_model(self.model))
         object.__setattr__(self, "chip", get_chip(self.chip))
-        check_kind("mode", self.mode, MODES)
-        for name, kind in (("n_chips", "count"), ("slots", "?count"), ("prefill_chips", "?count"),
-                           ("decode_chips", "?count"), ("param_bytes", "size"), ("kv_bytes", "size"),
-                           ("kv_bandwidth", "?size")):
-            check_kind(name, getattr(self, name), kind)
-        check_kind("mfu", self.mfu, "fraction")
+        check_fields(self, mode=MODES, n_chips="count", slots="?count", prefill_chips="?count", decode_chips="?count",
+                     param_bytes="size", kv_bytes="size", kv_bandwidth="?size", mfu="fraction")
         self.pools()
 
     def pools(self) -> tuple[int, int]:
@@ -341,12 +335,9 @@ class Report:
         """Seconds from each request's arrival to its last token."""
         return self.finish - self.requests.arrival
 
+    @checks(metric=METRICS, q=lambda n, v: check_number(n, v, low=0.0, high=100.0, what="a percentile in [0, 100]"))
     def percentile(self, metric: str, q: float) -> float:
         """Return the `q`-th percentile (0-100) of `metric` ("ttft", "tpot" or "e2e"), in seconds."""
-        if metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}, got metric={metric!r}")
-        if not 0 <= q <= 100:
-            raise ValueError(f"q must be in [0, 100], got q={q!r}")
         return _finite_stat(getattr(self, metric), q)
 
     @property
@@ -382,8 +373,7 @@ class Report:
 
     @property
     def memory_per_chip(self) -> float:
-        """Bytes each decode chip holds with every slot full at the typical context: its share of the weights and
-        of `slots` KV caches."""
+        """Bytes per decode chip with every slot full at the typical context: weights and `slots` KV caches."""
         e = self.engine
         caches = kv_cache_bytes(e.model, self.workload.typical_context(), self.slots, e.kv_bytes)
         return (e.model.param_count() * e.param_bytes + caches) / e.pools()[1]
@@ -392,10 +382,6 @@ class Report:
     def fits(self) -> bool:
         """Whether the decode chips' HBM holds the weights and every slot's KV cache (`memory_per_chip`)."""
         return self.memory_per_chip <= self.engine.chip.hbm_bytes
-
-    def feasibility(self) -> str:
-        """'fits: … of … of HBM' or 'does not fit: 140 GB > 16 GB of HBM', per decode chip."""
-        return feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)
 
     def _title(self) -> str:
         e, w = self.engine, self.workload
@@ -420,7 +406,8 @@ class Report:
              "shown": fmt_rate(self.throughput_per_chip, "tokens/s")},
             {"quantity": "mean decode batch", "value": self.mean_batch, "shown": f"{self.mean_batch:.1f}"},
             {"quantity": "decode slots", "value": self.slots, "shown": str(self.slots)},
-            {"quantity": "memory per decode chip", "value": self.memory_per_chip, "shown": self.feasibility()},
+            {"quantity": "memory per decode chip", "value": self.memory_per_chip,
+             "shown": feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)},
             {"quantity": "utilisation (busy)", "value": self.utilisation, "shown": f"{self.utilisation:.0%}"},
             {"quantity": "MFU", "value": self.mfu, "shown": f"{self.mfu:.1%}"},
             {"quantity": "makespan", "value": self.makespan, "shown": fmt_time(self.makespan)},
@@ -428,7 +415,8 @@ class Report:
         return Table(rows, columns=["quantity", "shown"], title=self._title())
 
     def _repr_html_(self) -> str:
-        warning = "" if self.fits else f"<p><b>{html.escape(self.feasibility())}</b></p>"
+        fit = feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)
+        warning = "" if self.fits else f"<p><b>{html.escape(fit)}</b></p>"
         line = (f"{warning}<p>{fmt_rate(self.throughput, 'tokens/s')} "
                 f"({fmt_rate(self.throughput_per_chip, 'tokens/s')} per chip), mean decode batch "
                 f"{self.mean_batch:.1f} of {self.slots}, busy {self.utilisation:.0%}, MFU {self.mfu:.1%}</p>")
@@ -440,11 +428,10 @@ class Report:
     __repr__ = __str__
 
 
-@checks(n_requests=lambda n, v: check_int(n, v, 1, MAX_REQUESTS), seed="count0")
+@checks(workload=is_a(Workload), engine=is_a(Engine), n_requests=lambda n, v: check_int(n, v, 1, MAX_REQUESTS),
+        seed="count0")
 def simulate(workload: Workload, engine: Engine, n_requests: int = 1000, seed: int = 0) -> Report:
     """Return the `Report` of serving `n_requests` requests of `workload` on `engine` (deterministic per `seed`)."""
-    if not isinstance(workload, Workload) or not isinstance(engine, Engine):
-        raise ValueError(f"simulate needs a Workload and an Engine, got workload={workload!r}, engine={engine!r}")
     req = workload.sample(n_requests, seed)
     slots = engine.batch_slots(workload)
     prefill_s, prefill_flops = zip(*(_prefill_cost(engine, u) for u in req.uncached.tolist()))

@@ -348,7 +348,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                           "fsdp": "flag", "microbatch_tokens": "?size", "virtual_stages": "count",
                           "recompute": "name", "dtype": "name", "efficiency": "name",
                           "sequence_parallel": ["yes", 2.5], "flash_attention": "flag", "tp_overlap": "flag",
-                          "grad_bytes": "size", "master_bytes": "size"}),
+                          "grad_bytes": "size", "master_bytes": "size", "balanced_stages": "flag"}),
     "training.training_memory": (lambda: dict(model="llama3-8b", seq_len=8192, tp=8),
                                  {"model": "name", "seq_len": "count", "tp": "count", "pp": "count", "cp": "count",
                                   "ep": "count",
