@@ -12,6 +12,7 @@ the backward pass) or inference, and which recomputation counts (model FLOPs vs 
 from __future__ import annotations
 
 import difflib
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -26,6 +27,7 @@ from .units import (
     check_kind,
     check_non_negative,
     checks,
+    closest,
     dtype_bytes,
     fmt_bytes,
     fmt_flops,
@@ -33,7 +35,7 @@ from .units import (
 )
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
-           "flop_conventions", "expected_experts", "LETTER_MEANINGS", "config_table"]
+           "flop_conventions", "expected_experts", "LETTER_MEANINGS", "config_table", "hf_config"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -284,6 +286,17 @@ HF_CONFIG_KEYS = {
     "rope_dim": ("qk_rope_head_dim",),
 }
 _UNGATED = {"gpt2", "gpt_neox", "opt", "bloom", "gptj", "falcon"}
+
+
+def hf_config(name: str) -> dict[str, Any]:
+    """Return the abridged Hugging Face `config.json` stored for a model (`data/hf_configs.json`), as a dict to
+    read with `from_hf_config`; unknown names raise `KeyError` listing the closest stored ones."""
+    stored = json.loads(resources.files(__package__).joinpath("data/hf_configs.json").read_text(encoding="utf-8"))
+    names = [k for k in stored if not k.startswith("_")]
+    if name not in names:
+        raise KeyError(f"name={name!r} has no stored config.json; stored: {names} "
+                       f"(closest: {closest(name, names) or 'none'})")
+    return {k: v for k, v in stored[name].items() if not k.startswith("_")}
 
 
 def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConfig:

@@ -26,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
 # set's solutions run under nbval already, and the benchmark grades all of them in sandboxes.
 HONEST = ["01_rooflines", "06_training_llama", "10_jax"]
-KEY_IMPORT = pytest.mark.xfail(strict=True, reason="solutions/06 imports MISTRAL_7B_CONFIG from the answer key "
-                               "(scalebook.problems), which the sandbox hides: the config must live outside the key")
 CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "\udcff\udcfe"]
 
 
@@ -124,8 +122,7 @@ def test_every_file_found_gets_exactly_one_row(graded):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem_set", [pytest.param(s, marks=KEY_IMPORT) if s == "06_training_llama" else s
-                                         for s in HONEST])
+@pytest.mark.parametrize("problem_set", HONEST)
 def test_the_solutions_earn_full_marks(graded, problem_set):
     row = _row(graded, "ada", problem_set)
     assert row["status"] == "graded"

@@ -169,3 +169,11 @@ def test_q8_moe_critical_batch():
     # 4.Q8: int8 weights, bf16 FLOPs on v5e: B > 120·E/k; DeepSeek-V3 (E = 256, k = 8): 3840 tokens.
     ds = get_model("deepseek-v3")
     assert sb.roofline.critical_batch("v5e", weight_dtype="int8") * ds.E / ds.k == pytest.approx(3840, rel=0.01)
+
+
+def test_a_stored_hf_config_reads_as_mistral_7b_and_unknown_names_suggest_the_closest():
+    cfg = sb.models.from_hf_config(sb.models.hf_config("mistral-7b"))
+    assert (cfg.L, cfg.D, cfg.F, cfg.N, cfg.K, cfg.V) == (32, 4096, 14336, 32, 8, 32000)
+    assert cfg.param_count() == pytest.approx(7.24e9, rel=0.01)  # Mistral AI's "7.3B" rounds the same count
+    with pytest.raises(KeyError, match="mistral-7b"):
+        sb.models.hf_config("mistral-7")

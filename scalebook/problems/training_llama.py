@@ -9,25 +9,10 @@ from __future__ import annotations
 import math
 
 from ..hardware.chips import get_chip
-from ..models import from_hf_config, get_model
-from ..training import critical_batch, memory, plan
+from ..models import from_hf_config, get_model, hf_config
+from ..planner import plan
+from ..training import critical_batch, memory
 from . import problem
-
-# Mistral 7B's config.json, abridged (public: mistralai/Mistral-7B-v0.1). Problem 1 reads it; the notebook shows it.
-MISTRAL_7B_CONFIG = {
-    "architectures": ["MistralForCausalLM"],
-    "model_type": "mistral",
-    "hidden_act": "silu",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 32000,
-    "max_position_embeddings": 32768,
-    "sliding_window": 4096,
-    "tie_word_embeddings": False,
-}
 
 V5P_POD = 8960  # chips in a full TPU v5p pod, 16 x 20 x 28
 MFU_V5P, MFU_SMALL = 0.4, 0.45  # the MFU the problems assume: the book's 40% for big runs, 45% for LLaMA 3-8B
@@ -35,8 +20,8 @@ MFU_V5P, MFU_SMALL = 0.4, 0.45  # the MFU the problems assume: the book's 40% fo
 
 @problem("06.1", title="Parameters of Mistral 7B from its config", unit="parameters")
 def mistral_params() -> float:
-    """All parameters of the model described by MISTRAL_7B_CONFIG (gated MLP, GQA, untied embeddings)."""
-    return from_hf_config(MISTRAL_7B_CONFIG).param_count()
+    """All parameters of the model described by `models.hf_config("mistral-7b")` (gated MLP, GQA, untied embeddings)."""
+    return from_hf_config(hf_config("mistral-7b")).param_count()
 
 
 @problem("06.2", title="Attention's share of LLaMA 3.1-405B", unit="fraction")
