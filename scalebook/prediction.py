@@ -200,13 +200,14 @@ def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inn
 
 @checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
         fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
-        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", grad_bytes="size", master_bytes="size")
+        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", grad_bytes="size", master_bytes="size",
+        balanced_stages="flag")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
             fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,
             recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
-            grad_bytes: float = 4, master_bytes: float = 4) -> Prediction:
+            grad_bytes: float = 4, master_bytes: float = 4, balanced_stages: bool = False) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
     Data parallelism is n_chips / (tp·pp·cp). A step is `global_batch_tokens` tokens in sequences of
@@ -229,13 +230,16 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
       context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
       expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
     - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
-    - data parallelism: gradients reduce-scattered and weights all-gathered over dp·cp chips, overlapping
+    - data parallelism: gradients (`grad_bytes` wide: fp32, as Megatron and Llama 3 reduce them) reduce-scattered
+      and weights all-gathered over dp·cp chips, overlapping
       the last microbatch's backward and the first's forward (ZeRO-1); with `fsdp`, layer by layer — each
       layer's gather before its first forward, its reduce-scatter after each microbatch's backward — each call
       hidden only behind that layer's compute (a ring over n nodes pays n-1 network steps of latency);
       the Adam update at HBM speed.
 
-    `sequence_parallel` defaults to on when tp > 1; `flash_attention` (default on) never stores the scores.
+    `sequence_parallel` defaults to on when tp > 1; `flash_attention` (default on) never stores the scores;
+    `balanced_stages`: the first and last stages hold one layer fewer, so the head and the loss take the place
+    of a layer on the last one (as the Llama 3 paper describes its pipeline).
     """
     model = get_model(model)
     hw, chip = resolve(hardware.chip if isinstance(hardware, TpuMesh) else hardware)
@@ -289,10 +293,12 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     # Expert parallelism: each MoE layer dispatches and combines its tokens (k copies) forward and backward.
     t_ep = 4 * model.moe_layers / pp * M * _all_to_all_seconds(hw, act, ep, model.k) if ep > 1 else 0.0
 
-    # Data parallelism over dp·cp chips (weights shared): reduce-scatter gradients, all-gather weights (bf16).
-    shard = model.param_count() / (tp * pp) * 2  # one model shard's bf16 gradients (or weights)
+    # Data parallelism over dp·cp chips (weights shared): reduce-scatter the gradients at their width
+    # (`grad_bytes`: fp32 by default, as Megatron's and Llama 3's runs reduce them), all-gather bf16 weights.
+    shard = model.param_count() / (tp * pp) * 2  # one model shard's bf16 weights
+    grads = shard / 2 * grad_bytes
     group = dp * cp
-    t_rs = _collective("reduce_scatter", hw, group, shard, tp * pp, efficiency)
+    t_rs = _collective("reduce_scatter", hw, group, grads, tp * pp, efficiency)
     t_ag = _collective("all_gather", hw, group, shard, tp * pp, efficiency)
     if fsdp:  # weights gathered once per step and kept; each microbatch's gradients reduce-scattered
         t_rs = M * t_rs
@@ -315,6 +321,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         replica_tokens = global_batch_tokens / (dp * cp)
         t_last = (head * replica_tokens / tp * (pp - 1) / pp / C
                   + CROSS_ENTROPY_BYTES * replica_tokens * model.V / tp / W)
+        if balanced_stages and pp > 1:  # the last stage holds one layer fewer: the head and loss take its place
+            t_last = max(0.0, t_last - (t_compute + t_recompute + t_elem) / (model.L / pp))
         busy_compute = t_compute + t_recompute + t_elem + t_last
         tp_exposed = t_tp if not tp_overlap else model.L / pp * M * _tp_exposed_with_overlap(
             model, mb / cp, tp, C, sp, recompute == "full", ag, rs, ar)
@@ -331,7 +339,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
             layers = model.L / pp
             per_layer = per_microbatch / layers
             ag = _collective("all_gather", hw, group, shard / layers, tp * pp, efficiency)
-            rs = _collective("reduce_scatter", hw, group, shard / layers, tp * pp, efficiency)
+            rs = _collective("reduce_scatter", hw, group, grads / layers, tp * pp, efficiency)
             t_ag, t_rs = layers * ag, layers * M * rs
             dp_exposed = layers * (max(0.0, ag - per_layer / 3) + M * max(0.0, rs - per_layer * 2 / 3))
         else:  # gradients reduce during the last backward, weights gather during the first forward

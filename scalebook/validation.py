@@ -143,7 +143,7 @@ def _training(run: Run, efficiency: str | Efficiency) -> float:
     keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
     layout = {k: p[k] for k in keys if k in p}
     layout.update({k: p[k] for k in ("sequence_parallel", "flash_attention", "master_bytes", "grad_bytes",
-                                     "tp_overlap") if k in p})
+                                     "tp_overlap", "balanced_stages") if k in p})
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
                          efficiency=efficiency, **layout)
     if run.metric == "params_optimizer_gib":
