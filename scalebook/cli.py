@@ -201,10 +201,6 @@ def _serve(args: argparse.Namespace) -> str:
 
 
 def _grade(args: argparse.Namespace) -> str:
-    from pathlib import Path
-
-    from .autograde import grade
-
     table = grade(Path(args.submissions), Path(args.out), timeout=args.timeout, jobs=args.jobs,
                   sandboxed=not args.no_sandbox, force=args.force)
     return f"{table}\n\nwrote {args.out} and feedback/ beside it"
