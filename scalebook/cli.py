@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import bench, inference, runtime
+from .autograde import grade
 from .collectives import KINDS, collective
 from .estimate import feasibility
 from .hardware.chips import get_chip, list_chips
