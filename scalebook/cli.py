@@ -148,7 +148,8 @@ def _collective(args: argparse.Namespace) -> str:
             raise ValueError("give --chip and --mesh for a TPU slice, or --cluster (or a GPU --chip) for GPUs")
         ignored = [flag for flag, given in (("--gpus", args.gpus is not None), ("--sharp", args.sharp)) if given]
         if ignored:
-            raise ValueError(f"{' and '.join(ignored)} apply to a GPU cluster, not to the TPU slice "
+            verb = "apply" if len(ignored) > 1 else "applies"
+            raise ValueError(f"{' and '.join(ignored)} {verb} to a GPU cluster, not to the TPU slice "
                              f"--chip {args.chip} --mesh {args.mesh}")
         if args.also_sharded == "":
             raise ValueError("--also-sharded='' names no axis; give axes such as Y, or leave the option out")
@@ -248,7 +249,7 @@ def _parser() -> argparse.ArgumentParser:
     roof.add_argument("--weight-dtype", default=None, type=_name(dtypes), metavar="DTYPE", help="dtype of W only")
     roof.set_defaults(run=_roofline)
     coll = sub.add_parser("collective", help="time of a collective on a TPU slice or a GPU cluster")
-    coll.add_argument("kind", type=_name(KINDS), metavar="{" + ",".join(KINDS) + "}")
+    coll.add_argument("kind", type=_name(KINDS), help=f"one of {', '.join(KINDS)}")
     coll.add_argument("--chip", default=None, help="a TPU (with --mesh), or a GPU for its default cluster")
     coll.add_argument("--mesh", default=None, help="slice shape, e.g. 4x4 or 4x4x4")
     coll.add_argument("--cluster", default=None, type=_name(list(PRESETS)), metavar="CLUSTER",

@@ -34,7 +34,7 @@ from .hardware.topology import TpuMesh
 from .models import TransformerConfig, get_model
 from .roofline import critical_batch
 from .tables import Table
-from .units import check_fields, checks, fmt_time, is_a, sequence_of
+from .units import LARGEST, check_fields, checks, fmt_time, is_a, sequence_of
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
            "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
@@ -259,7 +259,7 @@ def max_batch(model: TransformerConfig | str, chip: Chip | str, n_chips: int, co
     model, chip = get_model(model), get_chip(chip)
     free = n_chips * chip.hbm_bytes - model.param_count() * param_bytes
     per_seq = kv_cache_bytes(model, context, 1, kv_bytes)
-    return max(0, math.floor(free / per_seq)) if per_seq else 0
+    return max(0, math.floor(min(free / per_seq, LARGEST))) if per_seq else 0  # a sliver of context: capped
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size", batches="?counts",

@@ -374,4 +374,7 @@ def parse_size(text: str | float) -> float:
             f"size={text!r} is not a size; write a number and a unit such as '16GiB', '1.5GB', '512KiB' "
             f"(units: {', '.join(u for u in _SIZE_UNITS if u)})"
         )
-    return check_non_negative("size", float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    value = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    if not value <= LARGEST:
+        raise ValueError(f"size={text!r} is {value:g}, more than the {LARGEST:g} a calculator takes")
+    return value

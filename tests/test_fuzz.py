@@ -214,6 +214,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                                    "num_key_value_heads": 8, "vocab_size": 1000}),
                               {"config": [{"num_hidden_layers": -2}, {"hidden_size": NAN}, 3, None],
                                "name": "text"}),
+    "models.hf_config": (lambda: dict(name="mistral-7b"), {"name": "name"}),
     "models.config_table": (lambda: dict(config={"num_hidden_layers": 2, "hidden_size": 512,
                                                  "intermediate_size": 2048, "num_attention_heads": 8,
                                                  "num_key_value_heads": 8, "vocab_size": 1000}),
