@@ -212,6 +212,7 @@ def test_ring_drawings_follow_the_priced_schedule(n: int) -> None:
         mesh = sb.TpuMesh("v5e", X=n, Y=16 if n != 16 else 4, wrap={"X": wrap})
         assert len(ring_schedule(n, "all_gather", wrap=wrap)) - 1 == mesh.ring_hops("X")
     ring = sb.TpuMesh("v5e", X=n, Y=4, wrap={"X": True})
+    assert len(ring_schedule(n, "all_reduce")) - 1 == 2 * ring.ring_hops("X")  # AllReduce: twice the hops
     V = 1e9
     assert sb.all_gather(ring, "X", V).t_comms == pytest.approx(busiest_link_share(n) * V / ring.chip.ici_bandwidth)
 

@@ -30,7 +30,7 @@ __all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", 
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
-RING_KINDS = ("all_gather", "reduce_scatter", "all_to_all")
+RING_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 Coord = tuple[int, ...]
 Measured = Sequence[tuple[float, float]]
 
@@ -115,13 +115,18 @@ def ring_schedule(n: int, kind: str = "all_gather", bidirectional: bool = True, 
 
     AllGather: shard j spreads from device j one hop per step in each direction. ReduceScatter: chunk j's
     partial sums flow towards device j, each device adding its own before passing them on (a piece's fill
-    is the share of the n contributions it holds). AllToAll: device i's piece for device k moves one hop per
+    is the share of the n contributions it holds). AllReduce: the ReduceScatter's steps, then the AllGather's.
+    AllToAll: device i's piece for device k moves one hop per
     step along the shortest way. Without `wrap` the devices form a line; without `bidirectional` every
     piece travels the same way round.
     """
     _check_ring(n, kind, bidirectional, wrap)
     if kind == "all_to_all":
         return _all_to_all_schedule(n, bidirectional, wrap)
+    if kind == "all_reduce":  # a ReduceScatter, then an AllGather of the summed chunks
+        scatter = ring_schedule(n, "reduce_scatter", bidirectional, wrap)
+        gather = ring_schedule(n, "all_gather", bidirectional, wrap)[1:]
+        return scatter + [RingStep(len(scatter) - 1 + s.step, s.held, s.links, s.piece_fraction) for s in gather]
     sides = {j: _sides(n, j, bidirectional, wrap) for j in range(n)}
     last = max(len(devs) for s in sides.values() for _, devs in s)
     if kind == "all_gather":
