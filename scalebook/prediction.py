@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from .collectives import collective, default_mesh
+from .estimate import feasibility
 from .hardware.chips import Chip, Efficiency
 from .hardware.gpu import GpuCluster, resolve
 from .hardware.topology import TpuMesh
@@ -52,11 +53,14 @@ class Prediction:
     memory: dict[str, float]
     layout: dict[str, Any]
     efficiency: str
+    hbm_per_chip: float | None = None  # the chip's HBM bytes, for saying plainly when the layout does not fit
 
     def __str__(self) -> str:
         parts = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in self.breakdown.items() if v)
         fits = "fits" if self.fits else "does NOT fit"
-        return (f"step {self.step_time:.4g} s, {self.tokens_per_second_per_chip:.4g} tokens/s/chip, MFU "
+        plain = "" if self.hbm_per_chip is None else feasibility(self.memory_per_chip, self.hbm_per_chip)
+        head = "" if self.fits or not plain else f"{plain}; "
+        return head + (f"step {self.step_time:.4g} s, {self.tokens_per_second_per_chip:.4g} tokens/s/chip, MFU "
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
@@ -365,4 +369,5 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         layout={"tp": tp, "pp": pp, "cp": cp, "dp": dp, "ep": ep, "fsdp": fsdp, "microbatches": M,
                 "virtual_stages": virtual_stages, "recompute": recompute, "dtype": dtype},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
+        hbm_per_chip=chip.hbm_bytes,
     )
