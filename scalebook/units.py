@@ -3,7 +3,12 @@
 Every quantity in scalebook is a float in SI base units (bytes, FLOPs, seconds, bytes/s, FLOP/s).
 Formatting happens only at the edge, with the helpers below. The `check_*` validators run before any
 arithmetic: each returns the value (as a float or int) or raises a `ValueError` that names the argument,
-the value given and what is allowed.
+the value given and what is allowed. A public function declares its arguments' kinds once,
+
+    @checks(B="size", n_chips="count", dtype="dtype", mfu="?fraction", strategy=STRATEGIES)
+
+and a dataclass checks its fields in `__post_init__` with `check_fields(self, ...)`; the kinds are in `KINDS`
+(count, size, non-negative, fraction, flag, text, dtype, lists of them, `is_a(SomeClass)`; '?' allows None).
 """
 
 from __future__ import annotations
