@@ -119,9 +119,9 @@ def test_topology_explorer_opens_on_the_chapter_answer_and_redraws_fast():
 
 # --- ch. 7's engine diagrams and the continuous-batching stepper (issue 21) ---------------------------------------
 
-from scalebook.plots.serving import batching_snapshots, engine_segments  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
 
+from scalebook.plots.serving import batching_snapshots, engine_segments  # noqa: E402
 from scalebook.widgets.serving import batching_stepper  # noqa: E402
 
 

@@ -20,8 +20,19 @@ from .chip import (
     tray,
 )
 from .collective_steps import collective_matmul, collectives_summary, torus_steps
-from .gpu_diagrams import (expert_parallel, gpu_chip, gpu_pipeline, megatron_configs, nvl72, nvlink_nodes, nvswitch,
-                           sharp_bandwidth, sharp_diagram, sm_diagram, warp_divergence)
+from .gpu_diagrams import (
+    expert_parallel,
+    gpu_chip,
+    gpu_pipeline,
+    megatron_configs,
+    nvl72,
+    nvlink_nodes,
+    nvswitch,
+    sharp_bandwidth,
+    sharp_diagram,
+    sm_diagram,
+    warp_divergence,
+)
 from .gpus import achieved_bandwidth, fat_tree, level_bandwidth, ragged_all_to_all, sharded_all_gather, tpu_vs_gpu
 from .inference import kv_variants, latency_breakdown, pareto, throughput_vs_batch
 from .llama import llama_config
@@ -41,7 +52,8 @@ __all__ += ["attention_share", "param_breakdown"]
 __all__ += ["timeline", "validation"]
 __all__ += ["strategy_times", "memory_bars", "pipeline"]
 __all__ += ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch", "llama_config"]
-__all__ += ["kv_cache", "parallelism", "schedules", "serving", "trace"]  # diagram modules: sb.plots.parallelism.layout("fsdp")
+# diagram modules, reached by name: sb.plots.parallelism.layout("fsdp")
+__all__ += ["kv_cache", "parallelism", "schedules", "serving", "trace"]
 __all__ += ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth", "nvl72",
             "nvswitch", "gpu_pipeline", "megatron_configs", "expert_parallel"]
 __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all",
