@@ -31,7 +31,7 @@ sequence takes one slot like a short one); each pool runs one model copy over al
 tensor-parallel collectives, sampling and host overheads are not timed; a prefix hit's attention over its cached
 part is not counted; prefix-cache capacity, eviction and routing are not modelled (hits are a coin flip); nothing is
 preempted or chunked. Step times are cached by batch and context bucket (about 3% wide), and the clock jumps over
-runs of identical steps: 10,000 requests simulate in a second or two.
+runs of identical steps: 10,000 requests simulate in well under a second.
 
     w = Workload(rate=2.0, prompt=Lengths(1024, 0.5), output=Lengths(256, 0.5))
     report = simulate(w, Engine("llama3-70b", "v5e", n_chips=16, param_bytes=1, kv_bytes=1), n_requests=2000)
