@@ -36,7 +36,6 @@ from typing import Any
 
 from . import sandbox
 from .grading import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, Comparison
-from .problems import get_problem
 from .tables import Table
 
 __all__ = ["Submission", "Result", "find_submissions", "question_points", "read_answers", "grade_one", "grade",
@@ -121,6 +120,8 @@ class _Key:
     def judge(self, qid: str, answer: Any) -> str:
         """'right' or 'wrong' for a plain-data `answer` to `qid`, by the comparison `sb.check` uses; 'no key'
         when the key has no working reference for `qid` (the course's fault, not the student's)."""
+        from .problems import get_problem  # the key: absent inside the sandbox, where this module also runs
+
         with self._lock:
             if qid not in self._cache:
                 try:
