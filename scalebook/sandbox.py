@@ -367,8 +367,8 @@ def _enter(spec_path: str) -> None:
             _bind(rest[0], at, kind == "ro-bind")
         elif kind == "symlink":
             os.symlink(rest[0], at)
-        elif kind == "dir":
-            os.makedirs(at, exist_ok=True)
+        elif kind == "dir" and not os.path.isdir(at):  # an existing one (the private /tmp) keeps its mode
+            os.makedirs(at)
             os.chmod(at, 0o755)
         elif kind == "tmpfs":
             os.makedirs(at, exist_ok=True)
