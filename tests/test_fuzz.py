@@ -10,20 +10,17 @@ the result is finite and non-negative.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import importlib
+import functools
 import inspect
-import math
 import numbers
-import resource
-import signal
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+import fuzzing
 import numpy as np
 import pytest
+from fuzzing import HUGE, INF, NAN, bad_cases, classify, guarded, missing_recipes, resolve, summary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,31 +56,6 @@ EXEMPT = {
     "estimate.Overlap": "a mixin with no constructor arguments",
     "roofline.Overlap": "a mixin with no constructor arguments",
 }
-
-NAN, INF = float("nan"), float("inf")
-HUGE = 10**30
-BAD = {
-    "count": [0, -1, NAN, INF, -INF, HUGE, 2.5, "abc", None, True],     # a whole number ≥ 1
-    "count0": [-1, NAN, INF, HUGE, 2.5, "abc", None],                   # a whole number ≥ 0
-    "size": [0, -1, NAN, INF, -INF, HUGE, "abc", None],                 # a positive finite number
-    "nonneg": [-1, NAN, INF, -INF, HUGE, "abc", None],                  # a finite number ≥ 0
-    "fraction": [0, -1, 1.5, NAN, INF, "abc", None],                    # in (0, 1]
-    "frac0": [-1, 1.5, NAN, INF, "abc", None],                          # in [0, 1]
-    "real": ["abc", None],                                              # any number (a formatter's input)
-    "result": [-1, NAN, INF, -INF, "abc", None],                        # a computed quantity: ≥ 0, finite, any size
-    "name": ["misspelt", 3, None],                                      # one of a set of names
-    "obj": [3, "abc", None],                                            # an object of a given class
-    "sizes": [[1.0, NAN], [1.0, -1.0], [1.0, INF], "abc", None],        # a sequence of positive numbers
-    "counts": [[1, 0], [1, 2.5], [1, -1], "abc", None],                 # a sequence of whole numbers ≥ 1
-    "text": [3, None],                                                  # free text
-    "flag": ["yes", 2.5, None],                                         # a bool
-    "array": ["abc", None, [[NAN]]],                                    # a numeric array
-}
-
-
-def _misspell(value: Any) -> str:
-    return f"{value}x" if isinstance(value, str) else "misspelt"
-
 
 def _hw(name: str = "v5e", **kw: Any) -> Any:
     return sb.TpuMesh(name, X=4, Y=4, **kw)
@@ -455,30 +427,10 @@ R["inference.StepEstimate"] = (R["estimate.Estimate"][0], {**R["estimate.Estimat
                                                             "hbm_per_chip": "?size", "t_elementwise": "result"})
 
 
-def public_callables() -> dict[str, Any]:
-    """{'module.name': callable} over the `__all__` of every ground-floor module (each object once, under the
-    module that defines it or, for re-exports, under every module that lists it)."""
-    found = {}
-    for mod_name in MODULES:
-        module = importlib.import_module(f"scalebook.{mod_name}")
-        for name in getattr(module, "__all__", []):
-            obj = getattr(module, name)
-            if callable(obj) and not isinstance(obj, type(np)) and not name.isupper():
-                found[f"{mod_name}.{name}"] = obj
-    return found
-
-
-def resolve(name: str) -> Any:
-    """The callable a recipe names ('module.attr'), looked up as a reader would: sb.training.predict."""
-    module, _, attr = name.rpartition(".")
-    return getattr(importlib.import_module(f"scalebook.{module}"), attr)
-
-
 def test_every_public_callable_has_a_recipe():
     """Coverage by identity: a re-export (sb.roofline.Estimate, sb.training.pipeline_bubble) uses the recipe of the
     object it re-exports; a public callable with neither a recipe nor an exemption fails."""
-    covered = {id(resolve(name)) for name in R} | {id(obj) for n, obj in public_callables().items() if n in EXEMPT}
-    missing = sorted(n for n, obj in public_callables().items() if id(obj) not in covered)
+    missing = missing_recipes(R, EXEMPT, MODULES)
     assert not missing, f"public callables without a fuzz recipe (add one to tests/test_fuzz.py R): {missing}"
 
 
@@ -498,55 +450,6 @@ def test_every_parameter_has_a_kind():
     assert not gaps, gaps
 
 
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def guarded(seconds: int = 2, extra_bytes: int = 2 * 2**30):
-    """Run a block with a time limit (SIGALRM) and an address-space cap of `extra_bytes` above today's use."""
-    def on_alarm(signum, frame):
-        raise Hang()
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    with open("/proc/self/statm") as f:
-        used = int(f.read().split()[0]) * resource.getpagesize()
-    cap = used + extra_bytes if hard == resource.RLIM_INFINITY else min(hard, used + extra_bytes)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def numbers_in(obj: Any, depth: int = 0) -> list[float]:
-    """Every number reachable in a result (floats, arrays, dataclass fields, dicts, sequences, properties of
-    Estimates), to check that none is NaN, inf or negative."""
-    if depth > 4 or obj is None or isinstance(obj, (str, bool, type)):
-        return []
-    if isinstance(obj, numbers.Real):
-        return [float(obj)]
-    if isinstance(obj, np.ndarray):
-        return [float(x) for x in obj.ravel()[:1000]] if obj.dtype.kind in "fiu" else []
-    if isinstance(obj, Mapping):
-        return [x for v in obj.values() for x in numbers_in(v, depth + 1)]
-    if isinstance(obj, (list, tuple)):
-        return [x for v in obj[:200] for x in numbers_in(v, depth + 1)]
-    if isinstance(obj, sb.Table):
-        return [x for row in obj.rows[:200] for x in numbers_in(row, depth + 1)]
-    if dataclasses.is_dataclass(obj):
-        out = [x for f in dataclasses.fields(obj) if not f.name.startswith("_")
-               for x in numbers_in(getattr(obj, f.name), depth + 1)]
-        for prop in ("time", "upper", "t_link"):
-            if isinstance(getattr(type(obj), prop, None), property):
-                out += numbers_in(getattr(obj, prop), depth + 1)
-        return out
-    return []
-
-
 # Results whose numbers may be negative: formatters (a difference formats fine), relative errors of the published-runs
 # suite (a prediction below the published value), the systolic frames (-1 marks an empty cell, NaN a psum not
 # started: display markers, not quantities).
@@ -556,96 +459,27 @@ MARKED_RESULTS = {"systolic.simulate"}
 
 
 def bad_numbers(name: str, result: Any) -> str:
-    """'' if every number in `result` is finite and non-negative, else which."""
-    if name in MARKED_RESULTS:
-        return ""
-    values = numbers_in(result)
-    if any(math.isnan(v) for v in values):
-        return "nan"
-    if any(math.isinf(v) for v in values):
-        return "inf"
-    if name not in SIGNED_RESULTS and any(v < 0 for v in values):
-        return "negative"
-    return ""
+    """'' if every number in `result` is finite and non-negative (negative allowed in SIGNED_RESULTS), else which."""
+    return "" if name in MARKED_RESULTS else fuzzing.bad_numbers(result, signed=name in SIGNED_RESULTS)
 
 
 def call(name: str, kwargs: dict[str, Any]) -> Any:
     return resolve(name)(**kwargs)
 
 
-def bad_cases() -> list[tuple[str, str, Any]]:
-    """(callable, parameter, bad value) for every recipe, parameter and bad value of its kind."""
-    cases = []
-    for name, (valid, kinds) in sorted(R.items()):
-        example = valid()
-        for param, kind in kinds.items():
-            if kind == "-":
-                continue
-            if isinstance(kind, list):
-                values = kind
-            else:
-                optional = kind.startswith("?")
-                values = list(BAD[kind.lstrip("?")])
-                if optional:
-                    values = [v for v in values if v is not None]
-                if kind.lstrip("?") == "name":
-                    values = [_misspell(example.get(param, "")) if v == "misspelt" else v for v in values]
-            cases += [(name, param, v) for v in values]
-    return cases
-
-
-ALIASES = {"hardware": ("chip",), "name": ("chip", "model", "cluster", "name"), "text": ("size", "spec"),
-           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",)}
-
-
-def classify(name: str, param: str, value: Any) -> tuple[str, str]:
-    """Run one bad call; return (outcome, detail). Outcomes: 'named' (the wanted error), 'generic' (another
-    exception, or one not naming the argument), 'accepted', 'nan'/'inf'/'negative' (a silent bad result),
-    'hang', 'memory'."""
-    valid, _kinds = R[name]
-    kwargs = valid()
-    kwargs[param] = value
-    try:
-        with guarded():
-            result = call(name, kwargs)
-    except Hang:
-        return "hang", ""
-    except MemoryError:
-        return "memory", ""
-    except (ValueError, TypeError, KeyError) as exc:
-        text = str(exc)
-        if param in text or any(a in text for a in ALIASES.get(param, ())):
-            return "named", text
-        return "generic", f"{type(exc).__name__}: {text}"
-    except Exception as exc:  # noqa: BLE001 - any other exception type is what the fuzz counts
-        return "generic", f"{type(exc).__name__}: {exc}"
-    try:
-        problem = bad_numbers(name, result)
-    except Exception:  # noqa: BLE001 - a result too broken to read was still accepted
-        problem = ""
-    return (problem or "accepted"), object.__repr__(result) if problem is None else _short(result)
-
-
-def _short(result: Any) -> str:
-    try:
-        return repr(result)[:120]
-    except Exception:  # noqa: BLE001
-        return object.__repr__(result)
-
-
 def test_fuzz_one_bad_argument_at_a_time(capsys):
     outcomes: Counter[str] = Counter()
     failures = []
-    cases = bad_cases()
+    cases = bad_cases(R)
     for name, param, value in cases:
-        outcome, detail = classify(name, param, value)
+        kwargs = R[name][0]()
+        kwargs[param] = value
+        outcome, detail = classify(resolve(name), kwargs, param, judge=functools.partial(bad_numbers, name))
         outcomes[outcome] += 1
         if outcome != "named":
             failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
     with capsys.disabled():
-        print(f"\nfuzz: {len(cases)} bad calls over {len(R)} public callables: "
-              + ", ".join(f"{k} {outcomes[k]}" for k in ("named", "generic", "accepted", "nan", "inf", "negative",
-                                                         "hang", "memory")))
+        print(summary("fuzz", len(cases), len(R), outcomes))
     assert len(cases) >= 2000
     assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures[:400])
 
