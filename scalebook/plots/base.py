@@ -31,6 +31,14 @@ def finish(ax: Any, xlabel: str, ylabel: str, title: str, legend: str = "lower r
     ax.legend(fontsize=8, loc=legend)
 
 
+def schematic(ax: Any, xlim: tuple[float, float], ylim: tuple[float, float], title: str, fontsize: float = 9) -> None:
+    """Frame a drawing that has no axes of its own: set its limits, hide the axes and title it."""
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.axis("off")
+    ax.set_title(title, fontsize=fontsize)
+
+
 def time_axis(ax: Any, xlabel: str, title: str) -> None:
     """Label a schematic's time axis and title it (no legend: the bars carry their own labels)."""
     ax.set_xlabel(xlabel)

@@ -15,7 +15,7 @@ from ..hardware.topology import TpuMesh
 from ..inference import kv_cache_bytes
 from ..models import TransformerConfig, get_model
 from ..units import fmt_bytes, fmt_time
-from .base import figure
+from .base import figure, schematic
 from .diagram import cell
 
 if TYPE_CHECKING:
@@ -151,11 +151,9 @@ def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks
         ax.text(p * 0.75 + 0.35, -0.25, str(p), ha="center", fontsize=7)
     per_block = kv_cache_bytes(cfg, block)
     ax.text(-0.3, 0.4, "HBM blocks", ha="right", va="center", fontsize=8)
-    ax.set_xlim(-2.2, max(n_blocks * 0.75, max(need)) + 0.5)
-    ax.set_ylim(-0.6, len(lengths) + 2.4)
-    ax.axis("off")
-    ax.set_title(f"Paged KV cache: block tables (top) map {block}-token blocks to HBM pages (bottom;\nfill = tokens "
-                 f"used); one block of {cfg.name} holds {fmt_bytes(per_block)}", fontsize=9)
+    schematic(ax, (-2.2, max(n_blocks * 0.75, max(need)) + 0.5), (-0.6, len(lengths) + 2.4),
+              f"Paged KV cache: block tables (top) map {block}-token blocks to HBM pages (bottom;\nfill = tokens "
+              f"used); one block of {cfg.name} holds {fmt_bytes(per_block)}")
     return fig
 
 

@@ -16,7 +16,7 @@ from ..hardware.topology import TpuMesh
 from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
 from ..models import TransformerConfig, get_model
 from ..units import fmt_time
-from .base import figure, finish, time_axis
+from .base import figure, finish, schematic, time_axis
 from .diagram import cell
 
 if TYPE_CHECKING:
@@ -188,11 +188,9 @@ def prefix_tree(prompts: Sequence[Sequence[str]], block: int = 1) -> Figure:
     ax.text(x0, 0.2, "new request:", fontsize=8)
     for d, tok in enumerate(new):
         cell(ax, x0, -d - 1, 1.6, 0.6, "#59a14f" if d < hit else "#f28e2b", tok, 8)
-    ax.set_xlim(-0.5, x0 + 2.5)
-    ax.set_ylim(-max(len(p) for p in prompts) - 0.5, 0.8)
-    ax.axis("off")
-    ax.set_title(f"Prefix cache as a tree of KV blocks: the new request reuses {hit} of its {len(new)} blocks "
-                 f"(green) and prefills {len(new) - hit} (orange)", fontsize=9)
+    schematic(ax, (-0.5, x0 + 2.5), (-max(len(p) for p in prompts) - 0.5, 0.8),
+              f"Prefix cache as a tree of KV blocks: the new request reuses {hit} of its {len(new)} blocks "
+              f"(green) and prefills {len(new) - hit} (orange)")
     return fig
 
 
