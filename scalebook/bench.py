@@ -16,9 +16,9 @@ from typing import Any
 
 from .hardware.chips import IDEAL, Chip, chip_for_device_kind
 from .roofline import matmul
-from .runtime import device_mesh, jnp_dtype
+from .runtime import a_function, device_mesh, jnp_dtype
 from .tables import Table
-from .units import dtype_bytes, fmt_bytes, fmt_rate, fmt_time
+from .units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, sequence_of
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
            "COLLECTIVE_MODEL"]
@@ -36,6 +36,7 @@ def default_dtype() -> str:
     return "fp32" if jax.default_backend() == "cpu" else "bf16"
 
 
+@checks(repeats="count", warmup="count", fn=a_function)
 def median_time(fn: Callable[..., Any], *args: Any, repeats: int = 5, warmup: int = 1) -> float:
     """Return the median wall time in seconds of `fn(*args)`, waiting for the device each time."""
     if repeats < 1:
@@ -62,6 +63,7 @@ def _progress(items: Iterable, total: int, desc: str, progress: bool):
     return tqdm(items, total=total, desc=desc, disable=not progress, leave=False)
 
 
+@checks(dtype="?dtype", n="?count", nbytes="?size", repeats="count", progress="flag")
 def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | None = None,
               repeats: int = 5, progress: bool = True) -> Chip:
     """Measure this device's two roofs and return them as a `Chip` (its other fields from the spec table).
@@ -107,6 +109,7 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     )
 
 
+@checks(D="?count", F="?count", batches="?counts")
 def sweep_shapes(D: int | None = None, F: int | None = None,
                  batches: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
     """Return (B, D, F) shapes with B doubling, from weight-load-bound to compute-bound, sized for this device.
@@ -146,6 +149,7 @@ class Sweep:
         return f"{self.table}\nmedian measured/predicted: {self.median_ratio:.2f}"
 
 
+@checks(dtype="?dtype", repeats="count", progress="flag", shapes=sequence_of("counts", "(B, D, F) shapes"))
 def matmul_sweep(shapes: Sequence[tuple[int, int, int]], dtype: str | None = None, chip: Chip | None = None,
                  repeats: int = 5, progress: bool = True) -> Sweep:
     """Time X[B,D] @ W[D,F] for every (B, D, F) in `shapes` and set each beside the roofline of `chip`.
@@ -192,6 +196,7 @@ def _collective_fn(kind: str, mesh: Any):
     return jax.jit(jax.shard_map(ops[kind], mesh=mesh, in_specs=P("i"), out_specs=P("i")))
 
 
+@checks(axis_size="count", repeats="count", progress="flag", kinds="names", sizes="sizes")
 def collective_sweep(kinds: Sequence[str] = ("all_gather", "psum", "psum_scatter", "all_to_all"),
                      sizes: Sequence[float] = (2**10, 2**13, 2**16, 2**19), axis_size: int = 8, repeats: int = 5,
                      progress: bool = True) -> Table:

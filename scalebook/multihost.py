@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .labs.ch10_programs import process_layout
+from .units import checks
 from .xla import collectives
 
 __all__ = ["MultihostError", "Run", "run", "free_port", "dcn_ici_mesh", "global_array", "sharded_matmul",
@@ -116,6 +117,7 @@ def _tail(path: Path) -> str:
     return text[-_TAIL:].strip() or "(no output)"
 
 
+@checks(n_processes="count", devices_per_process="count", timeout="size", program="text")
 def run(program: str, n_processes: int = 2, devices_per_process: int = 4, timeout: float = 60.0,
         **kwargs: Any) -> Run:
     """Run `program(**kwargs)` in `n_processes` local JAX processes of `devices_per_process` CPU devices each.
@@ -252,6 +254,7 @@ def _gather(arr: Any) -> Any:
     return np.asarray(multihost_utils.process_allgather(arr, tiled=True))
 
 
+@checks(rows_per_device="count", cols="count")
 def global_array(rows_per_device: int = 2, cols: int = 4) -> dict[str, Any]:
     """Build one global array from process-local rows (chapter 10's `process_layout`) and return this process's
     view of the job as a dict: process_index, process_count, local_device_count, device_count, local_shape,
@@ -268,6 +271,7 @@ def matmul_inputs(B: int, D: int, F: int, seed: int = 0) -> tuple[Any, Any]:
             (rng.standard_normal((D, F), dtype=np.float32) / np.sqrt(D)).astype(np.float32))
 
 
+@checks(B="count", D="count", F="count", seed="count0")
 def sharded_matmul(B: int = 64, D: int = 256, F: int = 128, seed: int = 0) -> dict[str, Any]:
     """Compute x[B_ici, D_dcn] @ w[D_dcn, F] -> out[B_ici, F] over the job's ("dcn", "ici") mesh.
 
@@ -297,6 +301,7 @@ def mlp_inputs(B: int, D: int, F: int, seed: int = 0) -> tuple[Any, Any, Any, An
     return x, y, w_in, w_out
 
 
+@checks(B="count", D="count", F="count", lr="size", seed="count0")
 def fsdp_step(B: int = 64, D: int = 64, F: int = 256, lr: float = 0.1, seed: int = 0) -> dict[str, Any]:
     """One SGD step of an MLP, sharded as multi-host jobs usually are: data-parallel over "dcn", FSDP over "ici".
 

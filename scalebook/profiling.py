@@ -34,9 +34,9 @@ from .hardware.chips import Chip, chip_for_device_kind, get_chip
 from .hlo import HloOp, padding, parse_hlo, parse_op, scalebook_dtype
 from .plots.profile import timeline
 from .roofline import estimate
-from .runtime import compile_jit
+from .runtime import a_function, compile_jit
 from .tables import Table
-from .units import check_int, fmt_bytes, fmt_flops, fmt_time
+from .units import check_int, checks, fmt_bytes, fmt_flops, fmt_time, is_a
 
 # `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) and `timeline` (from `plots.profile`) are
 # re-exported under the names chapter 9 uses.
@@ -93,6 +93,7 @@ def _called_opcodes(op: HloOp, computations: dict[str, list[HloOp]]) -> set[str]
     return {op.opcode}.union(*(_called_opcodes(o, computations) for o in body))
 
 
+@checks(opcodes=is_a(str, set, frozenset, list, tuple))
 def op_kind(opcodes: set[str] | str) -> str:
     """Return what an op spends its time on, one of `KINDS`, from the opcodes it runs (a fusion's included):
     'collective' if it communicates, 'matmul' if it contains a dot or convolution, 'data movement' if it only
@@ -110,6 +111,7 @@ def op_kind(opcodes: set[str] | str) -> str:
     return "elementwise"
 
 
+@checks(line="text")
 def op_scope(line: str) -> str:
     """Return the `jax.named_scope` an HLO instruction came from, read from its `op_name` metadata, with
     ' (bwd)' for the backward pass: 'jit(step)/transpose(jvp(layer0/ffw))/dot_general' -> 'layer0/ffw (bwd)'.
@@ -191,6 +193,7 @@ class OpEvent:
     run: str
 
 
+@checks(path=is_a(str, Path))
 def read_trace(path: str | Path) -> list[OpEvent]:
     """Return the XLA op executions (events that carry an `hlo_op`) of a trace-viewer `.trace.json.gz` file."""
     path = Path(path)
@@ -291,6 +294,7 @@ def _default_chip() -> Chip:
     return chip_for_device_kind(jax.devices()[0].device_kind) or calibrate(progress=False)
 
 
+@checks(repeats="count", fn=a_function, chip=is_a(str, Chip, type(None)))
 def capture(fn: Callable[..., Any], *args: Any, repeats: int = 3, chip: Chip | str | None = None) -> Trace:
     """Profile `repeats` warm calls of `jax.jit(fn)(*args)` and return the `Trace`, with one table row per op.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .hardware.chips import Chip, chip_for_device_kind
-from .units import JAX_DTYPES, check_int
+from .units import JAX_DTYPES, check_int, checks
 
 if TYPE_CHECKING:
     import jax
@@ -73,6 +73,7 @@ def _request_cpu_devices(n: int) -> None:
     os.environ["XLA_FLAGS"] = " ".join([*flags, flag])
 
 
+@checks(n_cpu_devices="count", quiet="flag")
 def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
     """Emulate `n_cpu_devices` CPU devices (unless JAX already started), detect the runtime, print a line.
 
@@ -97,6 +98,27 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
     if not quiet:
         print(info.summary())
     return info
+
+
+def an_array(name: str, value: object) -> object:
+    """A kind (`units.checks`) for an array argument of the lab: a JAX or NumPy array, refused before JAX runs."""
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        raise ValueError(f"{name}={value!r:.60} must be an array (jax.Array or numpy.ndarray)")
+    return value
+
+
+def a_function(name: str, value: object) -> object:
+    """A kind for a function argument (what `jax.jit` would compile)."""
+    if not callable(value):
+        raise ValueError(f"{name}={value!r:.60} must be a function")
+    return value
+
+
+def a_mesh(name: str, value: object) -> object:
+    """A kind for an optional device mesh: None (the lab builds its default) or a `jax.sharding.Mesh`."""
+    if value is not None and not (hasattr(value, "axis_names") and hasattr(value, "shape")):
+        raise ValueError(f"{name}={value!r:.60} must be a jax.sharding.Mesh (runtime.device_mesh) or None")
+    return value
 
 
 def jnp_dtype(name: str) -> Any:

@@ -29,7 +29,7 @@ from .labs.ch05_mlp import mlp_argument_bytes, mlp_train_step
 from .runtime import compile_jit, device_mesh, jnp_dtype
 from .sharding import local_shape, parse_expr, partition_spec
 from .tables import Table
-from .units import fmt_bytes
+from .units import checks, fmt_bytes, is_a
 
 # `KINDS`, `Collective`, `parse_collectives`, `element_bytes` (from `hlo`), `device_mesh` (from `runtime`) and
 # chapter 5's MLP lab (from `labs.ch05_mlp`) are re-exported under the names the chapters use.
@@ -68,11 +68,20 @@ def collectives(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Colle
     return parse_collectives(hlo_text(fn, *args, **kwargs))
 
 
+
+def _collectives(name: str, value: object) -> object:
+    """The kind of a list of `Collective`s (what `collectives` returns); errors name `name[i]`."""
+    for i, c in enumerate(is_a(list, tuple)(name, value)):
+        is_a(Collective)(f"{name}[{i}]", c)
+    return value
+
+@checks(colls=_collectives)
 def kinds(colls: Iterable[Collective]) -> list[str]:
     """Return the sorted distinct kinds of `colls`, e.g. ['all_gather', 'reduce_scatter'], to compare with a plan."""
     return sorted({c.kind for c in colls})
 
 
+@checks(colls=_collectives)
 def summarize(colls: Iterable[Collective], title: str = "collectives XLA emitted") -> Table:
     """Return a table of `colls`: kind, group size, groups, dimensions, result shape and bytes per device."""
     rows = [
@@ -85,6 +94,7 @@ def summarize(colls: Iterable[Collective], title: str = "collectives XLA emitted
     return Table(rows, columns=columns, formats={"bytes per device": fmt_bytes}, title=title)
 
 
+@checks(dtype="dtype")
 def matmul_collectives(expr: str, axes: dict[str, int], dtype: str = "bf16", **sizes: int) -> list[Collective]:
     """Compile the sharded matmul `expr` (the notation of `scalebook.sharding`) and return XLA's collectives.
 

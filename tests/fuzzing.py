@@ -45,8 +45,11 @@ BAD = {
     "array": ["abc", None, [[NAN]]],                                    # a numeric array
 }
 # Words that name the argument in an error besides its own name (a `name` that is a chip's, a `hardware` that is one).
-ALIASES = {"hardware": ("chip",), "name": ("chip", "model", "cluster", "name"), "text": ("size", "spec"),
-           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",)}
+ALIASES = {"hardware": ("chip",), "name": ("chip", "model", "cluster", "name", "dtype"), "text": ("size", "spec"),
+           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",),
+           # a list's error may name the element: expr='A[I' for exprs, chip='v5ex' for chips
+           **{f"{one}s": (one,) for one in ("expr", "spec", "chip", "model", "dtype", "cluster", "context", "kind",
+                                            "shape", "generation", "batch", "size")}}
 OUTCOMES = ("named", "generic", "accepted", "nan", "inf", "negative", "hang", "memory")
 
 

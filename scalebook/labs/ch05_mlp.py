@@ -11,8 +11,9 @@ import math
 from typing import TYPE_CHECKING
 
 from ..hlo import Collective, collectives
+from ..plots.base import mapping_of
 from ..runtime import compile_jit, device_mesh, jnp_dtype
-from ..units import check_int, dtype_bytes
+from ..units import check_int, checks, dtype_bytes
 
 if TYPE_CHECKING:
     import jax
@@ -40,6 +41,8 @@ def _mlp_axes(strategy: str, axes: dict[str, int] | None) -> dict[str, int]:
     return axes
 
 
+@checks(B="count", D="count", F="count", dtype="dtype",
+        axes=lambda name, value: value if value is None else mapping_of("count", "axis sizes")(name, value))
 def mlp_argument_bytes(strategy: str, axes: dict[str, int] | None = None, B: int = 256, D: int = 128,
                        F: int = 512, dtype: str = "fp32") -> dict[str, float]:
     """Return the predicted bytes per device of `mlp_train_step`'s inputs: {'weights': …, 'batch': …}.
@@ -58,6 +61,8 @@ def _split(spec: tuple, axes: dict[str, int]) -> int:
     return math.prod(axes[a] for a in spec if a)
 
 
+@checks(B="count", D="count", F="count", dtype="dtype",
+        axes=lambda name, value: value if value is None else mapping_of("count", "axis sizes")(name, value))
 def mlp_train_step(strategy: str, axes: dict[str, int] | None = None, B: int = 256, D: int = 128, F: int = 512,
                    dtype: str = "fp32") -> tuple[list[Collective], dict[str, float]]:
     """Compile one SGD training step of Out = relu(In · W_in) · W_out on emulated devices; return what XLA did.

@@ -13,9 +13,9 @@ from ..bench import _jax, _progress, calibrate, default_dtype, median_time
 from ..hardware.chips import Chip
 from ..inference import decode_time
 from ..models import TransformerConfig
-from ..runtime import jnp_dtype
+from ..runtime import an_array, jnp_dtype
 from ..tables import Table
-from ..units import dtype_bytes, fmt_time
+from ..units import checks, dtype_bytes, fmt_time, is_a
 
 __all__ = ["TINY", "init", "prefill", "decode_step", "measure_decode"]
 
@@ -25,6 +25,7 @@ Params = dict[str, Any]  # embed [V, D], layers (one dict each: wq [D, N, H] ...
 Cache = dict[str, Any]  # k, v [L, B, K, capacity, H]; logits [B, V]; length (int32 scalar)
 
 
+@checks(seed="count0", dtype="dtype", config=is_a(TransformerConfig))
 def init(config: TransformerConfig = TINY, seed: int = 0, dtype: str = "fp32") -> Params:
     """Return random weights for `config` (gated MLP, untied embeddings) in `dtype`, scaled by 1/sqrt(fan-in)."""
     if config.tied or not config.gated or config.is_moe or config.mla:
@@ -73,6 +74,7 @@ def _layers(p: Params, x, kv_write, mask):
     return _norm(x[:, -1], p["final_norm"]) @ p["unembed"]
 
 
+@checks(capacity="?count", params=is_a(dict), tokens=an_array)
 def prefill(params: Params, tokens: Any, capacity: int | None = None) -> Cache:
     """Return the KV cache after the prompt `tokens` [B, T] (int): keys and values of its T positions in a cache of
     `capacity` positions (default T; the rest zeros) and the next-token logits."""
@@ -111,6 +113,7 @@ def _jitted_decode():
     return jax.jit(_decode, donate_argnums=1)
 
 
+@checks(params=is_a(dict), cache=is_a(dict), token=an_array)
 def decode_step(params: Params, cache: Cache, token: Any) -> Cache:
     """Return the cache after one more token per sequence, `token` [B] (int); its `logits` predict the next one.
     Jitted; the old cache is donated (its buffers are reused in place, so do not use it again)."""
@@ -119,6 +122,8 @@ def decode_step(params: Params, cache: Cache, token: Any) -> Cache:
     return _jitted_decode()(params, cache, token)
 
 
+@checks(context="count", repeats="count", seed="count0", progress="flag", chip=is_a(Chip, type(None)), batches="counts",
+        config=is_a(TransformerConfig))
 def measure_decode(batches: Sequence[int] = (1, 4, 16, 64), context: int = 512, config: TransformerConfig = TINY,
                    repeats: int = 5, chip: Chip | None = None, seed: int = 0, progress: bool = True) -> Table:
     """Return a table of one decode step's median time per batch size at `context` tokens, beside the prediction

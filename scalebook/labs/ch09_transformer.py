@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..runtime import device_mesh
-from ..units import check_int
+from ..units import check_int, checks, is_a
 
 __all__ = ["TinyTransformer", "train_step", "step_inputs"]
 
@@ -83,6 +83,7 @@ def _loss(params: dict[str, Any], tokens: Any, cfg: TinyTransformer) -> Any:
     return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1))
 
 
+@checks(lr="size", cfg=is_a(TinyTransformer))
 def train_step(cfg: TinyTransformer, lr: float = 1e-2) -> Any:
     """Return the jitted SGD step `(params, tokens) -> (params, loss)` of `cfg`."""
     import jax
@@ -94,6 +95,7 @@ def train_step(cfg: TinyTransformer, lr: float = 1e-2) -> Any:
     return jax.jit(step)
 
 
+@checks(seed="count0", cfg=is_a(TinyTransformer))
 def step_inputs(cfg: TinyTransformer, seed: int = 0) -> tuple[dict[str, Any], Any, Any]:
     """Return (params, tokens, mesh): random float32 weights and int32 tokens laid out on a
     ("data", "model") mesh of cfg.data x cfg.model devices."""

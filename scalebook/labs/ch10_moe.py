@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime import device_mesh
+from ..runtime import a_mesh, an_array, device_mesh
+from ..units import checks
 
 if TYPE_CHECKING:
     import jax
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["moe_inputs", "moe_local", "moe_jit", "moe_shard_map"]
 
 
+@checks(S="count", D="count", F="count", E="count", seed="count0")
 def moe_inputs(S: int = 256, D: int = 64, F: int = 128, E: int = 16, seed: int = 0) -> tuple[jax.Array, ...]:
     """Return (a[S, D], w[E, D, F], route[S]) for the toy MoE: tokens, expert weights, each token's expert."""
     import jax
@@ -39,11 +41,13 @@ def _grouped_matmul(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
     return jnp.zeros_like(out_sorted).at[order].set(out_sorted)
 
 
+@checks(a=an_array, w=an_array, route=an_array)
 def moe_local(a: jax.Array, w: jax.Array, route: jax.Array) -> jax.Array:
     """Return the MoE output out[i] = a[i] · w[route[i]] computed on one device (grouped by `ragged_dot`)."""
     return _grouped_matmul(a, w, route)
 
 
+@checks(a=an_array, w=an_array, route=an_array, mesh=a_mesh)
 def moe_jit(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
     """Return `moe_local`'s output with tokens and experts sharded over all devices, partitioned by jit (Auto mode)."""
     import jax
@@ -57,6 +61,7 @@ def moe_jit(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mes
     return fn(a, w, route)
 
 
+@checks(a=an_array, w=an_array, route=an_array, mesh=a_mesh)
 def moe_shard_map(a: jax.Array, w: jax.Array, route: jax.Array, mesh: jax.sharding.Mesh | None = None) -> jax.Array:
     """Return `moe_local`'s output with experts sharded over devices, tokens sent to them by `all_to_all`.
 

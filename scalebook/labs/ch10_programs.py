@@ -24,9 +24,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..bench import median_time
-from ..runtime import device_mesh
+from ..plots.base import mapping_of
+from ..runtime import a_mesh, an_array, device_mesh
 from ..tables import Table
-from ..units import fmt_time
+from ..units import checks, fmt_time
 from ..xla import collectives, kinds
 from .ch10_moe import moe_inputs, moe_jit, moe_local, moe_shard_map
 
@@ -43,6 +44,8 @@ __all__ = [
 MESH_SHAPE = {"X": 2, "Y": 4}
 
 
+@checks(axes=lambda name, value: value if value is None else mapping_of("count", "axis sizes")(name, value),
+        mode=["auto", "explicit"])
 def make_mesh(axes: dict[str, int] | None = None, mode: str = "auto") -> jax.sharding.Mesh:
     """Return the chapter's mesh: these named axes (default X=2, Y=4), all of type `mode` ('auto', 'explicit')."""
     return device_mesh(dict(axes or MESH_SHAPE), mode)
@@ -57,6 +60,7 @@ def _put(mesh: jax.sharding.Mesh, shape: tuple[int, ...], spec: tuple, seed: int
     return jax.device_put(x, NamedSharding(mesh, PartitionSpec(*spec)))
 
 
+@checks(B="count", D="count", F="count")
 def sharding_modes(B: int, D: int, F: int) -> Table:
     """Return the collectives of Out[B_X, F] = In[B_X, D_Y] · W[D_Y, F] under Auto, Explicit and Manual modes.
 
@@ -128,6 +132,7 @@ def _all_gather_ring(xb: jax.Array, wb: jax.Array, mesh: jax.sharding.Mesh, axis
     return acc + chunk @ rows
 
 
+@checks(x=an_array, w=an_array, mesh=a_mesh, axis=["X", "Y"])
 def collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
                       axis: str = "Y") -> jax.Array:
     """Return x · w for x[B_X, D_Y], w[D, F_Y] → [B_X, F_Y], overlapping the AllGather of x's D with the matmul.
@@ -143,6 +148,7 @@ def collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None
     return jax.shard_map(local, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(x, w)
 
 
+@checks(x=an_array, w=an_array, mesh=a_mesh, axis=["X", "Y"])
 def bidirectional_collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
                                     axis: str = "Y") -> jax.Array:
     """Return x · w like `collective_matmul`, but with half of each chunk's rows travelling each way round the ring.
@@ -180,6 +186,7 @@ def bidirectional_collective_matmul(x: jax.Array, w: jax.Array, mesh: jax.shardi
     return jax.shard_map(local, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(x, w)
 
 
+@checks(B="count", D="count", F="count", repeats="count")
 def time_collective_matmul(B: int, D: int, F: int, repeats: int = 5) -> Table:
     """Return median times of x[B_X, D_Y] · w[D, F_Y] by plain jit, collective and bidirectional matmul, with errors.
 
@@ -235,6 +242,7 @@ def _reduce_scatter_ring(tb: jax.Array, wb: jax.Array, axis: str, n: int) -> jax
     return jax.lax.fori_loop(1, n, step, tb @ cols(me + 1))
 
 
+@checks(t=an_array, w=an_array, mesh=a_mesh, axis=["X", "Y"])
 def reduce_scatter_collective_matmul(t: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
                                      axis: str = "Y") -> jax.Array:
     """Return t · w for t[B_X, F_Y], w[F_Y, D] → [B_X, D_Y], overlapping the ReduceScatter of the partial sums.
@@ -254,6 +262,7 @@ def reduce_scatter_collective_matmul(t: jax.Array, w: jax.Array, mesh: jax.shard
     return jax.shard_map(local, mesh=mesh, in_specs=(P("X", axis), P(axis, None)), out_specs=P("X", axis))(t, w)
 
 
+@checks(a=an_array, w=an_array, mesh=a_mesh, axis=["X", "Y"])
 def allreduce_collective_matmul(a: jax.Array, w: jax.Array, mesh: jax.sharding.Mesh | None = None,
                                 axis: str = "Y") -> jax.Array:
     """Return a · w for a[B_X, D_Y], w[D_Y, F] → [B_X, F] (replicated over `axis`), without a blocking AllReduce.
@@ -290,6 +299,7 @@ def allreduce_collective_matmul(a: jax.Array, w: jax.Array, mesh: jax.sharding.M
                          check_vma=False)(a, w)
 
 
+@checks(x=an_array, w_in=an_array, w_out=an_array, mesh=a_mesh, axis=["X", "Y"])
 def overlapped_mlp(x: jax.Array, w_in: jax.Array, w_out: jax.Array, mesh: jax.sharding.Mesh | None = None,
                    axis: str = "Y") -> jax.Array:
     """Return relu(x · w_in) · w_out for x[B_X, D_Y], w_in[D, F_Y], w_out[F_Y, D] → [B_X, D_Y], all overlapped.
@@ -313,6 +323,7 @@ def overlapped_mlp(x: jax.Array, w_in: jax.Array, w_out: jax.Array, mesh: jax.sh
     return jax.shard_map(local, mesh=mesh, in_specs=in_specs, out_specs=P("X", axis))(x, w_in, w_out)
 
 
+@checks(B="count", D="count", F="count", repeats="count")
 def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
     """Return median times of the MLP block relu(x[B_X, D_Y] · w_in[D, F_Y]) · w_out[F_Y, D] → [B_X, D_Y].
 
@@ -369,6 +380,7 @@ class ProcessLayout:
     checksum: float
 
 
+@checks(rows_per_device="count", cols="count")
 def process_layout(rows_per_device: int = 2, cols: int = 4) -> ProcessLayout:
     """Return this process's place in a (possibly multi-host) job and build one global array from local data.
 

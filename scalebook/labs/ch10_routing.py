@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..runtime import a_mesh, an_array
+from ..units import checks
 from .ch10_moe import moe_shard_map
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["top_k_inputs", "route_top_k", "moe_top_k_reference", "moe_top_k"]
 
 
+@checks(S="count", D="count", F="count", E="count", seed="count0")
 def top_k_inputs(S: int = 256, D: int = 64, F: int = 128, E: int = 16, seed: int = 0) -> tuple[jax.Array, ...]:
     """Return (a[S, D], w[E, D, F], router logits[S, E]): tokens, expert weights and the router's scores."""
     import jax
@@ -28,6 +31,7 @@ def top_k_inputs(S: int = 256, D: int = 64, F: int = 128, E: int = 16, seed: int
             jax.random.normal(kr, (S, E)))
 
 
+@checks(k="count", logits=an_array)
 def route_top_k(logits: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
     """Return (experts[S, k], gates[S, k]): each token's k highest-scoring experts and a softmax over their scores."""
     import jax
@@ -38,6 +42,7 @@ def route_top_k(logits: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
     return experts, jax.nn.softmax(scores, axis=-1)
 
 
+@checks(a=an_array, w=an_array, experts=an_array, gates=an_array)
 def moe_top_k_reference(a: jax.Array, w: jax.Array, experts: jax.Array, gates: jax.Array) -> jax.Array:
     """Return out[S, F] = sum_j gates[:, j] * a @ w[experts[:, j]], gathering one [D, F] matrix per choice
     (plain and memory-hungry: fine for a toy, the definition the sharded program is checked against)."""
@@ -46,6 +51,7 @@ def moe_top_k_reference(a: jax.Array, w: jax.Array, experts: jax.Array, gates: j
     return jnp.einsum("sk,sd,skdf->sf", gates, a, w[experts])
 
 
+@checks(a=an_array, w=an_array, experts=an_array, gates=an_array, mesh=a_mesh)
 def moe_top_k(a: jax.Array, w: jax.Array, experts: jax.Array, gates: jax.Array,
               mesh: jax.sharding.Mesh | None = None) -> jax.Array:
     """Return the top-k MoE output computed with expert parallelism: the S tokens repeated k times (one row

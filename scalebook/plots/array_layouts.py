@@ -13,8 +13,8 @@ import numpy as np
 
 from ..hardware import TpuMesh
 from ..sharding import ArraySpec, parse_expr, parse_spec, sharded_matmul
-from ..units import fmt_time
-from .base import figure
+from ..units import checks, fmt_time, is_a
+from .base import figure, mapping_of
 from .sharding import PALETTE, Coord, axis_sizes, coord_text, device_blocks, mesh_text
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, n
         side.set_visible(False)
 
 
+@checks(n="count", key="flag", specs="names", mesh=is_a(TpuMesh, dict, type(None)))
 def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[str, int] | None = None, n: int = 4,
                      key: bool = False, title: str | None = None) -> Figure:
     """Draw an n × n array (elements numbered and coloured) under each sharding in `specs`: one panel per spec, the
@@ -103,6 +104,7 @@ def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[s
     return fig
 
 
+@checks(n="count", exprs="names", mesh=is_a(TpuMesh), sizes=mapping_of("count", "whole numbers"))
 def matmul_cases(exprs: Sequence[str], mesh: TpuMesh, sizes: Mapping[str, int], n: int = 4,
                  title: str | None = None) -> Figure:
     """Draw sharded matmuls one row each: A, B and C on the mesh (each device showing the elements of an n × n

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..hardware.chips import Chip, get_chip
 from ..hardware.sm import VPU_ALUS, VPU_SHAPE
 from ..hardware.topology import TpuMesh
-from ..units import fmt_bytes, fmt_rate
+from ..units import checks, fmt_bytes, fmt_rate, is_a, sequence_of
 from .base import figure
 from .diagram import COLOURS, arrow, box, canvas, panels
 from .sharding import PALETTE
@@ -248,6 +248,7 @@ def _wraps(mesh: TpuMesh, shape: Sequence[int]) -> str:
     return f"wraps on {axes}" if axes else "no wraparound"
 
 
+@checks(mesh=is_a(TpuMesh), subslices=is_a(list, tuple))
 def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = None) -> Figure:
     """Draw a pod (2-D grid, or 3-D cube in an oblique view) with sub-slices cut out of it, each coloured and
     labelled with its shape and whether it has wraparound (by the chip family's rules, `TpuMesh`)."""
@@ -287,6 +288,7 @@ def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = Non
     return fig
 
 
+@checks(cube="count")
 def pod_cubes(mesh: TpuMesh, cube: int = 4, title: str | None = None) -> Figure:
     """Draw a 3-D slice as the cubes of `cube`³ chips it is built from (ICI inside each cube, one rack each) and
     the optical links joining facing cube faces, with the wraparound links that close each axis into a ring."""
@@ -336,6 +338,7 @@ def _cube(ax, x: float, y: float, s: float, dx: float, dy: float) -> None:
 PIPELINE_STAGES = ("HBM → VMEM", "VMEM → registers", "VPU multiply", "registers → VMEM", "VMEM → HBM")
 
 
+@checks(n_chunks="count", step="count0")
 def pipeline_stages(n_chunks: int, step: int) -> dict[str, int | None]:
     """Return which chunk each stage of a pipelined elementwise op works on at `step` (None: idle).
 
@@ -361,6 +364,8 @@ def _draw_pipeline(ax, n_chunks: int, step: int) -> None:
     ax.text(2.0, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=7.5)
 
 
+@checks(n_chunks="count",
+        steps=lambda name, value: value if value is None else sequence_of("count0", "step numbers")(name, value))
 def elementwise_pipeline(n_chunks: int = 4, steps: Sequence[int] | None = None, title: str | None = None) -> Figure:
     """Draw z = x * y computed chunk by chunk: one panel per step, each stage of the copy–compute–copy pipeline
     showing the chunk it works on (`pipeline_stages`). The panels are the frames of an animation."""
@@ -375,6 +380,7 @@ def elementwise_pipeline(n_chunks: int = 4, steps: Sequence[int] | None = None, 
     return fig
 
 
+@checks(n_tiles="count", B="count", size="count")
 def mxu_pipeline(n_tiles: int = 3, B: int = 128, size: int = 128, title: str | None = None) -> Figure:
     """Draw a stream of `n_tiles` weight tiles through one MXU against time (cycles): each tile's weights load
     while the previous tile computes, B rows of activations flow per tile, and the fill and drain of the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..units import checks
 from .diagram import arrow, box, panels
 from .sharding import PALETTE, RingStep, ring_schedule
 
@@ -78,6 +79,7 @@ def _all_to_all_phases(X: int, Y: int) -> list[tuple[str, Held]]:
     return out
 
 
+@checks(X="count", Y="count")
 def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tuple[str, Held]]:
     """Return the states of a collective over both axes of an X × Y torus: (label, held) per step, where held maps
     each device (x, y) to the pieces it holds and how complete each is (1 = summed over every device).
@@ -96,6 +98,7 @@ def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tup
     return _scatter_phases(X, Y) + [(f"AllGather: {label}", held) for label, held in _gather_phases(X, Y)[1:]]
 
 
+@checks(X="count", Y="count")
 def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | None = None) -> Figure:
     """Draw a two-axis collective on an X × Y torus step by step: one panel per step, each device a small grid of
     the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions)."""
@@ -150,6 +153,7 @@ def _draw_ring_devices(ax, state: RingStep, n: int, y0: float, kind: str) -> Non
                                    edgecolor="none", zorder=3))
 
 
+@checks(n="count")
 def collectives_summary(n: int = 3, title: str | None = None) -> Figure:
     """Draw AllGather, ReduceScatter and AllToAll over `n` devices before and after (the first and last states of
     their ring schedules): what each device holds going in and coming out."""
@@ -168,6 +172,7 @@ def collectives_summary(n: int = 3, title: str | None = None) -> Figure:
     return fig
 
 
+@checks(n="count")
 def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
     """Draw a reduce-scatter collective matmul over a one-way ring of `n` devices: at step s device i multiplies its
     block for output chunk c = (i − 1 − s) mod n and adds it to the partial sum of chunk c that just arrived, then

@@ -15,8 +15,8 @@ from typing import Any
 from ..collectives import all_reduce
 from ..hardware import get_chip, sm
 from ..hardware.gpu import NVLINK, GpuCluster
-from ..units import fmt_bytes, fmt_rate, fmt_time
-from .base import figure, finish
+from ..units import checks, fmt_bytes, fmt_rate, fmt_time, is_a
+from .base import figure, finish, positive_range
 from .diagram import COLOURS, arrow, box, canvas, panels
 
 __all__ = ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth",
@@ -75,6 +75,7 @@ def sm_diagram(chip: str = "h100") -> Figure:
     return fig
 
 
+@checks(lanes="count", steps_a="count", steps_b="count")
 def warp_divergence(lanes: int = 8, steps_a: int = 3, steps_b: int = 2) -> Figure:
     """Draw a warp running `if (lane is even) A else B`: the two branches take turns, each with the other
     half of the lanes masked off, and the warp reconverges after both (time in instruction slots)."""
@@ -127,6 +128,7 @@ def _node_panel(ax: Any, generation: str, gpus: int = 8) -> None:
     ax.set_title(f"NVLink {generation} ({nv.gpu_generation})", fontsize=8)
 
 
+@checks(generations=is_a(list, tuple))
 def nvlink_nodes(generations: Sequence[str] = ("3.0", "4.0", "5.0")) -> Figure:
     """Draw an 8-GPU node for each NVLink generation in `hardware.gpu.NVLINK`: how many NVSwitches, how each
     GPU's links spread over them, and the per-GPU and whole-node bandwidth (one way)."""
@@ -140,6 +142,7 @@ def nvlink_nodes(generations: Sequence[str] = ("3.0", "4.0", "5.0")) -> Figure:
     return fig
 
 
+@checks(cluster=is_a(GpuCluster))
 def sharp_diagram(cluster: GpuCluster) -> Figure:
     """Draw an AllReduce in a node without SHARP (each GPU's data crosses its link twice per direction, as a
     ReduceScatter then an AllGather) and with SHARP (sent once into the switch, which adds and sends the sum
@@ -163,6 +166,7 @@ def sharp_diagram(cluster: GpuCluster) -> Figure:
     return fig
 
 
+@checks(overhead="nonneg", cluster=is_a(GpuCluster), nbytes=positive_range)
 def sharp_bandwidth(cluster: GpuCluster, overhead: float,
                     nbytes: tuple[float, float] = (1e5, 1e10)) -> Figure:
     """Plot the AllReduce bandwidth (bytes / time) in a node against message size, with and without SHARP:
@@ -184,6 +188,7 @@ def sharp_bandwidth(cluster: GpuCluster, overhead: float,
     return fig
 
 
+@checks(cluster=is_a(GpuCluster))
 def nvl72(cluster: GpuCluster) -> Figure:
     """Draw a GB200 NVL72 rack from its cluster description: the GPUs in compute trays, every GPU wired to
     every NVSwitch, and the rack's NVLink and network bandwidth."""
@@ -230,6 +235,7 @@ def nvswitch(generation: str = "4.0") -> Figure:
     return fig
 
 
+@checks(stages="count", microbatches="count", t_forward="size", t_send="nonneg", t_reduce="nonneg")
 def gpu_pipeline(stages: int = 2, microbatches: int = 2, t_forward: float = 1.0, t_send: float = 0.0,
                  t_reduce: float = 0.0) -> Figure:
     """Draw a GPipe pipeline as a timeline: each stage runs its forward passes (length `t_forward`, s or any
@@ -277,9 +283,14 @@ def gpu_pipeline(stages: int = 2, microbatches: int = 2, t_forward: float = 1.0,
     return fig
 
 
+@checks(rows=is_a(list, tuple))
 def megatron_configs(rows: Sequence[dict[str, Any]]) -> Figure:
     """Plot each configuration's tokens per GPU beside the data-parallel threshold it must clear (rows from
     `training.check_parallelism`, each with a 'model' name)."""
+    for i, row in enumerate(rows):
+        for key in ("model", "model parallel", "tokens/GPU", "critical tokens/GPU"):
+            if not isinstance(row, dict) or key not in row:
+                raise KeyError(f"rows[{i}]={row!r:.80} must be a dict with {key!r} (a training.check_parallelism row)")
     import numpy as np
 
     fig, ax = figure((7.0, 4.0))
@@ -292,6 +303,7 @@ def megatron_configs(rows: Sequence[dict[str, Any]]) -> Figure:
     return fig
 
 
+@checks(ep="count", experts="count", top_k="count", cluster=is_a(GpuCluster))
 def expert_parallel(cluster: GpuCluster, ep: int = 16, experts: int = 64, top_k: int = 2) -> Figure:
     """Draw experts laid out over `ep` GPUs of `cluster`: the nodes they span, each GPU's share of the experts,
     and a token's `top_k` dispatches, inside the node over NVLink or across nodes over the network."""

@@ -12,7 +12,7 @@ from .. import collectives
 from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels, ragged_fill
 from ..hardware.gpu import GpuCluster
 from ..hardware.topology import TpuMesh
-from ..units import fmt_rate
+from ..units import checks, fmt_rate, is_a, sequence_of
 from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "ragged_all_to_all", "achieved_bandwidth"]
 
 
+@checks(cluster=is_a(GpuCluster))
 def fat_tree(cluster: GpuCluster) -> Figure:
     """Draw the cluster's network as a schematic: its nodes at the bottom, then each switch level it spans
     (switches per unit as listed in its levels, one box per unit where no count is given), with every unit
@@ -67,6 +68,7 @@ def fat_tree(cluster: GpuCluster) -> Figure:
     return fig
 
 
+@checks(clusters=is_a(list, tuple))
 def level_bandwidth(clusters: Sequence[GpuCluster]) -> Figure:
     """Bars of each level's AllGather bandwidth per unit, bytes / ((D-1)/D · W) for the D units it joins,
     for clusters spanning all their GPUs; the lowest bar of a cluster is the one that sets its collectives."""
@@ -94,6 +96,7 @@ def level_bandwidth(clusters: Sequence[GpuCluster]) -> Figure:
     return fig
 
 
+@checks(D="count", F="count", cluster=is_a(GpuCluster), inner="counts")
 def sharded_all_gather(cluster: GpuCluster, D: int = 8192, F: int = 32768,
                        inner: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128)) -> Figure:
     """AllGather_X of bf16[D_X, F_Y] over all of `cluster` against the inner axis size Y: each level's term
@@ -118,6 +121,7 @@ def sharded_all_gather(cluster: GpuCluster, D: int = 8192, F: int = 32768,
     return fig
 
 
+@checks(mesh=is_a(TpuMesh), cluster=is_a(GpuCluster), nbytes=positive_range)
 def tpu_vs_gpu(mesh: TpuMesh, cluster: GpuCluster, kind: str = "all_gather",
                nbytes: tuple[float, float] = (1e6, 1e10)) -> Figure:
     """The bandwidth term of the same collective on a TPU slice (all its axes) and a GPU cluster (all its GPUs)
@@ -135,6 +139,7 @@ def tpu_vs_gpu(mesh: TpuMesh, cluster: GpuCluster, kind: str = "all_gather",
     return fig
 
 
+@checks(top_k="count", units="counts")
 def ragged_all_to_all(top_k: int = 4, units: Sequence[int] = (2, 4, 8, 16, 32, 64, 128, 256)) -> Figure:
     """The fraction of a dense AllToAll (a token's N copies) that a top-k routed one costs: the exact
     1 - ((N-1)/N)^k against the book's min(k/N, 1), for N destinations."""
@@ -150,6 +155,8 @@ def ragged_all_to_all(top_k: int = 4, units: Sequence[int] = (2, 4, 8, 16, 32, 6
     return fig
 
 
+@checks(peak="size", overhead="nonneg", nbytes=positive_range,
+        quoted=sequence_of("sizes", "(bytes, seconds) pairs"))
 def achieved_bandwidth(peak: float, overhead: float, quoted: Sequence[tuple[float, float]] = (),
                        nbytes: tuple[float, float] = (1e5, 1e11), label: str = "model",
                        points: str = "quoted measurements") -> Figure:

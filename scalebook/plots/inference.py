@@ -18,7 +18,7 @@ from ..inference import decode_step, decode_time, kv_cache_bytes, max_batch
 from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch
 from ..tables import Table
-from ..units import fmt_bytes
+from ..units import checks, fmt_bytes
 from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def _batches(limit: int) -> list[int]:
     return sorted({2**i for i in range(limit.bit_length()) if 2**i <= limit} | {limit}) if limit else []
 
 
+@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size")
 def pareto_curve(model: Model, chip: Chip | str, n_chips: int, context: float, param_bytes: float = 1,
                  kv_bytes: float = 1) -> tuple[list[int], list[float], list[float]]:
     """Return (batches, step times in s, tokens/s per chip) from batch 1 to the largest batch whose KV caches fit."""
@@ -64,6 +65,7 @@ class Breakdown:
     limit: int
 
 
+@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size", batches="?sizes")
 def breakdown_curves(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16, context: float = 8192,
                      param_bytes: float = 1, kv_bytes: float = 1, batches: Sequence[float] | None = None) -> Breakdown:
     """Return the decode step's weight-read, KV-read and FLOP times against the batch (default 1 ... 4096)."""
@@ -75,6 +77,7 @@ def breakdown_curves(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_ch
                      max_batch(model, chip, n_chips, context, param_bytes, kv_bytes))
 
 
+@checks(context="size", batch="count", window="size", local_layers="frac0", share="count")
 def kv_variant_table(model: Model = "llama3-70b", context: float = 32768, batch: int = 1, window: float = 4096,
                      local_layers: float = 5 / 6, share: int = 2) -> Table:
     """Return the KV cache of `batch` sequences of `context` tokens under each trick: MHA, the model's GQA, MQA,
@@ -104,6 +107,7 @@ def kv_variant_table(model: Model = "llama3-70b", context: float = 32768, batch:
                  title=f"KV cache of {cfg.name or 'the model'}: {batch} × {context:g} tokens (bf16 unless stated)")
 
 
+@checks(n_chips="count", param_bytes="size", kv_bytes="size", contexts="sizes")
 def pareto(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16,
            contexts: Sequence[float] = (1024, 4096, 8192, 32768), param_bytes: float = 1,
            kv_bytes: float = 1) -> Figure:
@@ -125,6 +129,7 @@ def pareto(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int =
     return fig
 
 
+@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size", batches=positive_range)
 def latency_breakdown(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16, context: float = 8192,
                       param_bytes: float = 1, kv_bytes: float = 1, batches: tuple[float, float] = (1, 4096)) -> Figure:
     """Stack the shares of a decode step's time against the batch (log x): the KV-cache reads, and the weight reads
@@ -162,6 +167,7 @@ def latency_breakdown(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_c
     return fig
 
 
+@checks(context="size", window="size", local_layers="frac0", share="count", contexts=positive_range)
 def kv_variants(model: Model = "llama3-70b", context: float = 32768, window: float = 4096,
                 local_layers: float = 5 / 6, share: int = 2, contexts: tuple[float, float] = (1024, 2**20)) -> Figure:
     """Two panels: each attention variant's KV cache for one sequence of `context` tokens (bars, GB), and the same
@@ -191,6 +197,7 @@ def kv_variants(model: Model = "llama3-70b", context: float = 32768, window: flo
     return fig
 
 
+@checks(params="size", n_chips="count", param_bytes="size", batches=positive_range)
 def throughput_vs_batch(params: float = 600e6, chip: Chip | str = "v5e", n_chips: int = 4, param_bytes: float = 2,
                         batches: tuple[float, float] = (1, 4096)) -> Figure:
     """Two panels for a layer (or model) of `params` weights split over `n_chips`, no KV cache: the step time and

@@ -14,7 +14,7 @@ from ..collectives import all_to_all
 from ..hardware.topology import TpuMesh
 from ..inference import kv_cache_bytes
 from ..models import TransformerConfig, get_model
-from ..units import fmt_bytes, fmt_time
+from ..units import checks, fmt_bytes, fmt_time
 from .base import figure, schematic
 from .diagram import cell
 
@@ -27,6 +27,7 @@ Model = TransformerConfig | str
 _C = {"prefill": "#4e79a7", "decode": "#f28e2b", "idle": "#eeeeee"}
 
 
+@checks(cached="flag", prompt="count", steps="count")
 def decoding(cached: bool, model: Model = "llama3-8b", prompt: int = 6, steps: int = 5) -> Figure:
     """Draw which token positions each generation step pushes through the model, without (`cached=False`) or
     with a KV cache, with the FLOPs of each step from `TransformerConfig.flops_per_token` (prompt + step tokens
@@ -58,6 +59,7 @@ def decoding(cached: bool, model: Model = "llama3-8b", prompt: int = 6, steps: i
     return fig
 
 
+@checks(N="count", context="count", groups="counts")
 def heads(N: int = 8, groups: Sequence[int] = (8, 2, 1), model: Model = "llama3-70b", context: int = 8192) -> Figure:
     """Draw N query heads joined to their key/value heads for each KV-head count in `groups` (MHA, GQA, MQA),
     with the KV cache per sequence of `model` at `context` tokens with K = its query heads (MHA), its own K (GQA)
@@ -88,6 +90,7 @@ def heads(N: int = 8, groups: Sequence[int] = (8, 2, 1), model: Model = "llama3-
     return fig
 
 
+@checks(layers="count", local_every="count", share="count", context="count", window="count")
 def layer_sharing(layers: int = 12, local_every: int = 6, share: int = 2, model: Model = "llama3-70b",
                   context: int = 32768, window: int = 4096) -> Figure:
     """Draw two layer stacks: every layer global with its own cache, and mostly local (sliding-window) layers
@@ -121,6 +124,7 @@ def layer_sharing(layers: int = 12, local_every: int = 6, share: int = 2, model:
     return fig
 
 
+@checks(block="count", n_blocks="count", lengths="counts")
 def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks: int = 12,
                 model: Model = "llama3-8b") -> Figure:
     """Draw a paged KV cache: each sequence's logical blocks of `block` tokens mapped through its block table to
@@ -157,6 +161,7 @@ def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks
     return fig
 
 
+@checks(chips="count", batch="count", context="count")
 def cache_sharding(chips: int = 4, batch: int = 8, model: Model = "llama3-70b", chip: str = "v5e",
                    context: int = 8192) -> Figure:
     """Draw two ways to split decode's KV caches over `chips`: by key/value head (each chip holds its heads of

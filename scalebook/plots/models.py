@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..models import TransformerConfig, get_model
+from ..units import checks, is_a
 from .base import figure, finish, positive_range
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ _GROUPS = {
 }
 
 
+@checks(causal="flag", T=positive_range, models=is_a(list, tuple))
 def attention_share(models: Sequence[TransformerConfig | str] = PRESETS, T: tuple[float, float] = (512, 2**21),
                     causal: bool = True) -> Figure:
     """Plot the fraction of each model's training FLOPs spent in the two attention contractions against the
@@ -51,6 +53,7 @@ def attention_share(models: Sequence[TransformerConfig | str] = PRESETS, T: tupl
     return fig
 
 
+@checks(active="flag", models=is_a(list, tuple))
 def param_breakdown(models: Sequence[TransformerConfig | str] = PRESETS, active: bool = True) -> Figure:
     """Draw one horizontal bar per model split into attention, MLP, MoE, embeddings and norms as fractions of
     its parameters; with `active`, MoE models get a second bar for the parameters one token uses."""

@@ -17,7 +17,7 @@ import numpy as np
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
 from ..sharding import mesh_axes, parse_spec, sharded_matmul, total_bytes
-from ..units import fmt_bytes
+from ..units import check_choice, checks, fmt_bytes, is_a
 from .base import figure, finish
 from .training import STRATEGY_LABELS, strategy_curves
 
@@ -84,6 +84,7 @@ def _spec(template: str, layout: dict[str, str]) -> str:
     return text
 
 
+@checks(B="count", D="count", F="count", keep_forward="flag", dtype="dtype")
 def pass_collectives(strategy: str, mesh: TpuMesh, B: int, D: int, F: int, keep_forward: bool = True,
                      dtype: str = "bf16") -> list[Transfer]:
     """Return every collective of one layer's forward and backward pass under `strategy`, read off
@@ -149,6 +150,7 @@ def _held(spec: str, coords: dict[str, int], sizes: dict[str, int]) -> tuple[tup
     return (splits[0], splits[1]), (index[0], index[1])
 
 
+@checks(B="count", D="count", F="count")
 def layer_chain(B: int = 2**17, D: int = 8192, F: int = 32768) -> Figure:
     """Draw chapter 5's simplified layer as a chain of arrays, In[B, D] · W_in[D, F] → Tmp[B, F] · W_out[F, D]
     → Out[B, D], each box drawn to its shape's proportions (log-compressed), with its bf16 size."""
@@ -176,6 +178,7 @@ def layer_chain(B: int = 2**17, D: int = 8192, F: int = 32768) -> Figure:
     return fig
 
 
+@checks(B="count", D="count", F="count")
 def layout(strategy: str, B: int = 2**17, D: int = 8192, F: int = 32768, chip: Chip | str = "v5p") -> Figure:
     """Draw which shard of In, W_in, W_out and the optimizer state each of four devices holds under `strategy`
     (DP, FSDP, TP on a 4-chip axis; FSDP + TP on 2 × 2), with each pass's collectives listed below, read off
@@ -221,6 +224,9 @@ def layout(strategy: str, B: int = 2**17, D: int = 8192, F: int = 32768, chip: C
     return fig
 
 
+@checks(B="count", D="count", F="count",
+        mesh_of=lambda name, value: {check_choice(name, k, LAYOUTS): is_a(TpuMesh)(f"{name}[{k!r}]", m)
+                                     for k, m in is_a(dict)(name, value).items()} and value)
 def pass_bytes(mesh_of: dict[str, TpuMesh], B: int, D: int, F: int) -> Figure:
     """Stacked bars of the bytes each strategy's collectives are charged in the forward and the backward pass
     (AllGather, ReduceScatter, AllReduce at twice its array), from `pass_collectives` (gathers kept: TP's In)."""
@@ -249,6 +255,7 @@ def pass_bytes(mesh_of: dict[str, TpuMesh], B: int, D: int, F: int) -> Figure:
     return fig
 
 
+@checks(N="count", D="count", F="count", M_X="count", M_Y="count", batches="?sizes")
 def comms_ratio(chip: Chip | str = "v5p", N: int = 64, D: int = 8192, F: int = 32768, M_X: int = 2, M_Y: int = 1,
                 batches: Sequence[float] | None = None) -> Figure:
     """Plot T_math / T_comms of one layer against the global batch for FSDP, TP and FSDP + TP on N chips, with

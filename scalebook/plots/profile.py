@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import figure
+from ..units import check_int, checks
+from .base import figure, has, positive_range
 
 __all__ = ["timeline", "KIND_COLOURS"]
 
@@ -18,6 +19,9 @@ KIND_COLOURS = {"matmul": "#1f77b4", "collective": "#d62728", "elementwise": "#2
 _CONTAINERS = "control flow"
 
 
+@checks(trace=has("events", "table", what="a profiling Trace (profiling.capture)"),
+        run=lambda n, v: check_int(n, v, low=-10**6), scope="?text",
+        window=lambda n, v: None if v is None else positive_range(n, v))
 def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[float, float] | None = None,
              title: str | None = None) -> Any:
     """Return a matplotlib figure of one run of the trace (the last by default): one row of op bars per device.

@@ -10,8 +10,8 @@ import numpy as np
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..roofline import achievable_flops, matmul
-from ..units import fmt_rate
-from .base import figure, finish, positive_range
+from ..units import checks, fmt_rate, is_a, sequence_of
+from .base import figure, finish, has, positive_range
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -36,6 +36,8 @@ def _point_xy(point: Point) -> tuple[float, float]:
     return float(x), float(y)
 
 
+@checks(chips=is_a(str, Chip, list, tuple), dtype="dtype", bandwidth="?size", shade="flag",
+        intensity=positive_range)
 def roofline(
     chips: Chip | str | Sequence[Chip | str],
     dtype: str = "bf16",
@@ -90,6 +92,7 @@ def legend_outside(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
+@checks(batches="counts", shapes=sequence_of("counts", "(D, F) pairs"))
 def batch_roofline(
     chip: Chip | str,
     shapes: Sequence[tuple[int, int]],
@@ -119,6 +122,7 @@ def batch_roofline(
     return fig
 
 
+@checks(result=has("table", "chip", "dtype", what="a bench.Sweep (bench.matmul_sweep)"))
 def sweep(result: Sweep, title: str | None = None) -> Figure:
     """Plot a measured matmul sweep as points on the roofline of the chip it was predicted with."""
     intensities = result.table.column("intensity")

@@ -15,8 +15,8 @@ from ..collectives import all_gather
 from ..hardware.topology import TpuMesh
 from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
 from ..models import TransformerConfig, get_model
-from ..units import fmt_time
-from .base import figure, finish, schematic, time_axis
+from ..units import checks, fmt_time, is_a, sequence_of
+from .base import a_model, figure, finish, schematic, time_axis
 from .diagram import cell
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ _C = {"prefill": "#4e79a7", "decode": "#f28e2b", "idle": "#eeeeee", "transfer": 
       "verify": "#e15759"}
 
 
+@checks(slots="count", t_prefill="size", t_step="size", outputs="counts", prompts="counts")
 def engine_segments(mode: str, prompts: Sequence[int], outputs: Sequence[int], slots: int, t_prefill: float,
                     t_step: float) -> list[tuple[int, float, float, str, int]]:
     """Return (row, start, end, kind, request) bars of a tiny serving engine (times in seconds).
@@ -83,6 +84,7 @@ def engine_segments(mode: str, prompts: Sequence[int], outputs: Sequence[int], s
     return bars + [(row, a, b, "decode", r) for row, a, b, r in decodes]
 
 
+@checks(n_chips="count", slots="count", outputs="counts", prompts="counts")
 def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: int = 16,
            prompts: Sequence[int] = (2048, 1024, 4096, 2048, 1024, 3072), outputs: Sequence[int] = (60, 30, 45, 20,
                                                                                                       50, 35),
@@ -108,6 +110,7 @@ def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: i
     return fig
 
 
+@checks(slots="count", steps="count", outputs="counts")
 def batching_snapshots(slots: int, outputs: Sequence[int], steps: int) -> list[tuple]:
     """Return, before each of `steps` decode steps of a continuous-batching engine, (step, slots, queue, done):
     each of `slots` KV slots holds (request, tokens made) or None; a request leaves when it has made
@@ -131,6 +134,7 @@ def batching_snapshots(slots: int, outputs: Sequence[int], steps: int) -> list[t
     return snaps
 
 
+@checks(slots="count", panels="count", outputs="counts")
 def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3, 2, 4), panels: int = 6) -> Figure:
     """Draw a strip of `panels` snapshots (`batching_snapshots`) of a continuous-batching engine: each KV slot
     holds a request (tokens made / wanted) or sits free; freed slots are refilled from the queue."""
@@ -155,6 +159,7 @@ def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3,
     return fig
 
 
+@checks(block="count", prompts=is_a(list, tuple))
 def prefix_tree(prompts: Sequence[Sequence[str]], block: int = 1) -> Figure:
     """Draw the prefix tree (trie) of cached prompts, one node per shared block of tokens, and for the last
     prompt the blocks it reuses (hits, green) and the ones it must prefill (orange)."""
@@ -194,6 +199,7 @@ def prefix_tree(prompts: Sequence[Sequence[str]], block: int = 1) -> Figure:
     return fig
 
 
+@checks(draft_tokens="count", accepted="count0", n_chips="count", target=a_model, drafter=a_model)
 def speculative(draft_tokens: int = 4, accepted: int = 2, target: Model = "llama3-70b", drafter: Model = "llama3-8b",
                 chip: str = "v5e", n_chips: int = 16) -> Figure:
     """Draw one speculative-decoding loop against plain decoding: the drafter proposes `draft_tokens` one at a
@@ -224,6 +230,8 @@ def speculative(draft_tokens: int = 4, accepted: int = 2, target: Model = "llama
     return fig
 
 
+@checks(draft_cost="size", max_draft="count", tokens="count", t_target="size",
+        acceptances=sequence_of("fraction", "fractions in (0, 1]"))
 def speculative_panels(draft_cost: float = 4 / 70, acceptances: Sequence[float] = (0.6, 0.8),
                        max_draft: int = 7, tokens: int = 128, t_target: float = 1.0) -> Figure:
     """Three panels against the draft length K: the time to generate `tokens` tokens (in target steps), the
@@ -244,6 +252,7 @@ def speculative_panels(draft_cost: float = 4 / 70, acceptances: Sequence[float] 
     return fig
 
 
+@checks(context="size", chips="counts", models=is_a(list, tuple))
 def latency_cost(models: Sequence[str] = ("llama3-8b", "llama3-70b", "llama3-405b"), chip: str = "v5e",
                  chips: Sequence[int] = (16, 32, 64), context: float = 2048) -> Figure:
     """Plot decode cost (chip-milliseconds per token) against per-token latency for each model, in bf16 and int8
@@ -266,6 +275,7 @@ def latency_cost(models: Sequence[str] = ("llama3-8b", "llama3-70b", "llama3-405
     return fig
 
 
+@checks(B="size", D="size", F_over_D="size", chips="counts")
 def weight_stationary_curves(B: float = 1024, D: float = 8192, F_over_D: float = 4.0, chip: str = "v5e",
                              chips: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024)) -> Figure:
     """Plot the communication time of one MLP under 1-D and 2-D weight-stationary sharding against the number
@@ -279,6 +289,7 @@ def weight_stationary_curves(B: float = 1024, D: float = 8192, F_over_D: float =
     return fig
 
 
+@checks(chips="count", D="count", batches="sizes")
 def latency_bound_gather(chip: str = "v5e", chips: int = 8, D: int = 8192,
                          batches: Sequence[float] = tuple(2.0 ** np.arange(0, 13))) -> Figure:
     """Plot the time of the AllGather of an int8 [B, D] activation over `chips` chips against B, next to its

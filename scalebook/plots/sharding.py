@@ -18,12 +18,14 @@ import numpy as np
 from ..collectives import KINDS, collective
 from ..hardware.topology import TpuMesh
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
-from ..units import fmt_bytes, fmt_time
-from .base import figure
+from ..units import checks, fmt_bytes, fmt_time, is_a, sequence_of
+from .base import figure, mapping_with
 from .roofline import human_ticks, legend_outside
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+_MEASURED = sequence_of("sizes", "(bytes, seconds) pairs")
 
 __all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", "busiest_link_share", "sharding_grid",
            "ring_steps", "collective_vs_size", "PALETTE"]
@@ -42,6 +44,7 @@ def axis_sizes(mesh: TpuMesh | Mapping[str, int]) -> dict[str, int]:
     return sizes
 
 
+@checks(mesh=is_a(TpuMesh, dict))
 def device_blocks(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int]) -> dict[tuple[int, ...], list[Coord]]:
     """Return, for each block of the array (its index along every dimension), the device coordinates holding it.
 
@@ -110,6 +113,7 @@ def _check_ring(n: int, kind: str, bidirectional: bool, wrap: bool) -> None:
         raise ValueError("a one-way line cannot reach its first device: a one-way ring needs wraparound (wrap=True)")
 
 
+@checks(n="count", bidirectional="flag", wrap="flag")
 def ring_schedule(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> list[RingStep]:
     """Return the states of a ring collective over `n` devices, from step 0 (the start) to the last step.
 
@@ -192,6 +196,7 @@ def _all_to_all_schedule(n: int, bidirectional: bool, wrap: bool) -> list[RingSt
 # --- figures ---------------------------------------------------------------------------------------------------
 
 
+@checks(dtype="dtype", mesh=is_a(TpuMesh, dict))
 def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], sizes: Mapping[str, int],
                   dtype: str = "bf16", title: str | None = None) -> Figure:
     """Draw a 2-D array's blocks labelled with the devices holding them, beside the mesh coloured by block.
@@ -277,6 +282,7 @@ def _busiest(states: Sequence[RingStep]) -> int:
     return max(totals.values(), default=0)
 
 
+@checks(n="count", bidirectional="flag", wrap="flag")
 def busiest_link_share(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> float:
     """Return the share of the array V that crosses the busiest link (one direction) during a ring collective.
 
@@ -288,6 +294,7 @@ def busiest_link_share(n: int, kind: str = "all_gather", bidirectional: bool = T
     return _busiest(states) * states[0].piece_fraction
 
 
+@checks(n="count", bidirectional="flag", wrap="flag", nbytes="?size")
 def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True,
                nbytes: float | None = None, title: str | None = None) -> Figure:
     """Draw a ring collective step by step: one panel per step, pieces on each device, pieces on each link.
@@ -347,6 +354,9 @@ def _draw_ring_state(ax, state: RingStep, n: int, slots: int, kind: str, wrap: b
         ax.spines[spine].set_visible(False)
 
 
+@checks(sizes="?sizes",
+        measured=lambda name, value: value if value is None else (mapping_with(_MEASURED, "measurements")(
+            name, value) if isinstance(value, dict) else _MEASURED(name, value)))
 def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, kind: str = "all_gather",
                        sizes: Sequence[float] | None = None,
                        measured: Measured | Mapping[str, Measured] | None = None, title: str | None = None) -> Figure:

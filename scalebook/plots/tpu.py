@@ -13,8 +13,8 @@ from .. import systolic as _systolic
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
-from ..units import fmt_rate
-from .base import figure
+from ..units import check_kind, checks, fmt_rate, is_a, sequence_of
+from .base import figure, mapping_with
 from .roofline import human_ticks
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ __all__ = ["bandwidth_ladder", "ladder_rows", "torus", "systolic", "systolic_str
 VMEM_FACTOR = 22.0  # VMEM -> MXU bandwidth over HBM bandwidth (How To Scale Your Model, ch. 2)
 
 
+@checks(vmem_factor="size")
 def ladder_rows(chip: Chip | str, vmem_factor: float = VMEM_FACTOR) -> dict[str, float | None]:
     """Return the bandwidths (bytes/s) of one chip's channels, fastest first; None where a figure is unknown.
 
@@ -44,6 +45,7 @@ def ladder_rows(chip: Chip | str, vmem_factor: float = VMEM_FACTOR) -> dict[str,
     }
 
 
+@checks(vmem_factor="size", chips=is_a(list, tuple))
 def bandwidth_ladder(chips: Sequence[Chip | str] = ("v5e", "v5p", "v6e"), vmem_factor: float = VMEM_FACTOR,
                      title: str | None = None) -> Figure:
     """Draw each chip's channel bandwidths as grouped bars on a log scale (bytes/s), fastest channel first."""
@@ -85,6 +87,7 @@ def _host_blocks(mesh: TpuMesh) -> tuple[int, int] | None:
     return None
 
 
+@checks(planes="count")
 def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
     """Draw a slice as a grid of chips with ICI links; each chip shows its hop count from chip (0, 0, ...).
 
@@ -193,6 +196,7 @@ def _systolic_step(run: _systolic.Run, step: int, B: int, D: int, F: int) -> Non
         raise ValueError(f"step={step!r} must be in [0, {run.cycles}) for B={B}, D={D}, F={F}")
 
 
+@checks(step="count0", B="count", D="count", F="count")
 def systolic(step: int, B: int = 3, D: int = 4, F: int = 4, title: str | None = None) -> Figure:
     """Draw cycle `step` of X[B, D] @ W[D, F] on a D x F weight-stationary systolic array.
 
@@ -212,6 +216,8 @@ def systolic(step: int, B: int = 3, D: int = 4, F: int = 4, title: str | None = 
     return fig
 
 
+@checks(B="count", D="count", F="count",
+        steps=lambda name, value: value if value is None else sequence_of("count0", "step numbers")(name, value))
 def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | None = None,
                    title: str | None = None) -> Figure:
     """Draw X[B, D] @ W[D, F] on a systolic array cycle by cycle: one panel per cycle in `steps` (default: every
@@ -239,6 +245,8 @@ def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | No
     return fig
 
 
+@checks(stages=mapping_with(lambda name, v: v if isinstance(v, Estimate) else check_kind(name, v, "nonneg"),
+                            "seconds or Estimates"))
 def stage_breakdown(stages: Mapping[str, float | Estimate], title: str | None = None) -> Figure:
     """Draw the time of each stage of a job as horizontal bars (ms, log scale), with the pipelined lower
     bound (the slowest stage) and the serial upper bound (their sum) marked. Values are seconds or Estimates."""

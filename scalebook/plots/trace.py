@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..hlo import _tiles, padding, parse_hlo
-from ..units import fmt_bytes, fmt_time
-from .base import figure, finish
+from ..units import checks, fmt_bytes, fmt_time
+from .base import figure, finish, has, mapping_of
 from .diagram import COLOURS, arrow, box, canvas
 from .profile import KIND_COLOURS
 
@@ -49,6 +49,7 @@ def compile_stages() -> Figure:
     return fig
 
 
+@checks(shape="counts")
 def memory_order(shape: Sequence[int], tile: str | Sequence[Sequence[int]]) -> np.ndarray:
     """Return, for a 2-D array stored with tiling `tile` (e.g. 'T(2,4)(2,1)'), the position in linear memory
     of every element of the padded array (shape padded up to whole tiles): tiles row-major, and inside each
@@ -73,6 +74,7 @@ def memory_order(shape: Sequence[int], tile: str | Sequence[Sequence[int]]) -> n
     return order(-(-shape[0] // a) * a, -(-shape[1] // b) * b, tiles)
 
 
+@checks(dtype="dtype", shape="counts")
 def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
     """Draw a 2-D array in its tiled layout: the padded grid with each slot's position in memory, one colour
     per tile, padding slots hatched, and the share of storage the padding wastes (from `hlo.padding`)."""
@@ -105,6 +107,7 @@ def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
     return fig
 
 
+@checks(max_ops="count")
 def fusion_graph(hlo: str, name: str, max_ops: int = 24) -> Figure:
     """Draw the computation a fusion calls as the graph viewer does: its parameters at the top, each op a box
     (matmuls highlighted) placed one row below its deepest operand, arrows along the data flow."""
@@ -139,6 +142,7 @@ def fusion_graph(hlo: str, name: str, max_ops: int = 24) -> Figure:
     return fig
 
 
+@checks(top="count", trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def time_breakdown(trace: Any, by: str = "scope", top: int = 12) -> Figure:
     """Plot where the trace's time went: measured time per call and device summed by `by` ('scope', 'kind'
     or 'opcode'), the `top` largest as horizontal bars."""
@@ -157,6 +161,7 @@ def time_breakdown(trace: Any, by: str = "scope", top: int = 12) -> Figure:
     return fig
 
 
+@checks(top="count", trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def op_rooflines(trace: Any, top: int = 10, kind: str | None = None) -> Figure:
     """Plot the `top` most expensive ops of a trace (of one `kind` only, e.g. 'matmul', when given): measured
     time beside roofline time (log scale), labelled with the fraction of the roofline each op reached."""
@@ -179,6 +184,7 @@ def op_rooflines(trace: Any, top: int = 10, kind: str | None = None) -> Figure:
     return fig
 
 
+@checks(capacity="?size", parts=mapping_of("nonneg", "byte counts"))
 def memory_budget(parts: Mapping[str, float], capacity: float | None = None,
                   title: str = "Memory per device, as the compiler plans it") -> Figure:
     """Plot a stacked bar of a device's memory by part (bytes), e.g. arguments, outputs, temporaries from

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..estimate import Estimate
-from ..hardware.chips import Chip, get_chip
+from ..hardware.chips import Chip, chip_names, get_chip
 from ..training import Memory, idle_fraction, layer_cost, x_opt
-from .base import figure, finish
+from ..units import check_choice, check_positive, checks, is_a
+from .base import figure, finish, mapping_with
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -47,6 +48,7 @@ class StrategyCurves:
     crossovers: dict[str, float | None]
 
 
+@checks(n="nonneg")
 def tokens(n: float) -> str:
     """Format a token count the way the text quotes it: '650k', '3.5M'."""
     return f"{n / 1e6:.2g}M" if n >= 1e6 else f"{n / 1e3:.3g}k" if n >= 1e3 else f"{n:.3g}"
@@ -57,6 +59,7 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+@checks(B="size", D="size", F="size", N="count", M_X="count", M_Y="count")
 def best_split(B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
                M_Y: int = 1) -> tuple[Estimate, int, int]:
     """Return (the FSDP + TP layer `Estimate`, X, Y) at the divisor of N nearest X_opt = sqrt((B/F)(M_X/M_Y)N).
@@ -72,6 +75,7 @@ def best_split(B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int 
     return min(options, key=lambda o: (o[0].t_comms, o[1]))
 
 
+@checks(B="size", D="size", F="size", N="count", M_X="count", M_Y="count")
 def strategy_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
                   M_Y: int = 1) -> tuple[Estimate, int, int]:
     """Return (the layer `Estimate`, X, Y) of `strategy` on N chips: DP, FSDP and TP use every chip over all
@@ -94,6 +98,7 @@ def _crossover(batches: Sequence[float], t_math: Sequence[float], t_comms: Seque
     return None
 
 
+@checks(N="count", D="size", F="size", M_X="count", M_Y="count", batches="?sizes")
 def strategy_curves(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
                     M_Y: int = 1, batches: Sequence[float] | None = None) -> StrategyCurves:
     """Return every strategy's per-layer times against the global batch (ch. 5's training roofline).
@@ -118,6 +123,7 @@ def strategy_curves(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F:
     return StrategyCurves(bs, t_math, t_comms, splits, crossovers)
 
 
+@checks(N="count", D="size", F="size", M_X="count", M_Y="count", batches="?sizes")
 def strategy_times(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
                    M_Y: int = 1, batches: Sequence[float] | None = None) -> Figure:
     """Plot per-layer compute time and each strategy's communication time against the global batch B
@@ -149,6 +155,7 @@ def _hbm_bytes(hbm: float | str | Chip | None) -> tuple[float | None, str]:
     return chip.hbm_bytes, f"{chip.name} HBM"
 
 
+@checks(replicated="flag", memory=is_a(Memory))
 def per_chip(memory: Memory, replicated: bool = False) -> dict[str, float]:
     """Return each part of `memory` per chip (bytes): everything split evenly over its chips (FSDP), or with
     `replicated` the parameters, gradients and optimizer state whole on every chip (pure data parallelism)."""
@@ -156,6 +163,9 @@ def per_chip(memory: Memory, replicated: bool = False) -> dict[str, float]:
             for part in _MEMORY_PARTS}
 
 
+@checks(memories=mapping_with(is_a(Memory), "training.Memory"), replicated="names",
+        hbm=lambda name, v: v if v is None or isinstance(v, Chip) else (
+            check_choice(name, v, chip_names()) if isinstance(v, str) else check_positive(name, v)))
 def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None = None,
                 replicated: Sequence[str] = ()) -> Figure:
     """Draw one stacked horizontal bar per entry of `memories`: parameters, gradients, optimizer state and
@@ -163,6 +173,8 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
     parameters and optimizer state whole on every chip (pure DP); the rest are split evenly (FSDP)."""
     if not memories:
         raise ValueError("memories must name at least one Memory")
+    for i, name in enumerate(replicated):
+        check_choice(f"replicated[{i}]", name, memories)
     fig, ax = figure((7.5, 0.7 * len(memories) + 1.8))
     labels = list(memories)
     ys = np.arange(len(labels))[::-1]
@@ -185,6 +197,7 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
     return fig
 
 
+@checks(grid=is_a(list, tuple))
 def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
     """Draw a pipeline schedule (from `training.pipeline_schedule`): one row per stage, one column per time
     slot, forward passes in blue, backward passes in orange, weight-gradient halves ('W', zero-bubble schedules)

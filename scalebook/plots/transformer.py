@@ -11,7 +11,7 @@ import numpy as np
 
 from ..models import TransformerConfig, get_model
 from ..roofline import einsum_flops
-from ..units import fmt_si
+from ..units import checks, fmt_si
 from .diagram import COLOURS, arrow, box, canvas, panels
 from .sharding import PALETTE
 
@@ -110,6 +110,7 @@ def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | No
     return fig
 
 
+@checks(shown="count")
 def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12, title: str | None = None) -> Figure:
     """Draw a mixture-of-experts MLP: a router scores the E experts for each token, the top k (highlighted) run,
     and their outputs are summed with the router's weights. Expert widths and counts come from the model; the
@@ -146,6 +147,7 @@ def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12,
     return fig
 
 
+@checks(T="count", S="count", block="count", causal="flag")
 def flash_tiles(T: int = 8, S: int = 8, block: int = 2, causal: bool = True, title: str | None = None) -> Figure:
     """Draw flash attention's tiling of the T × S score matrix into block × block tiles: tiles loaded and computed
     (numbered in the order one query block visits them), tiles the causal mask skips, and the running state
@@ -181,6 +183,7 @@ def flash_tiles(T: int = 8, S: int = 8, block: int = 2, causal: bool = True, tit
     return fig
 
 
+@checks(N="count", P="count", M="count")
 def matmul_flops(N: int = 3, P: int = 4, M: int = 2, title: str | None = None) -> Figure:
     """Draw how A[N, P] @ B[P, M] adds up to 2·N·P·M FLOPs in three panels: one output element (a dot product
     of length P: 2P FLOPs), one output row (2PM), the whole output (2NPM), each count from `einsum_flops`."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..units import checks
 from ..validation import results
 from .base import figure, finish
 
@@ -17,6 +18,7 @@ __all__ = ["validation"]
 _KIND_MARKERS = {"decode": "o", "prefill": "s", "serve": "D", "training": "^", "memory": "v"}
 
 
+@checks(band="fraction")
 def validation(efficiency: str = "calibrated", band: float = 0.15) -> Figure:
     """Plot predicted against published for every run of `sb.validation` on log axes: the ideal prediction
     (hollow) and the `efficiency` one (filled), the line where they agree and a ±`band` band around it.

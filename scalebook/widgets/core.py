@@ -20,8 +20,10 @@ import numpy as np
 
 from ..estimate import Estimate
 from ..hardware.chips import chip_names, get_chip
+from ..plots.base import has, mapping_with, positive_range
 from ..roofline import achievable_flops, matmul
 from ..svg import Chart
+from ..units import checks, is_a
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 
@@ -104,6 +106,8 @@ class Explorer:
         for control in self.controls.values():
             control.observe(lambda _change: self.refresh(), names="value")
         self.refresh()
+        if isinstance(self.result, Exception):  # an explorer opens on a worked answer: a bad start is the caller's
+            raise self.result
 
     def values(self) -> dict[str, Any]:
         """Return the current inputs: the controls' values and the fixed ones."""
@@ -145,6 +149,7 @@ class Explorer:
         return bundle
 
 
+@checks(fn=has("__call__", what="a function"))
 def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Explorer:
     """Return an `Explorer` that calls `fn(**values)` whenever a control moves.
 
@@ -155,6 +160,7 @@ def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Expl
     return Explorer(fn, controls, title)
 
 
+@checks(dtype="dtype", points=mapping_with(is_a(Estimate), "Estimates"), intensity=positive_range)
 def roofline_chart(chip: str, dtype: str, points: dict[str, Estimate],
                    intensity: tuple[float, float] = (0.1, 1e5)) -> Chart:
     """Return a fast SVG roofline of `chip` with `points` (Estimates) on it: the widgets' picture."""
@@ -175,6 +181,7 @@ def _roofline_view(chip: str, dtype: str, B: float, D: float, F: float) -> tuple
     return roofline_chart(chip, est.label.split()[-1], {f"matmul, B = {round(B)}": est}), est
 
 
+@checks(dtype="dtype", B="size", D="size", F="size", chips="?names")
 def roofline_explorer(chip: str = "v5e", dtype: str = "bf16", B: float = 240, D: float = 8192,
                       F: float = 8192, chips: Sequence[str] | None = None) -> Explorer:
     """Return an explorer of one matmul X[B,D] @ W[D,F] on a chip's roofline (opens on v5e's knee, B=240)."""

@@ -15,7 +15,7 @@ from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import check_parallelism, critical_batch
-from ..units import fmt_bytes, fmt_rate, fmt_time
+from ..units import checks, fmt_bytes, fmt_rate, fmt_time
 from .core import Explorer, Log, explore
 from .sharding import _first
 
@@ -26,6 +26,7 @@ GPU_COUNTS = [8, 16, 64, 72, 144, 256, 576, 1024, 2048, 4096, 16384]
 GPU_CHIPS = ["h100", "h200", "h800", "b200", "gb200", "a100"]
 
 
+@checks(clock_ghz="size", dtype="dtype")
 def gpu_anatomy_table(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Table:
     """Return what one GPU's parts deliver at a clock (GHz): CUDA cores and tensor cores, FLOPs per tensor core
     per cycle for the chip's `dtype` peak, the CUDA cores' fp32 rate (one op, and FMA as two), on-chip memory,
@@ -47,6 +48,7 @@ def gpu_anatomy_table(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = 
     return Table([{"quantity": q, "value": v} for q, v in rows], title=f"{gpu.name} at {clock_ghz:.2f} GHz")
 
 
+@checks(clock_ghz="size", dtype="dtype")
 def gpu_anatomy_explorer(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Explorer:
     """Return the SM calculator: pick a GPU, a clock and a dtype; opens on the H100 at the 1.83 GHz its tensor
     peak assumes, where a tensor core does 1024 bf16 FLOPs per cycle."""
@@ -54,6 +56,7 @@ def gpu_anatomy_explorer(chip: str = "h100", clock_ghz: float = 1.83, dtype: str
                    clock_ghz=(1.0, 2.2, 0.01, clock_ghz), dtype=_first(["bf16", "fp8", "int8", "fp4"], dtype))
 
 
+@checks(gpus="count", nbytes="size", inner="count", sharp="flag", cluster="text")
 def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = "all_gather", nbytes: float = 1e9,
                   inner: int = 1, sharp: bool = False) -> tuple[Chart, Table]:
     """Return a chart of each network level's time against message size for a collective over `gpus` GPUs of a
@@ -77,6 +80,7 @@ def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = 
     return chart, table
 
 
+@checks(gpus="count", nbytes="size", inner="count", sharp="flag", cluster="text")
 def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str = "all_gather",
                       nbytes: float = 2 * 8192 * 32768, inner: int = 1, sharp: bool = False,
                       title: str = "Collectives on a GPU fat tree") -> Explorer:
@@ -89,6 +93,7 @@ def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str
                    inner=_first([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=_first([False, True], sharp))
 
 
+@checks(gpus="count", batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count", cluster="text")
 def gpu_layout_view(cluster: str = "h100-superpod", gpus: int = 4096, batch_tokens: float = 4e6, tp: int = 8,
                     pp: int = 1, ep: int = 1, E: int = 1, k: int = 1) -> tuple[Chart, Table]:
     """Return a chart of the data-parallel threshold (tokens per GPU) against the GPUs per model replica, with
@@ -106,6 +111,7 @@ def gpu_layout_view(cluster: str = "h100-superpod", gpus: int = 4096, batch_toke
     return chart, table
 
 
+@checks(gpus="count", batch_tokens="size", tp="count", pp="count", cluster="text")
 def gpu_layout_explorer(cluster: str = "h100-superpod", gpus: int = 4096, batch_tokens: float = 4e6, tp: int = 8,
                         pp: int = 8) -> Explorer:
     """Return the layout check (ch. 12, quiz 5): opens on LLaMA-3 70B's 4M-token batch on 4096 H100s with

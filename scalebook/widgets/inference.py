@@ -11,7 +11,7 @@ from ..inference import StepEstimate, cost_per_million_tokens, decode_step
 from ..plots.inference import breakdown_curves, kv_variant_table, pareto_curve
 from ..svg import Chart
 from ..tables import Table
-from ..units import fmt_time
+from ..units import checks, fmt_time
 from .core import Explorer, Log, explore
 from .models import Model, _menu
 
@@ -58,6 +58,7 @@ def _pareto_view(model: str, chip: str, n_chips: int, precision: str, context: f
     return chart, table
 
 
+@checks(n_chips="count", context="size", precision=_PRECISIONS)
 def pareto_explorer(model: Model = "llama3-70b", chip: str = "v5e", n_chips: int = 16, precision: str = "int8",
                     context: float = 8192) -> Explorer:
     """Return an explorer of the latency/throughput trade-off over the batch (the book's interactive Pareto):
@@ -89,6 +90,7 @@ def _breakdown_view(model: str, chip: str, n_chips: int, precision: str, context
     return chart, step
 
 
+@checks(n_chips="count", context="size", batch="size", precision=_PRECISIONS)
 def latency_breakdown_explorer(model: Model = "llama3-70b", chip: str = "v5e", n_chips: int = 16,
                                precision: str = "int8", context: float = 8192, batch: float = 64) -> Explorer:
     """Return an explorer of a decode step's three times (weights, KV caches, FLOPs) against the batch, with the
@@ -117,6 +119,7 @@ def _variants_view(model: str, context: float, batch: float, window: float, loca
     return table, chart
 
 
+@checks(context="size", batch="size", window="size", local_layers="frac0", share="count")
 def kv_variants_explorer(model: Model = "llama3-70b", context: float = 32768, batch: float = 1, window: float = 4096,
                          local_layers: float = 5 / 6, share: int = 2) -> Explorer:
     """Return an explorer of the KV cache under MHA, GQA, MQA, local attention, cross-layer sharing and int8."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..hardware import get_chip
 from ..roofline import estimate
 from ..tables import Table
-from ..units import fmt_bytes, fmt_time
+from ..units import checks, fmt_bytes, fmt_time
 from .core import Explorer, Log, explore
 
 __all__ = ["shard_program_view", "shard_program_explorer", "routing_view", "routing_explorer",
@@ -17,6 +17,7 @@ __all__ = ["shard_program_view", "shard_program_explorer", "routing_view", "rout
 SHARD_PROGRAMS = ("per-shard mean", "roll within shards", "global mean", "roll across shards")
 
 
+@checks(rows="count", cols="count", X="count", Y="count", bytes_per_value="count")
 def shard_program_view(program: str = "per-shard mean", rows: int = 8, cols: int = 16, X: int = 2, Y: int = 4,
                        bytes_per_value: int = 4) -> Table:
     """Return what one device holds and sends for a program on an array [rows, cols] split [rows_X, cols_Y]:
@@ -45,6 +46,7 @@ def shard_program_explorer(program: str = "per-shard mean") -> Explorer:
                    cols=[16, 32, 128, 4096], X=[2, 1, 4, 8], Y=[4, 1, 2, 8])
 
 
+@checks(S="count", D="count", E="count", k="count", devices="count", bytes_per_value="count")
 def routing_view(S: int = 256, D: int = 64, E: int = 16, k: int = 2, devices: int = 8,
                  bytes_per_value: int = 4) -> Table:
     """Return what top-k expert parallelism moves, per device: its tokens, the rows it sends (k per token, the
@@ -67,6 +69,7 @@ def routing_view(S: int = 256, D: int = 64, E: int = 16, k: int = 2, devices: in
                                                                        f"on {devices} devices")
 
 
+@checks(k="count")
 def routing_explorer(k: int = 2) -> Explorer:
     """Return the 10.Q2 explorer (opens on the chapter's toy: 256 tokens, 16 experts, top-2, 8 devices)."""
     return explore(routing_view, title="10.Q2: what top-k routing sends", S=[256, 1024, 8192, 65536],
@@ -74,6 +77,7 @@ def routing_explorer(k: int = 2) -> Explorer:
                    devices=[8, 4, 16, 64])
 
 
+@checks(B="count", D="count", F="count", X="count", Y="count", bidirectional="flag")
 def collective_matmul_view(B: int = 1024, D: int = 2048, F: int = 8192, X: int = 2, Y: int = 4,
                            chip: str = "v5e", bidirectional: bool = False) -> Table:
     """Return the times of x[B_X, D_Y] · w[D, F_Y] on an X × Y slice: jit (AllGather x over Y, then one matmul)
@@ -97,6 +101,7 @@ def collective_matmul_view(B: int = 1024, D: int = 2048, F: int = 8192, X: int =
                  title=f"collective matmul on {X}×{Y} {c.name}" + (" (bidirectional)" if bidirectional else ""))
 
 
+@checks(B="count", D="count", F="count", bidirectional="flag")
 def collective_matmul_explorer(B: int = 1024, D: int = 2048, F: int = 8192, bidirectional: bool = False,
                                title: str = "A collective matmul: what overlaps") -> Explorer:
     """Return the explorer of section 10.4 and 10.Q3/10.Q4 (opens on the book's B=1024, D=2048, F=8192 on a

@@ -16,7 +16,7 @@ from ..models import LETTER_MEANINGS, TransformerConfig, config_table, get_model
 from ..planner import plan
 from ..tables import Table
 from ..training import critical_batch, tp_limit, x_opt
-from ..units import fmt_flops, fmt_si, fmt_time
+from ..units import checks, fmt_flops, fmt_si, fmt_time, is_a
 from .core import Explorer, Log, explore
 
 __all__ = ["config_table", "model_comparison", "run_table", "batch_bounds", "run_explorer",
@@ -36,6 +36,7 @@ def _value(v: Any) -> str:
     return v if isinstance(v, str) else f"{v:,}" if isinstance(v, int) else f"{v:.4g}"
 
 
+@checks(models=is_a(list, tuple))
 def model_comparison(models: Sequence[Model] = ("llama3-8b", "llama3-70b", "llama3-405b")) -> Table:
     """Return a side-by-side table of models: their letters, F/D, parameters, the MLP's and attention's shares
     of them, and training FLOPs per token (6 × matmul parameters, attention's T-dependent FLOPs left out)."""
@@ -61,6 +62,7 @@ def model_comparison(models: Sequence[Model] = ("llama3-8b", "llama3-70b", "llam
     return Table(rows, formats={n: _value for n in names}, title="Models side by side")
 
 
+@checks(tokens="size", n_chips="count", mfu="fraction", usd_per_chip_hour="nonneg")
 def run_table(model: Model = "llama3-70b", tokens: float = 15e12, n_chips: int = 8960, chip: str | Chip = "v5p",
               mfu: float = 0.4, usd_per_chip_hour: float = 0.0) -> Table:
     """Return what a training run costs: FLOPs per token (6 × matmul parameters), total FLOPs for `tokens`, the
@@ -94,6 +96,7 @@ def run_table(model: Model = "llama3-70b", tokens: float = 15e12, n_chips: int =
     return Table(rows, columns=["quantity", "shown"], title=title)
 
 
+@checks(n_chips="count", batch_tokens="size", seq_len="count")
 def batch_bounds(model: Model = "llama3-70b", chip: str | Chip = "v5p", n_chips: int = 8960,
                  batch_tokens: float = 4 * 2**20, seq_len: int = 4096) -> Table:
     """Return the ch. 5-6 checks of a batch on a set of chips, each with what it needs, what the batch has, and
@@ -153,6 +156,7 @@ _CHIP_COUNTS = (256, 1024, 2048, 4096, 8192, 8960, 17920, 35840, 71680, 143360)
 _BATCHES = tuple(2**k for k in range(16, 27))  # tokens per step for the planner: 64Ki ... 64Mi
 
 
+@checks(tokens="size", n_chips="count", mfu="fraction", usd_per_chip_hour="nonneg")
 def run_explorer(model: str = "llama3-70b", tokens: float = 15e12, n_chips: int = 8960, chip: str = "v5p",
                  mfu: float = 0.4, usd_per_chip_hour: float = 0.0) -> Explorer:
     """Return an explorer of a training run's FLOPs, duration and chip-hours (opens on the book's 44-day run)."""
@@ -163,6 +167,7 @@ def run_explorer(model: str = "llama3-70b", tokens: float = 15e12, n_chips: int 
                    usd_per_chip_hour=(0.0, 10.0, 0.25, usd_per_chip_hour))
 
 
+@checks(n_chips="count", batch_tokens="size", seq_len="count")
 def bounds_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int = 8960,
                     batch_tokens: float = 4 * 2**20, seq_len: int = 4096) -> Explorer:
     """Return an explorer of the batch bounds a layout must meet (opens on the book's 4M tokens on a v5p pod)."""
@@ -173,6 +178,7 @@ def bounds_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int =
                    batch_tokens=Log(2**16, 2**26, batch_tokens), seq_len=_menu(seq_len, (2048, 4096, 8192, 16384)))
 
 
+@checks(n_chips="count", batch_tokens="size", seq_len="count", sequence_sharding="flag")
 def plan_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int = 8960, batch_tokens: float = 4 * 2**20,
                   seq_len: int = 4096, sequence_sharding: bool = True) -> Explorer:
     """Return an explorer of `training.plan`: the chosen layout and every candidate with why it lost.

@@ -13,9 +13,10 @@ from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
 from ..inference import StepEstimate, cost_per_million_tokens, decode_step, max_batch, prices, smallest_topology
 from ..models import TransformerConfig, get_model
+from ..plots.base import mapping_of, mapping_with
 from ..serving import Engine, Lengths, Workload, simulate
 from ..tables import Table
-from ..units import dtype_bytes, fmt_bytes, fmt_time
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, is_a, sequence_of
 from .core import Explorer, explore
 from .llama import _menu
 
@@ -68,6 +69,7 @@ def _cost(chip: Chip, rate_per_chip: float) -> float | None:
         return None
 
 
+@checks(chips="?names")
 def flops_per_dollar(chips: Sequence[str] | None = None) -> Table:
     """Return, for each priced chip, its peak bf16 FLOP/s, HBM bandwidth, on-demand USD per hour, and the FLOPs and
     HBM bytes one dollar buys (peak rate x 3600 / price). Prices come from `inference.prices()`, with their date."""
@@ -87,6 +89,7 @@ def flops_per_dollar(chips: Sequence[str] | None = None) -> Table:
                  title=f"What a dollar buys (on-demand prices of {table['date']}; {table['source']})")
 
 
+@checks(rates=mapping_of("size", "tokens/s per chip"))
 def cost_table(rates: Mapping[str, float], chip: str | Chip = "v5e") -> Table:
     """Return dollars per million generated tokens for each labelled throughput (`rates`: label -> tokens/s per
     chip) at `chip`'s listed price per chip-hour."""
@@ -99,6 +102,7 @@ def cost_table(rates: Mapping[str, float], chip: str | Chip = "v5e") -> Table:
                  title=f"Cost of {c.name} at ${_price(c):g} per chip-hour ({prices()['date']})")
 
 
+@checks(context="size", dtypes="names")
 def topology_table(model: Model = "llama3-70b", chip: str | Chip = "v5e", context: float = 8192,
                    dtypes: Sequence[str] = _DTYPES) -> Table:
     """Return the smallest slice for each dtype of weights and KV caches (ch. 8's table): the weights' bytes, KV
@@ -128,6 +132,7 @@ def _step(cfg: TransformerConfig, c: Chip, shape: tuple[int, int], batch: int, c
     return decode_step(cfg, c, n, batch, context, param_bytes=pb, kv_bytes=kb, mesh=mesh)
 
 
+@checks(context="size", decode_tokens="count", grow="count0", dtypes="names")
 def qps_table(model: Model = "llama3-70b", chip: str | Chip = "v5e", context: float = 8192,
               decode_tokens: int = 512, grow: int = 0, dtypes: Sequence[str] = _DTYPES) -> Table:
     """Return queries per second per chip at the largest batch that fits, per dtype (ch. 8): on the smallest
@@ -160,6 +165,7 @@ def qps_table(model: Model = "llama3-70b", chip: str | Chip = "v5e", context: fl
                        f"{context:g}")
 
 
+@checks(dtype="dtype", context="size", decode_tokens="count", batch="count0", ici="flag")
 def serving_summary(model: Model = "llama3-70b", chip: str | Chip = "v5e", dtype: str = "int8",
                     context: float = 8192, topology: str | tuple[int, int] = "4x2", decode_tokens: int = 512,
                     batch: int = 0, ici: bool = False) -> Table:
@@ -213,6 +219,8 @@ def _fastest_batch(cfg: TransformerConfig, c: Chip, shape: tuple[int, int], cont
     return lo, (_step(cfg, c, shape, lo, context, pb, kb, ici) if lo else None)
 
 
+@checks(max_step="size", context="size", ici="flag", weights="dtype", kv="dtype",
+        shapes=lambda name, value: value if value is None else sequence_of("counts", "(X, Y) shapes")(name, value))
 def latency_budget(model: Model = "llama3-405b", chip: str | Chip = "v5e", max_step: float = 15e-3,
                    context: float = 8192, weights: str = "int8", kv: str = "int8", ici: bool = True,
                    shapes: Sequence[tuple[int, int]] | None = None) -> Table:
@@ -254,6 +262,9 @@ def _default_engines() -> dict[str, Engine]:
                                              prefill_chips=24, decode_chips=8)}
 
 
+@checks(n_requests="count", seed="count0", rates="sizes",
+        engines=lambda name, value: value if value is None else mapping_with(is_a(Engine), "serving Engines")(
+            name, value))
 def engine_comparison(rates: Sequence[float] = (1, 2, 4, 6), engines: dict[str, Engine] | None = None,
                       prompt: Lengths | float = _PROMPT, output: Lengths | float = _OUTPUT, n_requests: int = 2000,
                       seed: int = 0) -> Table:
@@ -273,6 +284,7 @@ def engine_comparison(rates: Sequence[float] = (1, 2, 4, 6), engines: dict[str, 
                  title=f"Simulated serving, {n_requests} requests per run")
 
 
+@checks(dtype="dtype", context="count", decode_tokens="count", ici="flag")
 def topology_explorer(model: str = "llama3-70b", chip: str = "v5e", dtype: str = "int8", context: int = 8192,
                       topology: str = "4x2", decode_tokens: int = 512, ici: bool = False) -> Explorer:
     """Return an explorer of one serving configuration: dtype, context and slice shape in; largest batch, step time,

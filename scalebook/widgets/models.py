@@ -21,7 +21,7 @@ from ..roofline import attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import REMAT_SAVES, activation_bytes
-from ..units import dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
 from .core import Explorer, Log, explore
 
 __all__ = ["attention_share", "kv_cache_table", "remat_table",
@@ -46,6 +46,7 @@ def _mha_layer(D: int, F: int) -> TransformerConfig:
     return TransformerConfig(L=1, D=int(D), F=int(F), N=1, K=1, H=int(D), V=1)
 
 
+@checks(T="size", D="count", F="?count", causal="flag")
 def attention_share(T: float, D: int, F: int | None = None, causal: bool = False) -> Table:
     """Return one MHA layer's forward FLOPs per token (gated MLP with F = 4D unless given; N·H = D): the
     projections, the MLP and the dot-product attention over T keys, and their ratios beside the book's T/8D."""
@@ -66,6 +67,7 @@ def attention_share(T: float, D: int, F: int | None = None, causal: bool = False
     return Table(rows, formats=fmt, title=f"One layer, FLOPs per token: D = {D}, F = {F}, T = {T:g}")
 
 
+@checks(context="count", dtype="dtype", batch="count")
 def kv_cache_table(model: Model = "llama3-70b", context: int = 8192, dtype: str = "bf16", batch: int = 1) -> Table:
     """Return the KV-cache bytes per token, per sequence of `context` tokens and for `batch` sequences, for the
     model as configured and for the same model with other attention variants (MHA, MQA, or MLA's full heads)."""
@@ -88,6 +90,7 @@ def kv_cache_table(model: Model = "llama3-70b", context: int = 8192, dtype: str 
     return Table(rows, formats=fmt, title=f"KV cache of {cfg.name or 'the model'}: {dtype}, {context} tokens × {batch}")
 
 
+@checks(tokens="size", seq_len="count", dtype="dtype")
 def remat_table(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: int = 8192, dtype: str = "bf16") -> Table:
     """Return, for each remat policy, the activations saved per layer, their bytes for `tokens` tokens, and the
     training FLOPs per token the hardware does (model FLOPs plus recomputation)."""
@@ -118,6 +121,7 @@ def _menu(model: Model) -> tuple[list[str], Callable[[str], TransformerConfig]]:
     return [first, *[n for n in names if n != first]], get_model
 
 
+@checks(seq_len="count")
 def model_explorer(model: Model = "llama3-70b", seq_len: int = 8192) -> Explorer:
     """Return an explorer of a preset (or your config): its per-component table and its FLOP conventions."""
     menu, lookup = _menu(model)
@@ -146,12 +150,14 @@ def _share_view(T: float, D: float, causal: str) -> tuple[Table, Chart]:
     return table, chart
 
 
+@checks(T="size", D="count", causal=["full", "causal"])
 def attention_share_explorer(T: float = 65536, D: int = 8192, causal: str = "full") -> Explorer:
     """Return an explorer of attention vs matmul FLOPs per token in an MHA layer with F = 4D (the T/8D rule)."""
     return explore(_share_view, title="When does attention dominate?", T=Log(256, 2**24, T), D=Log(512, 65536, D),
                    causal=[causal, *[c for c in ("full", "causal") if c != causal]])
 
 
+@checks(context="count", dtype="dtype", batch="count")
 def kv_cache_explorer(model: Model = "llama3-70b", context: int = 8192, dtype: str = "bf16",
                       batch: int = 1) -> Explorer:
     """Return an explorer of the KV cache: bytes per token, per sequence and per batch, by attention variant."""
@@ -163,6 +169,7 @@ def kv_cache_explorer(model: Model = "llama3-70b", context: int = 8192, dtype: s
                    batch=Log(1, 1024, batch))
 
 
+@checks(tokens="size", seq_len="count")
 def remat_explorer(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: int = 8192) -> Explorer:
     """Return an explorer of saved activations and hardware FLOPs under each remat policy."""
     menu, lookup = _menu(model)
@@ -184,6 +191,7 @@ def _attention_view(T: float, S: float, G: int, K: int, H: int, chip: str) -> tu
     return est, chart
 
 
+@checks(T="size", S="size", G="count", K="count", H="count")
 def attention_roofline_explorer(T: float = 8192, S: float = 8192, G: int = 8, K: int = 8, H: int = 128,
                                 chip: str = "v5e") -> Explorer:
     """Return an explorer of the attention contractions' roofline (flash kernel) against T, S and G = N/K."""

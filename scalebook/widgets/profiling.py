@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..hardware import get_chip
+from ..plots.base import has
 from ..roofline import achievable_flops, estimate
 from ..svg import Chart
 from ..tables import Table
-from ..units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
+from ..units import checks, fmt_bytes, fmt_flops, fmt_rate, fmt_time
 from .core import Explorer, Log, explore
 
 __all__ = ["op_view", "op_explorer", "profile_example_view", "profile_example_explorer", "breakdown_view",
@@ -22,6 +23,7 @@ __all__ = ["op_view", "op_explorer", "profile_example_view", "profile_example_ex
            "memory_check_explorer"]
 
 
+@checks(trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def op_view(trace: Any, op: str) -> tuple[Chart, Table]:
     """Return one op of `trace` on its chip's roofline (where its FLOPs and bytes say it could run, and where its
     measured time puts it) and a table of its numbers: measured and roofline time, FLOPs, bytes, intensity."""
@@ -47,6 +49,7 @@ def op_view(trace: Any, op: str) -> tuple[Chart, Table]:
     return chart, Table([{"quantity": q, "value": v} for q, v in rows], title=f"{op}: measured vs roofline")
 
 
+@checks(top="count", trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def op_explorer(trace: Any, op: str | None = None, top: int = 30) -> Explorer:
     """Return an explorer over the `top` most expensive ops of a captured trace (opens on `op`, default the most
     expensive matmul): each shown on the roofline with its measured time."""
@@ -59,6 +62,7 @@ def op_explorer(trace: Any, op: str | None = None, top: int = 30) -> Explorer:
                    op=[first, *names])
 
 
+@checks(B="size", T="size", D="size", F="size", cores="count", measured_ms="size")
 def profile_example_view(B: float = 32, T: float = 1024, D: float = 8192, F: float = 32768, cores: int = 8,
                          chip: str = "v2", measured_ms: float = 96.0) -> Table:
     """Return the book's profile check for an MLP matmul bf16[B, T, D] x bf16[D, F] split over `cores` TPU cores
@@ -74,6 +78,7 @@ def profile_example_view(B: float = 32, T: float = 1024, D: float = 8192, F: flo
     return Table([{"quantity": q, "value": v} for q, v in rows], title="9.Ex1: how long should the matmul take?")
 
 
+@checks(B="size", T="size", D="size", F="size", measured_ms="size")
 def profile_example_explorer(B: float = 32, T: float = 1024, D: float = 8192, F: float = 32768,
                              measured_ms: float = 96.0) -> Explorer:
     """Return the explorer of 9.Ex1 (opens on the book's up-projection, 95.6 ms predicted, 96 ms profiled)."""
@@ -82,6 +87,7 @@ def profile_example_explorer(B: float = 32, T: float = 1024, D: float = 8192, F:
                    cores=[8, 16, 32, 64], chip=["v2", "v3"], measured_ms=Log(0.1, 1e4, measured_ms))
 
 
+@checks(trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def breakdown_view(trace: Any, by: str = "scope") -> Table:
     """Return where the trace's time went, summed by `by` ('scope', 'kind', 'opcode'): time per step and device
     and its share."""
@@ -91,12 +97,14 @@ def breakdown_view(trace: Any, by: str = "scope") -> Table:
                  formats={"time per step": fmt_time, "share": "{:.0%}".format}, title=f"where the time went, by {by}")
 
 
+@checks(trace=has("events", "table", what="a profiling Trace (profiling.capture)"))
 def breakdown_explorer(trace: Any, by: str = "kind") -> Explorer:
     """Return an explorer of a trace's time summed by kind, scope or opcode (opens on `by`)."""
     options = [by, *[b for b in ("kind", "scope", "opcode") if b != by]]
     return explore(lambda by: breakdown_view(trace, by), title="Where the time went", by=options)
 
 
+@checks(shard_mb="size", hops="count", measured_ms="size")
 def collective_check_view(shard_mb: float = 134.2, chip: str = "v2", hops: int = 1,
                           measured_ms: float = 1.13) -> Table:
     """Return the book's check of a ReduceScatter seen in a profile: a shard of `shard_mb` MB (1e6 bytes) sent
@@ -109,6 +117,7 @@ def collective_check_view(shard_mb: float = 134.2, chip: str = "v2", hops: int =
     return Table([{"quantity": q, "value": v} for q, v in rows], title="9.Ex2: how long should the ReduceScatter take?")
 
 
+@checks(shard_mb="size", measured_ms="size")
 def collective_check_explorer(shard_mb: float = 134.2, chip: str = "v2", measured_ms: float = 1.13) -> Explorer:
     """Return the explorer of 9.Ex2 (opens on the book's 128 MiB shard over one v2 hop: 1.1 ms vs 1.13 ms)."""
     return explore(collective_check_view, title="9.Ex2: a collective's roofline against its profile",
@@ -117,6 +126,7 @@ def collective_check_explorer(shard_mb: float = 134.2, chip: str = "v2", measure
                    hops=(1, 8, 1, 1), measured_ms=Log(0.001, 1e3, measured_ms))
 
 
+@checks(params_gb="size", seen_gb="size")
 def memory_check_view(params_gb: float = 7.5, seen_gb: float = 16.0, chip: str = "v2") -> Table:
     """Return the reading of a memory profile: parameters (GB) out of the memory the profiler shows (GB), what is
     left for activations, gradients and optimizer state, and the chip's HBM for comparison."""
@@ -128,6 +138,7 @@ def memory_check_view(params_gb: float = 7.5, seen_gb: float = 16.0, chip: str =
     return Table([{"quantity": q, "value": v} for q, v in rows], title="9.Ex3: reading a memory profile")
 
 
+@checks(params_gb="size", seen_gb="size")
 def memory_check_explorer(params_gb: float = 7.5, seen_gb: float = 16.0) -> Explorer:
     """Return the explorer of 9.Ex3 (opens on the book's 7.5 GB of parameters in 16 GB: 8.5 GB free)."""
     return explore(memory_check_view, title="9.Ex3: what a memory profile leaves free",

@@ -13,11 +13,13 @@ from ..inference import max_batch
 from ..plots.serving import batching_snapshots
 from ..serving import MODES, Engine, Lengths, Report, Workload, simulate
 from ..svg import Chart
+from ..units import checks, is_a
 from .core import Explorer, Log, explore
 
 __all__ = ["serving_chart", "serving_view", "serving_explorer", "batching_html", "batching_stepper"]
 
 
+@checks(report=is_a(Report))
 def serving_chart(report: Report) -> Chart:
     """Return an SVG chart of each request's TTFT and TPOT (s, log scale) against its arrival time (s)."""
     arrival = report.requests.arrival
@@ -28,6 +30,8 @@ def serving_chart(report: Report) -> Chart:
     return chart
 
 
+@checks(rate="size", slots="count", prompt="size", output="size", prefix_hit="frac0", n_chips="count",
+        param_bytes="size", kv_bytes="size", sigma="nonneg", n_requests="count", seed="count0")
 def serving_view(rate: float, slots: int, mode: str, prompt: float, output: float, prefix_hit: float = 0.0,
                  model: str = "llama3-70b", chip: str = "v5e", n_chips: int = 16, param_bytes: float = 1,
                  kv_bytes: float = 1, sigma: float = 0.5, n_requests: int = 400, seed: int = 0) -> tuple:
@@ -42,6 +46,8 @@ def serving_view(rate: float, slots: int, mode: str, prompt: float, output: floa
     return (*notes, serving_chart(report), report)
 
 
+@checks(rate="size", prompt="size", output="size", slots="?count", n_chips="count", param_bytes="size", kv_bytes="size",
+        n_requests="count")
 def serving_explorer(rate: float = 2.0, mode: str = "interleaved", prompt: float = 1024, output: float = 256,
                      slots: int | None = None, model: str = "llama3-70b", chip: str = "v5e", n_chips: int = 16,
                      param_bytes: float = 1, kv_bytes: float = 1, n_requests: int = 400) -> Explorer:
@@ -62,6 +68,7 @@ def serving_explorer(rate: float = 2.0, mode: str = "interleaved", prompt: float
 _SLOT_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#edc948")
 
 
+@checks(slots="count", step="count0", outputs="counts")
 def batching_html(slots: int, outputs: list[int], step: int) -> str:
     """Return an HTML picture of a continuous-batching engine before decode step `step` (`batching_snapshots`)."""
     _, cells, queue, done = batching_snapshots(slots, outputs, step + 1)[-1]
@@ -86,6 +93,7 @@ class _Html:
         return self.text
 
 
+@checks(slots="count", step="count0", outputs="counts")
 def batching_stepper(slots: int = 4, outputs: tuple[int, ...] = (3, 5, 2, 4, 3, 2, 4), step: int = 0) -> Explorer:
     """Return a stepper through a continuous-batching engine, one decode step per click of the slider (the
     chapter's animation as a widget; the static strip is `plots.serving.continuous_batching`)."""

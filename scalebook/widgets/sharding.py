@@ -18,11 +18,12 @@ import numpy as np
 from ..collectives import KINDS, collective
 from ..estimate import Estimate
 from ..hardware.topology import TpuMesh
+from ..plots.base import mapping_of
 from ..plots.sharding import PALETTE, RING_KINDS, RingStep, device_blocks, ring_schedule
 from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
 from ..svg import Chart
 from ..tables import Table
-from ..units import dtype_bytes, fmt_bytes, fmt_time
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
 from .tpu import Picture
 
@@ -33,6 +34,7 @@ TPU_CHIPS = ["v5e", "v4p", "v5p", "v6e", "tpu7x"]
 _WRAP = {"auto": None, "wraparound": True, "no wraparound": False}
 
 
+@checks(name="text", dims="names", axes="names")
 def spec_options(name: str, dims: Sequence[str], axes: Sequence[str] = ("X", "Y")) -> list[str]:
     """Return every sharding of a 2-D array over mesh axes `axes` (each axis used at most once, in mesh order),
     e.g. 'A[I, J]', 'A[I_X, J]', ..., 'A[I_X, J_Y]', 'A[I_XY, J]'."""
@@ -57,6 +59,7 @@ def _pow2(x: float) -> int:
 # --- collectives ---------------------------------------------------------------------------------------------
 
 
+@checks(nbytes="size")
 def collective_chart(mesh: TpuMesh, axes: str | None, kind: str, nbytes: float, also_sharded: str = "") -> Chart:
     """Return an SVG chart of `kind` over `axes` against the array size, with the point for `nbytes` marked."""
     sizes = np.geomspace(1e2, 1e11, 28)
@@ -80,6 +83,7 @@ def _collective_view(kind: str, chip: str, X: int, Y: int, Z: int, axes: str, nb
     return collective_chart(mesh, axes, kind, nbytes, also), collective(kind, mesh, axes, nbytes, also)
 
 
+@checks(X="count", Y="count", Z="count", nbytes="size", axes="text", also_sharded="text", wrap=_WRAP)
 def collective_explorer(kind: str = "all_gather", chip: str = "v5e", X: int = 8, Y: int = 4, Z: int = 1,
                         axes: str = "Y", nbytes: float = 2 * 2048 * 8192, also_sharded: str = "none",
                         wrap: str = "auto") -> Explorer:
@@ -105,6 +109,7 @@ def _matmul_view(A: str, B: str, C: str, chip: str, X: int, Y: int, Z: int,
     return sharded_matmul(f"{A} @ {B} -> {C}", mesh, I=_pow2(I), J=_pow2(J), K=_pow2(K))
 
 
+@checks(X="count", Y="count", Z="count", I="count", J="count", K="count", A="text", B="text", C="text")
 def matmul_explorer(A: str = "A[I_X, J_Y]", B: str = "B[J_Y, K]", C: str = "C[I_X, K]", chip: str = "v5e",
                     X: int = 4, Y: int = 4, Z: int = 1, I: int = 8192, J: int = 8192,  # noqa: E741
                     K: int = 32768) -> Explorer:
@@ -130,6 +135,9 @@ def _schedule(n: int, kind: str, bidirectional: bool, wrap: bool) -> tuple[RingS
     return tuple(ring_schedule(n, kind, bidirectional, wrap))
 
 
+@checks(step="count0", wrap="flag", kind=RING_KINDS,
+        states=lambda name, value: [is_a(RingStep)(f"{name}[{i}]", s) for i, s in enumerate(
+            is_a(list, tuple)(name, value))] and value)
 def ring_html(states: Sequence[RingStep], step: int, kind: str, wrap: bool) -> str:
     """Return an HTML table of a ring collective after `step` steps: a column per device, its pieces as
     coloured cells (pale = partial sum), and the pieces that crossed each link in this step."""
@@ -180,6 +188,7 @@ def _ring_view(n: int, kind: str, direction: str, links: str, step: int) -> Pict
     return Picture(ring_html(states, step, kind, wrap))
 
 
+@checks(n="count", step="count0", direction=["bidirectional", "one-way"], links=["wraparound", "no wraparound"])
 def ring_explorer(n: int = 8, kind: str = "all_gather", direction: str = "bidirectional", links: str = "wraparound",
                   step: int = 1) -> Explorer:
     """Return a step-by-step explorer of a ring collective: which pieces sit on which device after each step."""
@@ -193,6 +202,7 @@ def ring_explorer(n: int = 8, kind: str = "all_gather", direction: str = "bidire
 # --- sharding grid ---------------------------------------------------------------------------------------------
 
 
+@checks(dtype="dtype", axes=mapping_of("count", "axis sizes"), sizes=mapping_of("count", "dimension sizes"))
 def grid_svg(spec: str, axes: dict[str, int], sizes: dict[str, int], dtype: str = "bf16") -> str:
     """Return an SVG of a 2-D array's blocks labelled with the devices holding them, and the mesh coloured by block."""
     owners = device_blocks(spec, axes)
@@ -241,6 +251,7 @@ def _grid_view(spec: str, X: int, Y: int, I: float, J: float, dtype: str) -> Pic
     return Picture(grid_svg(spec, {"X": X, "Y": Y}, {"I": _pow2(I), "J": _pow2(J)}, dtype))
 
 
+@checks(X="count", Y="count", I="count", J="count", dtype="dtype", spec="text")
 def sharding_grid_explorer(spec: str = "A[I_X, J_Y]", X: int = 2, Y: int = 2, I: int = 1024,  # noqa: E741
                            J: int = 4096, dtype: str = "bf16") -> Explorer:
     """Return an explorer of which device holds which block of A[I, J] for a chosen sharding and mesh."""
@@ -264,6 +275,7 @@ def _memory_view(spec: str, chip: str, X: int, Y: int, Z: int, dtype: str, **siz
     return Table(rows, title=f"{spec} on {mesh}")
 
 
+@checks(X="count", Y="count", Z="count", dtype="dtype", spec="text")
 def memory_explorer(spec: str = "A[I_XY, J]", chip: str = "v5p", X: int = 2, Y: int = 8, Z: int = 2,
                     dtype: str = "int8", **sizes: int) -> Explorer:
     """Return an explorer of a sharded array's memory: local shape, bytes per device, bytes in all and copies.

@@ -12,11 +12,12 @@ from functools import lru_cache
 
 from .. import systolic as _systolic
 from ..estimate import Estimate
-from ..hardware.chips import get_chip
+from ..hardware.chips import chip_names, get_chip
 from ..hardware.topology import TpuMesh
+from ..plots.base import names_in
 from ..roofline import estimate, matmul
 from ..tables import Table
-from ..units import fmt_bytes, fmt_time
+from ..units import checks, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
 
 __all__ = ["Picture", "mesh_svg", "systolic_svg", "torus_explorer", "transfer_explorer", "systolic_explorer",
@@ -41,12 +42,17 @@ def _text(x: float, y: float, s: str, size: int = 10, color: str = "#000", ancho
             f"{html.escape(s)}</text>")
 
 
+@checks(cell="count", max_side="count", mesh=is_a(TpuMesh), marks=is_a(dict, type(None)),
+        route=is_a(list, tuple))
 def mesh_svg(mesh: TpuMesh, marks: Mapping[Coord, str] | None = None, route: Sequence[Coord] = (),
              cell: int = 30, max_side: int = 420) -> str:
     """Return an SVG of the Z = 0 plane of `mesh`: chips with hop counts from chip 0, links, wraparound
     stubs (red, dashed), host trays (green, dotted), chips in `marks` filled with their colour and a
     `route` (a list of chip coordinates) drawn in orange."""
     X, Y = mesh.axes["X"], mesh.axes["Y"]
+    for i, (x, y, *_rest) in enumerate(route):
+        if not (0 <= x < X and 0 <= y < Y):
+            raise ValueError(f"route[{i}]={(x, y)!r} is not a chip of the {X}x{Y} mesh")
     cell = max(14, min(cell, max_side // max(X, Y)))
     pad = 30
     origin = (0,) * len(mesh.axes)
@@ -115,6 +121,7 @@ def _torus_view(chip: str, X: int, Y: int, Z: int) -> tuple[Table, Picture]:
     return Table(rows, title=title), Picture(mesh_svg(mesh))
 
 
+@checks(X="count", Y="count", Z="count", chips=names_in(chip_names))
 def torus_explorer(chip: str = "v5e", X: int = 4, Y: int = 4, Z: int = 1,
                    chips: Sequence[str] = ("v5e", "v6e", "v5p", "v4p", "v3")) -> Explorer:
     """Return an explorer of a TPU slice: per-axis wraparound and hops, diameter, hosts, and its grid."""
@@ -147,6 +154,7 @@ def _transfer_view(chip: str, X: int, Y: int, to_x: int, to_y: int, nbytes: floa
     return est, Picture(picture)
 
 
+@checks(X="count", Y="count", to_x="count0", to_y="count0", nbytes="size")
 def transfer_explorer(chip: str = "v5e", X: int = 4, Y: int = 4, to_x: int = 3, to_y: int = 3,
                       nbytes: float = 2 * 8 * 128 * 8192) -> Explorer:
     """Return an explorer of one send from chip (0, 0) to (to_x, to_y) over ICI (opens on ch. 2, Q5).
@@ -179,6 +187,7 @@ def _offload_view(chip: str, X: int, Y: int, N: float, B: int) -> Table:
                  f"DRAM to chip 0 of a {mesh.chip.name} {mesh.shape_str(mesh.axes)}, then multiplied")
 
 
+@checks(X="count", Y="count", N="size", B="count")
 def offload_explorer(chip: str = "v5e", X: int = 4, Y: int = 4, N: float = 128 * 1024, B: int = 8) -> Explorer:
     """Return an explorer of ch. 2, Q6: a host-resident int8[N, N] matrix gathered to one chip and multiplied."""
     return explore(_offload_view, title="Host DRAM → PCIe → ICI → MXU, stage by stage",
@@ -191,6 +200,7 @@ def _run(B: int, D: int, F: int) -> _systolic.Run:
     return _systolic.simulate(*_systolic.example(B, D, F))
 
 
+@checks(step="count0", cell="count", run=is_a(_systolic.Run))
 def systolic_svg(run: _systolic.Run, step: int, cell: int = 56) -> str:
     """Return an SVG of cycle `step` of a simulated run: weights, the activation in each busy PE coloured by
     its row of X, the partial sums passed down, waiting activations on the left and finished outputs below."""
@@ -234,6 +244,7 @@ def _systolic_view(step: int, B: int, D: int, F: int) -> tuple[Picture, Table]:
     return Picture(systolic_svg(run, t)), Table(rows)
 
 
+@checks(step="count0", B="count", D="count", F="count")
 def systolic_explorer(step: int = 3, B: int = 3, D: int = 4, F: int = 4) -> Explorer:
     """Return an explorer stepping through X[B, D] @ W[D, F] on a D x F weight-stationary systolic array."""
     return explore(_systolic_view, title="A systolic array, one cycle at a time", step=(0, 24, 1, step),

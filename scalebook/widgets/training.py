@@ -10,6 +10,7 @@ import html
 
 from ..hardware.chips import get_chip
 from ..models import get_model
+from ..plots.base import mapping_of
 from ..plots.training import STRATEGY_LABELS, per_chip, strategy_cost, strategy_curves, tokens
 from ..svg import Chart
 from ..tables import Table
@@ -26,7 +27,7 @@ from ..training import (
     tp_limit,
     x_opt,
 )
-from ..units import fmt_bytes, fmt_time
+from ..units import checks, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
 from .sharding import TPU_CHIPS, _first
 from .tpu import Picture
@@ -42,6 +43,7 @@ _COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62
 # --- the training roofline -------------------------------------------------------------------------------------
 
 
+@checks(N="count", D="size", F="size", M_X="count", M_Y="count", B="size")
 def training_roofline_chart(chip: str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
                             M_Y: int = 1, B: float = 4e5) -> tuple[Chart, Table]:
     """Return an SVG chart of per-layer compute and each strategy's communication time against the global batch,
@@ -66,6 +68,7 @@ def training_roofline_chart(chip: str = "v5p", N: int = 4096, D: float = 8192, F
     return chart, table
 
 
+@checks(N="count", D="size", F="size", M_X="count", M_Y="count", B="size")
 def training_roofline_explorer(chip: str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
                                M_Y: int = 1, B: float = 4e5) -> Explorer:
     """Return an explorer of the training roofline (ch. 5's interactive figure); opens on the book's v5p
@@ -88,6 +91,7 @@ def _saves(policy: str, D: int, F: int) -> float | str:
     return (D + 2 * F) / D if policy not in REMAT_SAVES else policy
 
 
+@checks(hbm="size", width="count", parts=mapping_of("nonneg", "byte counts"))
 def memory_picture(parts: dict[str, float], hbm: float, width: int = 560) -> Picture:
     """Return an SVG stacked bar of the bytes per chip in `parts`, with the chip's `hbm` drawn as a line."""
     colors = {"params": "#4e79a7", "grads": "#76b7b2", "optimizer": "#f28e2b", "activations": "#e15759"}
@@ -121,6 +125,7 @@ def _memory_view(model: str, B: float, N: int, chip: str, remat: str, optimizer:
     return memory_picture(parts, c.hbm_bytes), table
 
 
+@checks(B="size", N="count", remat=_REMAT_MENU, layout=["FSDP (state sharded)", "DP (state replicated)"])
 def training_memory_explorer(model: str = "llama2-13b", B: float = 16e6, N: int = 4096, chip: str = "v5p",
                              remat: str = _REMAT_MENU[0], optimizer: str = "adam",
                              layout: str = "FSDP (state sharded)") -> Explorer:
@@ -138,6 +143,7 @@ def training_memory_explorer(model: str = "llama2-13b", B: float = 16e6, N: int 
 # --- pipelining ------------------------------------------------------------------------------------------------
 
 
+@checks(grid=is_a(list, tuple))
 def pipeline_html(grid: list[list[str]]) -> str:
     """Return an HTML table of a pipeline grid: forward cells blue, backward orange, idle cells shaded grey."""
     style = {"F": "background:#4e79a7;color:#fff", "B": "background:#f28e2b;color:#fff", "": "background:#ddd"}
@@ -159,6 +165,7 @@ def _pipeline_view(stages: int, microbatches: int, schedule: str, virtual: int) 
     return Picture(pipeline_html(grid)), table
 
 
+@checks(stages="count", microbatches="count", virtual="count")
 def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1f1b", virtual: int = 2) -> Explorer:
     """Return an explorer of a pipeline schedule: the stage × time grid with idle slots shaded, and the bubble."""
     return explore(
@@ -171,6 +178,7 @@ def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1
 # --- thresholds, capacity and one layout's step (the chapter's worked examples) ----------------------------------
 
 
+@checks(B="size", F="size", N="count", M_X="count", M_Y="count")
 def threshold_table(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int = 4096, M_X: int = 2,
                     M_Y: int = 1) -> Table:
     """Return each strategy's bound on `chip` (ch. 5): tokens per chip DP/FSDP (over all M_X + M_Y axes) and
@@ -189,6 +197,7 @@ def threshold_table(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int 
     return Table(rows, title=f"{get_chip(chip).name}, F = {F:,.0f}, global batch {tokens(B)} tokens")
 
 
+@checks(B="size", F="size", N="count", M_X="count", M_Y="count")
 def threshold_explorer(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int = 4096, M_X: int = 2,
                        M_Y: int = 1) -> Explorer:
     """Return an explorer of every strategy's bound (`threshold_table`); each worked example opens it on its
@@ -215,6 +224,7 @@ def dp_capacity_explorer(chip: str = "v5p", optimizer: str = "adam") -> Explorer
                    state_bytes=[4, 2])
 
 
+@checks(n_chips="count", B="size", X="count", M_X="count", mfu="fraction")
 def layout_step_explorer(model: str = "llama2-13b", chip: str = "v5p", n_chips: int = 4096, B: float = 3e6,
                          strategy: str = "fsdp_tp", X: int = 1024, M_X: int = 2, mfu: float = 0.4) -> Explorer:
     """Return an explorer of one training step under a chosen layout (`training.step_time`), opening on
