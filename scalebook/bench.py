@@ -36,7 +36,7 @@ def default_dtype() -> str:
     return "fp32" if jax.default_backend() == "cpu" else "bf16"
 
 
-@checks(repeats="count", warmup="count", fn=a_function)
+@checks(repeats="count", warmup="count0", fn=a_function)
 def median_time(fn: Callable[..., Any], *args: Any, repeats: int = 5, warmup: int = 1) -> float:
     """Return the median wall time in seconds of `fn(*args)`, waiting for the device each time."""
     if repeats < 1:

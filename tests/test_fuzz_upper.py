@@ -179,11 +179,7 @@ recipe("plots.kv_cache.heads", groups=[[8, 3], [0], 3, None])
 recipe("plots.kv_cache.layer_sharing")
 recipe("plots.kv_cache.paged_cache", lengths=[[37, -1], [2.5], 3, None])
 recipe("plots.kv_cache.cache_sharding")
-recipe("plots.llama.llama_config", lambda: dict(config=sb.models.get_model("llama3-8b").hf_config()
-                                                  if hasattr(sb.models.get_model("llama3-8b"), "hf_config")
-                                                  else {"num_hidden_layers": 2, "hidden_size": 512,
-                                                        "intermediate_size": 2048, "num_attention_heads": 8,
-                                                        "num_key_value_heads": 8, "vocab_size": 1000}),
+recipe("plots.llama.llama_config", lambda: GROUND["models.config_table"][0](),
        config=[{"num_hidden_layers": -2}, 3, None])
 recipe("plots.models.attention_share", models=[["llama3-8bx"], 3, None], T=PAIR)
 recipe("plots.models.param_breakdown", models=[["llama3-8bx"], 3, None])
@@ -373,7 +369,7 @@ recipe("xla.matmul_collectives", lambda: dict(expr="A[I_X, J] @ B[J, K] -> C[I_X
        expr=["A[I] @ ", 3, None], axes=[{"X": 0}, 3, None])
 for _f in ("mlp_train_step", "mlp_argument_bytes"):
     recipe(f"xla.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
-recipe("bench.median_time", lambda: dict(fn=abs), fn=FN)
+recipe("bench.median_time", lambda: dict(fn=abs), fn=FN, warmup="count0")
 recipe("bench.calibrate", n="?count", nbytes="?size", progress="flag")
 recipe("bench.matmul_sweep", lambda: dict(shapes=[(64, 64, 64)]), shapes=[[(64, -1, 64)], [(2.5, 1, 1)], 3, None],
        chip=[3, "abc"], progress="flag")
