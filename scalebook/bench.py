@@ -114,8 +114,9 @@ def sweep_shapes(D: int | None = None, F: int | None = None,
                  batches: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
     """Return (B, D, F) shapes with B doubling, from weight-load-bound to compute-bound, sized for this device.
 
-    On a CPU: D = F = 4096 and B = 1 ... 2048 (the knee is near B = 10; past 2048 a shape only costs time). On an accelerator the weights must take far longer to load
-    than a dispatch (tens of µs), so D = F = 16384 and B = 16 ... 16384.
+    On a CPU: D = F = 4096 and B = 1 ... 2048 (the knee is near B = 10; past 2048 a shape only costs time). On an
+    accelerator the weights must take far longer to load than a dispatch (tens of µs), so D = F = 16384 and
+    B = 16 ... 16384.
     """
     jax, _ = _jax()
     on_cpu = jax.default_backend() == "cpu"
