@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .collectives import fit_bandwidth
 from .hardware.chips import IDEAL, Chip, chip_for_device_kind
 from .roofline import matmul
 from .runtime import a_function, device_mesh, jnp_dtype
@@ -21,7 +22,7 @@ from .tables import Table
 from .units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, sequence_of
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
-           "COLLECTIVE_MODEL"]
+           "BUS_FACTOR", "collective_factors", "COLLECTIVE_MODEL"]
 
 def _jax():
     import jax
@@ -63,9 +64,39 @@ def _progress(items: Iterable, total: int, desc: str, progress: bool):
     return tqdm(items, total=total, desc=desc, disable=not progress, leave=False)
 
 
-@checks(dtype="?dtype", n="?count", nbytes="?size", repeats="count", progress="flag")
+# nccl-tests' bus bandwidth: busbw = algbw · factor(n) over n devices, algbw = V / time (V as `collective_sweep`
+# counts it): what each device's link carries, comparable across group sizes.
+BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+              "reduce_scatter": lambda n: (n - 1) / n}
+
+
+@checks(n_devices="count", link_bandwidth="size")
+def collective_factors(sweep: Table, n_devices: int, link_bandwidth: float) -> tuple[dict[str, float], float]:
+    """Read a GPU node's collective factors off a `collective_sweep` over `n_devices`: per kind, fit
+    T = overhead + V / algbw (`collectives.fit_bandwidth`), turn algbw into nccl-tests' bus bandwidth
+    (`BUS_FACTOR`) and divide by the link's one-way bandwidth (B/s). Return ({kind: busbw / link, at most 1},
+    the median per-call overhead in s): what `Efficiency.collectives` and `latency_node` hold."""
+    if not isinstance(sweep, Table) or not sweep.rows:
+        raise ValueError(f"sweep={sweep!r} must be a non-empty collective_sweep table")
+    if n_devices < 2:
+        raise ValueError(f"n_devices={n_devices!r}: a collective needs at least 2 devices")
+    fractions, overheads = {}, []
+    for kind in ("psum", "all_gather", "psum_scatter"):
+        rows = [r for r in sweep.rows if r["kind"] == kind]
+        if len(rows) < 2:
+            continue
+        algbw, overhead = fit_bandwidth([r["V"] for r in rows], [r["measured"] for r in rows])
+        model = COLLECTIVE_MODEL[kind]
+        fractions[model] = min(1.0, algbw * BUS_FACTOR[model](n_devices) / link_bandwidth)
+        overheads.append(overhead)
+    if not fractions:
+        raise ValueError("sweep holds no psum, all_gather or psum_scatter at two sizes or more")
+    return fractions, statistics.median(overheads)
+
+
+@checks(dtype="?dtype", n="?count", nbytes="?size", repeats="count", progress="flag", collectives="?flag")
 def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | None = None,
-              repeats: int = 5, progress: bool = True) -> Chip:
+              repeats: int = 5, progress: bool = True, collectives: bool | None = None) -> Chip:
     """Measure this device's two roofs and return them as a `Chip` (its other fields from the spec table).
 
     Peak FLOP/s: an n x n x n matmul in `dtype` (n = 2048 on a CPU, 8192 on an accelerator).
@@ -76,7 +107,10 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     The measured chip is also calibrated (`Chip.efficiency("calibrated")`): its roofs are already what this
     device reaches, so its matmul and HBM factors are 1, and their sources say which fraction of the data-sheet
     peaks was measured; the collective factors and per-call latencies are the spec chip's (one device cannot
-    measure them; `collective_sweep` and `collectives.fit_bandwidth` do on several).
+    measure them). With `collectives` (default: whenever this host has two or more GPUs whose spec gives an
+    NVLink bandwidth) it also times AllReduce, AllGather and ReduceScatter over all of them
+    (`collective_sweep`, 1-64 MiB per device) and stores the fitted bus-bandwidth fractions and per-call latency
+    (`collective_factors`) in place of the spec chip's.
     """
     jax, jnp = _jax()
     dtype = dtype or default_dtype()
@@ -103,6 +137,18 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
         **inherited.sources,
         "matmul": measured + (f": {flops_rate / spec_flops:.0%} of the data-sheet peak" if spec_flops else ""),
         "hbm": measured + (f": {bandwidth / spec_bw:.0%} of the data-sheet bandwidth" if spec_bw else "")})
+    devices = len(jax.devices())
+    gpus = base.kind == "gpu" and base.nvlink_bandwidth and devices >= 2 and not on_cpu
+    if collectives and not gpus:
+        raise ValueError(f"collectives=True needs two or more GPUs with an NVLink figure; this host has {devices} "
+                         f"{jax.default_backend()} device(s) of kind {kind!r}")
+    if gpus and collectives is not False:
+        sweep = collective_sweep(("psum", "all_gather", "psum_scatter"), sizes=(2**20, 2**23, 2**26),
+                                 axis_size=devices, repeats=repeats, progress=progress)
+        fractions, latency = collective_factors(sweep, devices, base.nvlink_bandwidth)
+        how = f"measured on this host's {devices} GPUs (collective_sweep, nccl-tests' busbw / NVLink one-way)"
+        calibration = dataclasses.replace(calibration, collectives=fractions, latency_node=latency, sources={
+            **calibration.sources, "collectives": how, "latency_node": how})
     return base.replace(
         name=f"{kind} (measured)", hbm_bandwidth=bandwidth, **{field: flops_rate},
         sources={**base.sources, field: measured, "hbm_bandwidth": measured}, calibration=calibration,

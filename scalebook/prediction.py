@@ -204,14 +204,15 @@ def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inn
 
 @checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
         fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
-        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", grad_bytes="size", master_bytes="size",
-        balanced_stages="flag")
+        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size",
+        master_bytes="size", balanced_stages="flag")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
             fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,
             recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
-            grad_bytes: float = 4, master_bytes: float = 4, balanced_stages: bool = False) -> Prediction:
+            cp_overlap: bool = True, grad_bytes: float = 4, master_bytes: float = 4,
+            balanced_stages: bool = False) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
     Data parallelism is n_chips / (tp·pp·cp). A step is `global_batch_tokens` tokens in sequences of
@@ -231,7 +232,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     - tensor parallelism: per layer and microbatch, 2 AllReduces forward and 2 backward (2 more with full
       recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed;
       with `tp_overlap` each is split with the matmul next to it and only what outlasts that matmul shows;
-      context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs;
+      context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs (with `cp_overlap=False`,
+      all-gathered before the attention and so exposed, as Llama 3 runs it);
       expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
     - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
     - data parallelism: gradients (`grad_bytes` wide: fp32, as Megatron and Llama 3 reduce them) reduce-scattered
@@ -330,7 +332,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         busy_compute = t_compute + t_recompute + t_elem + t_last
         tp_exposed = t_tp if not tp_overlap else model.L / pp * M * _tp_exposed_with_overlap(
             model, mb / cp, tp, C, sp, recompute == "full", ag, rs, ar)
-        cp_exposed = max(0.0, t_cp - attention_flops / C_attention)
+        cp_exposed = max(0.0, t_cp - attention_flops / C_attention) if cp_overlap else t_cp
         busy = busy_compute + tp_exposed + cp_exposed + t_ep
         bubble = busy * (pp - 1) / (virtual_stages * M) if pp > 1 else 0.0
         send_bytes = act / (tp if sp else 1)

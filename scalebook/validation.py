@@ -127,14 +127,15 @@ def _serving(run: Run, efficiency: str | Efficiency) -> float:
     param_bytes, kv_bytes = p.get("param_bytes", width), p.get("kv_bytes", width)
     ideal = efficiency == "ideal"
     common = dict(param_bytes=param_bytes, kv_bytes=kv_bytes, compute_dtype=dtype, efficiency=efficiency)
+    kernel = {"gqa_kernel": p.get("gqa_kernel", True)}
     if run.kind == "decode":
-        step = decode_step(run.model, chip, n, p["batch"], p["context"], **common)
+        step = decode_step(run.model, chip, n, p["batch"], p["context"], **kernel, **common)
         return step.tokens_per_second if run.metric == "tokens_per_second" else step.time * 1e3
     if run.kind == "prefill":
         return prefill(run.model, chip, n, p["tokens"], mfu=1.0 if ideal else None, **common).time * 1e3
     # serve: prefill the whole batch, then osl decode steps at the mean context (KV reads grow linearly).
     first = prefill(run.model, chip, n, p["isl"], mfu=1.0 if ideal else None, batch=p["batch"], **common)
-    step = decode_step(run.model, chip, n, p["batch"], p["isl"] + p["osl"] / 2, **common)
+    step = decode_step(run.model, chip, n, p["batch"], p["isl"] + p["osl"] / 2, **kernel, **common)
     return p["batch"] * p["osl"] / (first.time + p["osl"] * step.time) / n
 
 
@@ -143,7 +144,7 @@ def _training(run: Run, efficiency: str | Efficiency) -> float:
     keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
     layout = {k: p[k] for k in keys if k in p}
     layout.update({k: p[k] for k in ("sequence_parallel", "flash_attention", "master_bytes", "grad_bytes",
-                                     "tp_overlap", "balanced_stages") if k in p})
+                                     "tp_overlap", "cp_overlap", "balanced_stages") if k in p})
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
                          efficiency=efficiency, **layout)
     if run.metric == "params_optimizer_gib":

@@ -128,3 +128,49 @@ def test_calibrated_prefill_runs_its_attention_at_the_flash_kernels_rate():
                                         + scores / (chip.bf16_flops * eff.attention))
     fixed = inference.prefill(model, "h100", 1, 8192, compute_dtype="fp8", efficiency="calibrated", mfu=0.5)
     assert fixed.t_math == pytest.approx((dense + scores) / (chip.fp8_flops * 0.5))
+
+
+def test_collective_factors_read_busbw_and_latency_back_off_a_sweep():
+    """A sweep timed as T = 20 µs + V / algbw, with algbw set so that nccl-tests' busbw is 80 % of a 450 GB/s
+    NVLink (all-reduce: busbw = algbw · 2(n-1)/n), gives back 0.80 and 20 µs, the numbers `calibrate` stores."""
+    n, link, latency = 8, 450e9, 20e-6
+    rows = []
+    for kind, model in (("psum", "all_reduce"), ("all_gather", "all_gather"), ("psum_scatter", "reduce_scatter")):
+        algbw = 0.8 * link / sb.bench.BUS_FACTOR[model](n)
+        rows += [{"kind": kind, "V": v, "measured": latency + v / algbw} for v in (2**20, 2**23, 2**26)]
+    fractions, overhead = sb.bench.collective_factors(sb.tables.Table(rows), n, link)
+    assert fractions == pytest.approx({"all_reduce": 0.8, "all_gather": 0.8, "reduce_scatter": 0.8})
+    assert overhead == pytest.approx(latency)
+    with pytest.raises(ValueError, match="n_devices"):
+        sb.bench.collective_factors(sb.tables.Table(rows), 1, link)
+
+
+def test_calibrate_refuses_to_measure_collectives_without_gpus():
+    pytest.importorskip("jax")
+    with pytest.raises(ValueError, match="collectives=True needs two or more GPUs"):
+        sb.bench.calibrate(progress=False, n=64, nbytes=2**16, repeats=1, collectives=True)
+
+
+def test_a_kernel_blind_to_gqa_reads_each_kv_head_once_per_query_head():
+    """TensorRT-LLM's masked MHA kernel (a thread block per sequence and query head) reads Llama-2-70B's 8 K/V
+    heads once for each of the 64 query heads: 8x the KV bytes per step, the same cache in memory."""
+    model = sb.validation.model("llama2-70b")
+    shared = inference.decode_step(model, "h100", 2, 64, 3072, 1, 1, "fp8", efficiency="calibrated")
+    blind = inference.decode_step(model, "h100", 2, 64, 3072, 1, 1, "fp8", efficiency="calibrated",
+                                  gqa_kernel=False)
+    assert model.N / model.K == 8
+    assert blind.t_kv == pytest.approx(8 * shared.t_kv)
+    assert blind.memory_per_chip == pytest.approx(shared.memory_per_chip)
+    assert blind.time - shared.time == pytest.approx(7 * shared.t_kv)
+
+
+def test_all_gather_context_parallelism_is_exposed():
+    """Llama 3's CP all-gathers K and V before the attention (its section 3.3.2): with `cp_overlap=False` the
+    ring's seconds move from `hidden` to the step's breakdown."""
+    args = ("llama3-405b", "h100", 16384, 2**24, 131072)
+    kw = dict(tp=8, cp=16, pp=16, fsdp=True)
+    ring = sb.training.predict(*args, **kw)
+    gathered = sb.training.predict(*args, **kw, cp_overlap=False)
+    assert ring.breakdown["cp"] == 0 and ring.hidden["cp"] > 0
+    assert gathered.breakdown["cp"] == pytest.approx(ring.hidden["cp"]) and gathered.hidden["cp"] == 0
+    assert gathered.step_time > ring.step_time

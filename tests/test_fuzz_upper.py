@@ -370,12 +370,15 @@ recipe("xla.matmul_collectives", lambda: dict(expr="A[I_X, J] @ B[J, K] -> C[I_X
 for _f in ("mlp_train_step", "mlp_argument_bytes"):
     recipe(f"xla.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
 recipe("bench.median_time", lambda: dict(fn=abs), fn=FN, warmup="count0")
-recipe("bench.calibrate", n="?count", nbytes="?size", progress="flag")
+recipe("bench.calibrate", n="?count", nbytes="?size", progress="flag", collectives="?flag")
 recipe("bench.matmul_sweep", lambda: dict(shapes=[(64, 64, 64)]), shapes=[[(64, -1, 64)], [(2.5, 1, 1)], 3, None],
        chip=[3, "abc"], progress="flag")
 recipe("bench.sweep_shapes", D="?count", F="?count", batches=[[1, 0], [2.5], 3])
 recipe("bench.collective_sweep", kinds=[["all_gahter"], 3, None], sizes=[[1024, NAN], [-1], 3, None],
        progress="flag")
+recipe("bench.collective_factors", lambda: dict(
+    sweep=sb.tables.Table([{"kind": "psum", "V": v, "measured": 1e-5 + v / 1e11} for v in (2**20, 2**24)]),
+    n_devices=8, link_bandwidth=4.5e11), sweep=[3, None, sb.tables.Table([])])
 recipe("profiling.op_costs", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
 recipe("profiling.op_kind", lambda: dict(opcodes="dot"), opcodes=[3, None])
 recipe("profiling.op_scope", lambda: dict(line="%x = f32[2]{0} add(%a, %b)"), line=[3, None])
