@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .collectives import fit_bandwidth
+from .collectives import collective, default_mesh, fit_bandwidth
 from .hardware.chips import IDEAL, Chip, chip_for_device_kind
 from .roofline import matmul
 from .runtime import a_function, device_mesh, jnp_dtype
 from .tables import Table
-from .units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, sequence_of
+from .units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, is_a, sequence_of
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
-           "BUS_FACTOR", "collective_factors", "COLLECTIVE_MODEL"]
+           "collective_factors", "COLLECTIVE_MODEL"]
 
 def _jax():
     import jax
@@ -64,34 +64,39 @@ def _progress(items: Iterable, total: int, desc: str, progress: bool):
     return tqdm(items, total=total, desc=desc, disable=not progress, leave=False)
 
 
-# nccl-tests' bus bandwidth: busbw = algbw · factor(n) over n devices, algbw = V / time (V as `collective_sweep`
-# counts it): what each device's link carries, comparable across group sizes.
-BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-              "reduce_scatter": lambda n: (n - 1) / n}
+@checks(chip=is_a(Chip), n_devices="count")
+def collective_factors(sweep: Table, chip: Chip, n_devices: int) -> dict[str, Any]:
+    """Read the calibrated collective factors of `n_devices` chips off a `collective_sweep` over them.
 
-
-@checks(n_devices="count", link_bandwidth="size")
-def collective_factors(sweep: Table, n_devices: int, link_bandwidth: float) -> tuple[dict[str, float], float]:
-    """Read a GPU node's collective factors off a `collective_sweep` over `n_devices`: per kind, fit
-    T = overhead + V / algbw (`collectives.fit_bandwidth`), turn algbw into nccl-tests' bus bandwidth
-    (`BUS_FACTOR`) and divide by the link's one-way bandwidth (B/s). Return ({kind: busbw / link, at most 1},
-    the median per-call overhead in s): what `Efficiency.collectives` and `latency_node` hold."""
+    Per kind (psum, all_gather, psum_scatter), fit T = overhead + V / algbw (`collectives.fit_bandwidth`) and
+    set it against scalebook's own ideal estimate of the same collective on the slice a calibrated estimate
+    assumes (`collectives.default_mesh`): the fraction is the ideal bandwidth time over the measured one. On a
+    GPU node that is nccl-tests' bus bandwidth over the NVLink rate, per kind (`Efficiency.collectives`), and
+    the median overhead is the fixed cost per call (`latency_node`); on a TPU slice the median fraction is the
+    ICI link's (`link`) and the overhead divided by the ideal estimate's hop count is the cost per hop. Returns
+    the `Efficiency` fields to replace, each fraction at most 1.
+    """
     if not isinstance(sweep, Table) or not sweep.rows:
         raise ValueError(f"sweep={sweep!r} must be a non-empty collective_sweep table")
     if n_devices < 2:
         raise ValueError(f"n_devices={n_devices!r}: a collective needs at least 2 devices")
+    mesh = default_mesh(chip, n_devices)
     fractions, overheads = {}, []
     for kind in ("psum", "all_gather", "psum_scatter"):
         rows = [r for r in sweep.rows if r["kind"] == kind]
         if len(rows) < 2:
             continue
         algbw, overhead = fit_bandwidth([r["V"] for r in rows], [r["measured"] for r in rows])
-        model = COLLECTIVE_MODEL[kind]
-        fractions[model] = min(1.0, algbw * BUS_FACTOR[model](n_devices) / link_bandwidth)
-        overheads.append(overhead)
+        V = max(r["V"] for r in rows)
+        ideal = collective(COLLECTIVE_MODEL[kind], mesh, None, V)
+        fractions[COLLECTIVE_MODEL[kind]] = min(1.0, ideal.t_comms * algbw / V)
+        hops = ideal.t_latency / mesh.hop_latency if chip.kind != "gpu" and ideal.t_latency else 1.0
+        overheads.append(overhead / hops)
     if not fractions:
         raise ValueError("sweep holds no psum, all_gather or psum_scatter at two sizes or more")
-    return fractions, statistics.median(overheads)
+    if chip.kind == "gpu":
+        return {"collectives": fractions, "latency_node": statistics.median(overheads)}
+    return {"link": statistics.median(fractions.values()), "latency_node": statistics.median(overheads)}
 
 
 @checks(dtype="?dtype", n="?count", nbytes="?size", repeats="count", progress="flag", collectives="?flag")
@@ -107,10 +112,10 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     The measured chip is also calibrated (`Chip.efficiency("calibrated")`): its roofs are already what this
     device reaches, so its matmul and HBM factors are 1, and their sources say which fraction of the data-sheet
     peaks was measured; the collective factors and per-call latencies are the spec chip's (one device cannot
-    measure them). With `collectives` (default: whenever this host has two or more GPUs whose spec gives an
-    NVLink bandwidth) it also times AllReduce, AllGather and ReduceScatter over all of them
-    (`collective_sweep`, 1-64 MiB per device) and stores the fitted bus-bandwidth fractions and per-call latency
-    (`collective_factors`) in place of the spec chip's.
+    measure them). With `collectives` (default: whenever this host has two or more GPUs with an NVLink figure,
+    or TPU chips of one JAX device each with an ICI figure) it also times AllReduce, AllGather and
+    ReduceScatter over all of them (`collective_sweep`, 1-64 MiB per device) and stores the fitted fractions
+    and fixed costs (`collective_factors`) in place of the spec chip's.
     """
     jax, jnp = _jax()
     dtype = dtype or default_dtype()
@@ -138,17 +143,20 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
         "matmul": measured + (f": {flops_rate / spec_flops:.0%} of the data-sheet peak" if spec_flops else ""),
         "hbm": measured + (f": {bandwidth / spec_bw:.0%} of the data-sheet bandwidth" if spec_bw else "")})
     devices = len(jax.devices())
-    gpus = base.kind == "gpu" and base.nvlink_bandwidth and devices >= 2 and not on_cpu
-    if collectives and not gpus:
-        raise ValueError(f"collectives=True needs two or more GPUs with an NVLink figure; this host has {devices} "
-                         f"{jax.default_backend()} device(s) of kind {kind!r}")
-    if gpus and collectives is not False:
+    one_device_per_chip = max(getattr(d, "core_on_chip", 0) for d in jax.devices()) == 0  # v2/v3: 2 per chip
+    linked = base.nvlink_bandwidth if base.kind == "gpu" else base.ici_bandwidth and one_device_per_chip
+    measurable = bool(linked) and devices >= 2 and not on_cpu
+    if collectives and not measurable:
+        raise ValueError(f"collectives=True needs two or more GPUs with an NVLink figure or TPU chips (one "
+                         f"device each) with an ICI figure; this host has {devices} {jax.default_backend()} "
+                         f"device(s) of kind {kind!r}")
+    if measurable and collectives is not False:
         sweep = collective_sweep(("psum", "all_gather", "psum_scatter"), sizes=(2**20, 2**23, 2**26),
                                  axis_size=devices, repeats=repeats, progress=progress)
-        fractions, latency = collective_factors(sweep, devices, base.nvlink_bandwidth)
-        how = f"measured on this host's {devices} GPUs (collective_sweep, nccl-tests' busbw / NVLink one-way)"
-        calibration = dataclasses.replace(calibration, collectives=fractions, latency_node=latency, sources={
-            **calibration.sources, "collectives": how, "latency_node": how})
+        fields = collective_factors(sweep, base, devices)
+        how = f"measured over this host's {devices} devices (collective_sweep against the ideal model's time)"
+        calibration = dataclasses.replace(calibration, **fields, sources={
+            **calibration.sources, **{name: how for name in fields}})
     return base.replace(
         name=f"{kind} (measured)", hbm_bandwidth=bandwidth, **{field: flops_rate},
         sources={**base.sources, field: measured, "hbm_bandwidth": measured}, calibration=calibration,

@@ -130,24 +130,42 @@ def test_calibrated_prefill_runs_its_attention_at_the_flash_kernels_rate():
     assert fixed.t_math == pytest.approx((dense + scores) / (chip.fp8_flops * 0.5))
 
 
-def test_collective_factors_read_busbw_and_latency_back_off_a_sweep():
-    """A sweep timed as T = 20 µs + V / algbw, with algbw set so that nccl-tests' busbw is 80 % of a 450 GB/s
-    NVLink (all-reduce: busbw = algbw · 2(n-1)/n), gives back 0.80 and 20 µs, the numbers `calibrate` stores."""
-    n, link, latency = 8, 450e9, 20e-6
-    rows = []
-    for kind, model in (("psum", "all_reduce"), ("all_gather", "all_gather"), ("psum_scatter", "reduce_scatter")):
-        algbw = 0.8 * link / sb.bench.BUS_FACTOR[model](n)
-        rows += [{"kind": kind, "V": v, "measured": latency + v / algbw} for v in (2**20, 2**23, 2**26)]
-    fractions, overhead = sb.bench.collective_factors(sb.tables.Table(rows), n, link)
-    assert fractions == pytest.approx({"all_reduce": 0.8, "all_gather": 0.8, "reduce_scatter": 0.8})
-    assert overhead == pytest.approx(latency)
+def _timed_sweep(times) -> sb.tables.Table:
+    """A collective_sweep-like table whose times come from `times(kind, V)`."""
+    return sb.tables.Table([{"kind": kind, "V": V, "measured": times(kind, V)}
+                            for kind in ("psum", "all_gather", "psum_scatter") for V in (2**20, 2**23, 2**26)])
+
+
+def test_collective_factors_read_busbw_and_latency_back_off_a_gpu_sweep():
+    """Eight H100s timed as T = 20 µs + V / algbw, with algbw set so that nccl-tests' busbw (algbw · 2(n-1)/n for
+    all-reduce, (n-1)/n otherwise) is 80 % of NVLink's 450 GB/s, give back 0.80 per kind and 20 µs per call."""
+    h100, n = sb.get_chip("h100"), 8
+    bus = {"psum": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "psum_scatter": (n - 1) / n}
+    sweep = _timed_sweep(lambda kind, V: 20e-6 + V * bus[kind] / (0.8 * h100.nvlink_bandwidth))
+    fields = sb.bench.collective_factors(sweep, h100, n)
+    assert fields["collectives"] == pytest.approx({"all_reduce": 0.8, "all_gather": 0.8, "reduce_scatter": 0.8})
+    assert fields["latency_node"] == pytest.approx(20e-6)
     with pytest.raises(ValueError, match="n_devices"):
-        sb.bench.collective_factors(sb.tables.Table(rows), 1, link)
+        sb.bench.collective_factors(sweep, h100, 1)
+
+
+def test_collective_factors_read_a_tpu_links_share_and_hop_latency():
+    """Eight v5e chips (the 4x2 slice a calibrated estimate assumes) timed as the ideal model's bandwidth time
+    over 0.9 plus 3 µs per hop of the model's latency term give back link 0.9 and 3 µs per hop."""
+    v5e, n = sb.get_chip("v5e"), 8
+    mesh = collectives.default_mesh(v5e, n)
+    model = sb.bench.COLLECTIVE_MODEL
+
+    def times(kind, V):
+        ideal = collectives.collective(model[kind], mesh, None, V)
+        return ideal.t_comms / 0.9 + 3 * ideal.t_latency  # the ideal hop is 1 µs
+    fields = sb.bench.collective_factors(_timed_sweep(times), v5e, n)
+    assert fields["link"] == pytest.approx(0.9) and fields["latency_node"] == pytest.approx(3e-6)
 
 
 def test_calibrate_refuses_to_measure_collectives_without_gpus():
     pytest.importorskip("jax")
-    with pytest.raises(ValueError, match="collectives=True needs two or more GPUs"):
+    with pytest.raises(ValueError, match="collectives=True needs two or more GPUs"):  # this host: one CPU
         sb.bench.calibrate(progress=False, n=64, nbytes=2**16, repeats=1, collectives=True)
 
 

@@ -378,7 +378,7 @@ recipe("bench.collective_sweep", kinds=[["all_gahter"], 3, None], sizes=[[1024, 
        progress="flag")
 recipe("bench.collective_factors", lambda: dict(
     sweep=sb.tables.Table([{"kind": "psum", "V": v, "measured": 1e-5 + v / 1e11} for v in (2**20, 2**24)]),
-    n_devices=8, link_bandwidth=4.5e11), sweep=[3, None, sb.tables.Table([])])
+    chip=sb.get_chip("h100"), n_devices=8), sweep=[3, None, sb.tables.Table([])], chip=[3, "abc"])
 recipe("profiling.op_costs", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
 recipe("profiling.op_kind", lambda: dict(opcodes="dot"), opcodes=[3, None])
 recipe("profiling.op_scope", lambda: dict(line="%x = f32[2]{0} add(%a, %b)"), line=[3, None])
