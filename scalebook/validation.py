@@ -240,17 +240,20 @@ def disagreements() -> Table:
 
 def summary(efficiency: str = "calibrated") -> dict[str, Any]:
     """Return the suite's scorecard: median and largest absolute error over throughput/time rows (all of them,
-    and those not marked as disagreements), the rows beyond ±35 %, memory rows beyond ±10 %, and the ideal
-    predictions that are not bounds."""
+    those not marked as disagreements, and the held-out ones: all but the calibration points a factor was
+    derived from), the rows beyond ±35 %, memory rows beyond ±10 %, and the ideal predictions that are not
+    bounds."""
     rows = results(efficiency)
     speed = [r for r in rows if r["bound"] is not None]
     memory = [r for r in rows if r["bound"] is None]
     errors = [abs(r["error"]) for r in speed]
     agreeing = [abs(r["error"]) for r in speed if not r["disagreement"]]
+    held_out = [abs(r["error"]) for r in speed if not r["calibration point"]]
     return {
         "runs": len(rows),
         "median abs error": statistics.median(errors) if errors else math.nan,
         "median abs error, agreeing rows": statistics.median(agreeing) if agreeing else math.nan,
+        "median abs error, held-out rows": statistics.median(held_out) if held_out else math.nan,
         "max abs error": max(errors, default=math.nan),
         "beyond 35%": [r["run"] for r in speed if abs(r["error"]) > 0.35],
         "memory beyond 10%": [r["run"] for r in memory if abs(r["error"]) > 0.10],
