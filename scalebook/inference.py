@@ -20,13 +20,12 @@ the collectives ADD to the step instead of hiding under it.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
+from .data import load
 from .estimate import Estimate, feasibility
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
@@ -310,8 +309,7 @@ def smallest_topology(model: TransformerConfig | str, chip: Chip | str, param_by
 @cache
 def prices() -> dict[str, dict]:
     """Return the chip-hour price table (USD per chip-hour, with its date and source) from data/prices.toml."""
-    text = resources.files(__package__).joinpath("data/prices.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return load("data/prices.toml")
 
 
 @checks(tokens_per_second_per_chip="size")

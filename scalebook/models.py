@@ -11,15 +11,12 @@ the backward pass) or inference, and which recomputation counts (model FLOPs vs 
 
 from __future__ import annotations
 
-import difflib
-import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from .data import load
 from .tables import Table
 from .units import (
     check_fields,
@@ -236,8 +233,7 @@ _FIELDS = {f.name for f in fields(TransformerConfig)}
 
 @cache
 def _presets() -> dict[str, dict[str, Any]]:
-    text = resources.files(__package__).joinpath("data/models.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)["models"]
+    return load("data/models.toml")["models"]
 
 
 def model_names() -> list[str]:
@@ -260,7 +256,7 @@ def get_model(name: str | TransformerConfig) -> TransformerConfig:
             table[_norm(alias)] = key
     key = _norm(name)
     if key not in table:
-        close = sorted({table[c] for c in difflib.get_close_matches(key, table, n=4, cutoff=0.5)})
+        close = sorted({table[c] for c in closest(key, table, n=4)})
         raise KeyError(f"model={name!r} is not a preset (closest: {', '.join(close) or 'none'}); "
                        f"presets: {', '.join(model_names())}")
     spec = {k: v for k, v in _presets()[table[key]].items() if k in _FIELDS}
@@ -291,7 +287,7 @@ _UNGATED = {"gpt2", "gpt_neox", "opt", "bloom", "gptj", "falcon"}
 def hf_config(name: str) -> dict[str, Any]:
     """Return the abridged Hugging Face `config.json` stored for a model (`data/hf_configs.json`), as a dict to
     read with `from_hf_config`; unknown names raise `KeyError` listing the closest stored ones."""
-    stored = json.loads(resources.files(__package__).joinpath("data/hf_configs.json").read_text(encoding="utf-8"))
+    stored = load("data/hf_configs.json")
     names = [k for k in stored if not k.startswith("_")]
     if name not in names:
         raise KeyError(f"name={name!r} has no stored config.json; stored: {names} "

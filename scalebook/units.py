@@ -13,7 +13,6 @@ and a dataclass checks its fields in `__post_init__` with `check_fields(self, ..
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import math
@@ -119,9 +118,12 @@ def check_fraction(name: str, value: object) -> float:
     return check_number(name, value, low=0.0, low_open=True, high=1.0, what="a fraction in (0, 1]")
 
 
-def closest(name: object, known: Iterable[str], n: int = 3) -> list[str]:
-    """Return up to `n` names of `known` closest in spelling to `name` (for 'did you mean' messages)."""
-    return difflib.get_close_matches(str(name), list(known), n=n, cutoff=0.5)
+def closest(name: object, known: Iterable[str], n: int = 3, cutoff: float = 0.5) -> list[str]:
+    """Return up to `n` names of `known` closest in spelling to `name` (for 'did you mean' messages), each at least
+    `cutoff` alike (difflib's ratio, 0-1)."""
+    import difflib  # only an error message needs it: kept out of `import scalebook`
+
+    return difflib.get_close_matches(str(name), list(known), n=n, cutoff=cutoff)
 
 
 def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
@@ -252,15 +254,27 @@ def check_kind(name: str, value: object, kind: Kind) -> object:
     return _compile(kind)(name, value)
 
 
+def _parameters(fn: Callable[..., Any]) -> tuple[list[str], list[str]]:
+    """The names of `fn`'s positional and keyword-only parameters: read off a plain function's code object (a
+    signature costs a hundred times more, and `checks` runs for every public function at import), else from
+    `inspect.signature` (a wrapped or built-in callable)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__"):
+        params = inspect.signature(fn).parameters.values()
+        return ([p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)],
+                [p.name for p in params if p.kind == p.KEYWORD_ONLY])
+    names = code.co_varnames
+    return list(names[:code.co_argcount]), list(names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+
+
 def checks(**kinds: Kind) -> Callable[[_F], _F]:
     """Decorate a public function so that each named argument is checked by its kind (see `check_kind`) before
     the body runs: the error names the argument, the value and what is allowed. Defaults are not re-checked."""
     def decorate(fn: _F) -> _F:
-        params = inspect.signature(fn).parameters
-        unknown = set(kinds) - set(params)
+        positional, keyword_only = _parameters(fn)
+        unknown = set(kinds) - set(positional) - set(keyword_only)
         if unknown:
             raise TypeError(f"checks: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
-        positional = [p.name for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         # (name, position or -1 for keyword-only, check): compiled once, so a call costs a few dict lookups
         plan = [(name, positional.index(name) if name in positional else -1, _compile(kind))
                 for name, kind in kinds.items()]

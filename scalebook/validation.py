@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import math
 import statistics
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from .data import load
 from .hardware.chips import Efficiency, get_chip
 from .inference import decode_step, prefill
 from .models import TransformerConfig, get_model
@@ -66,8 +65,7 @@ class Run:
 
 @cache
 def _data() -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("data/published_runs.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return load("data/published_runs.toml")
 
 
 def sources() -> dict[str, str]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
+from ..data import load
 from ..tables import Table
-from ..units import check_fields, check_kind, checks, fmt_bytes, fmt_rate, is_a, sequence_of
+from ..units import check_fields, check_kind, checks, closest, fmt_bytes, fmt_rate, is_a, sequence_of
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
            "IDEAL", "EFFICIENCY_MODES"]
@@ -223,8 +221,7 @@ class Chip:
 
 @cache
 def _load() -> tuple[dict[str, Chip], dict[str, str]]:
-    text = resources.files(__package__).joinpath("chips.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = load("hardware/chips.toml")
     refs: dict[str, str] = data["sources"]
     chips: dict[str, Chip] = {}
     for key, spec in data["chips"].items():
@@ -279,7 +276,7 @@ def get_chip(name: str | Chip) -> Chip:
     if key.startswith("tpu") and key[3:] in table:
         key = key[3:]
     if key not in table:
-        close = difflib.get_close_matches(key, table.keys(), n=4, cutoff=0.4)
+        close = closest(key, table, n=4, cutoff=0.4)
         suggestions = sorted({_load()[0][table[c]].name for c in close})
         hint = f"closest: {', '.join(suggestions)}" if suggestions else "no close match"
         raise KeyError(f"chip={name!r} is not known ({hint}); known chips: {', '.join(chip_names())}")

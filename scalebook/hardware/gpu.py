@@ -10,13 +10,12 @@ level i.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ..tables import Table
-from ..units import check_fields, check_int, checks, fmt_rate
+from ..units import check_fields, check_int, checks, closest, fmt_rate
 from .chips import Chip, get_chip
 
 __all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
@@ -290,7 +289,7 @@ def get_cluster(name: str, gpus: int | None = None, sharp: bool = False) -> GpuC
     """Return a named system ('h100-superpod', 'gb200-nvl72', ... see PRESETS), optionally with fewer `gpus`."""
     key = str(name).lower().replace("_", "-").replace(" ", "-")
     if key not in PRESETS:
-        close = difflib.get_close_matches(key, PRESETS, n=3, cutoff=0.3)
+        close = closest(key, PRESETS, cutoff=0.3)
         raise KeyError(f"cluster={name!r} is not known (closest: {', '.join(close) or 'none'}); "
                        f"known clusters: {', '.join(PRESETS)}")
     chip, size = PRESETS[key]

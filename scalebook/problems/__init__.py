@@ -7,12 +7,13 @@ key is code, not a table of numbers, so it can never drift from the package it t
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from ..units import closest
 
 __all__ = ["Problem", "problem", "get_problem", "list_problems"]
 
@@ -59,7 +60,7 @@ def get_problem(qid: str) -> Problem:
     """Return the problem with id `qid`; unknown ids raise `KeyError` naming the closest ones."""
     registry = _load_all()
     if qid not in registry:
-        close = difflib.get_close_matches(str(qid), registry.keys(), n=4, cutoff=0.5)
+        close = closest(qid, registry, n=4)
         raise KeyError(f"qid={qid!r} is not a known problem; closest: {close or sorted(registry)[:8]}")
     return registry[qid]
 
