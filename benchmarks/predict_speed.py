@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 import scalebook as sb
-import scalebook.prediction as prediction
+import scalebook.training.prediction as prediction
 import scalebook.validation as validation
 
 TOKENS, SEQ = 16 * 2**20, 8192

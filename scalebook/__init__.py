@@ -15,6 +15,7 @@ function of it is called; `plots` and `widgets` import matplotlib and ipywidgets
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is loaded on first use
@@ -37,7 +38,7 @@ __all__ = [
     "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
     "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-    "sharded_ops", "labs", "pipeline", "planner", "prediction", "validation", "multihost", "problems", "notebooks",
+    "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks",
     "cli", "cheatsheet",
 ]
 
@@ -54,6 +55,13 @@ _NAMES = {
 # The chapters' labs under the names chapters 7 and 10 use: `sb.decoder`, `from scalebook import sharded_ops`.
 _LAB_NAMES = {"decoder": "labs.ch07_decoder", "sharded_ops": "labs.ch10_programs"}
 _MODULES = set(__all__) - set(_NAMES) - set(_LAB_NAMES) | {"tables"}
+# Old names, each with the module that replaced it and the release that removes it (JAX's `_deprecations` style):
+# a use warns, then works.
+_DEPRECATED = {
+    "pipeline": ("training.pipeline", "sb.pipeline is sb.training (pipeline_bubble, pipeline_schedule, ...)", "0.3"),
+    "planner": ("training.planner", "sb.planner is sb.training (plan, check_parallelism)", "0.3"),
+    "prediction": ("training.prediction", "sb.prediction is sb.training (predict, Prediction)", "0.3"),
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -63,6 +71,10 @@ def __getattr__(name: str) -> Any:
         return value
     if name in _MODULES or name in _LAB_NAMES:
         return importlib.import_module(f"{__name__}.{_LAB_NAMES.get(name, name)}")
+    if name in _DEPRECATED:
+        target, message, removal = _DEPRECATED[name]
+        warnings.warn(f"{message}; the old name goes in release {removal}", DeprecationWarning, stacklevel=2)
+        return importlib.import_module(f"{__name__}.{target}")
     raise AttributeError(f"module 'scalebook' has no attribute {name!r}")
 
 

@@ -30,9 +30,9 @@ from .hardware.chips import get_chip, list_chips
 from .hardware.gpu import PRESETS, GpuCluster, get_cluster
 from .hardware.topology import TpuMesh
 from .notebooks import sync
-from .planner import plan
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
+from .training.planner import plan
 from .units import DTYPE_BYTES, check_choice, check_int, fmt_time, parse_size
 
 __all__ = ["main", "parse_shape", "parse_mesh", "parse_sizes"]

@@ -24,8 +24,8 @@ from .data import load
 from .hardware.chips import Efficiency, get_chip
 from .inference import decode_step, prefill
 from .models import TransformerConfig, get_model
-from .prediction import predict as train_predict
 from .tables import Table
+from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
 
 __all__ = ["Run", "runs", "sources", "model", "predict", "results", "table", "summary", "disagreements",

@@ -11,7 +11,6 @@ the result is finite and non-negative.
 from __future__ import annotations
 
 import functools
-import inspect
 import numbers
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Any
 import fuzzing
 import numpy as np
 import pytest
-from fuzzing import HUGE, INF, NAN, bad_cases, classify, guarded, missing_recipes, resolve, summary
+from fuzzing import HUGE, INF, NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,8 +28,9 @@ import scalebook.validation  # noqa: F401  (not imported by `import scalebook`)
 
 MODULES = [
     "units", "estimate", "roofline", "hardware.chips", "hardware.topology", "hardware.gpu", "hardware.sm", "models",
-    "sharding", "serving", "pipeline", "planner", "cheatsheet", "systolic", "tables", "svg", "hlo", "grading",
-    "training", "prediction", "inference", "collectives", "validation",
+    "sharding", "serving", "training.pipeline", "training.planner", "cheatsheet", "systolic", "tables", "svg", "hlo",
+    "grading", "training", "training.layout", "training.book", "training.footprint", "training.prediction",
+    "inference", "collectives", "validation",
 ]
 
 # Public callables that take no part in the fuzz, each with its reason.
@@ -50,7 +50,9 @@ EXEMPT = {
     "sharding.Step": RECORD, "sharding.Plan": RECORD, "sharding.ArraySpec": "built by parse_spec, which is fuzzed",
     "systolic.Frame": RECORD, "systolic.Run": RECORD,
     "hlo.HloOp": "built by parse_op, which is fuzzed", "hlo.Collective": "built by hlo.collectives, fuzzed",
-    "planner.TrainingPlan": RECORD, "prediction.Prediction": RECORD, "training.Memory": RECORD,
+    "training.planner.TrainingPlan": RECORD, "training.prediction.Prediction": RECORD,
+    "training.layout.Layout": "a record of degrees, validated in __post_init__ (test_training_package)",
+    "training.Memory": RECORD,
     "hardware.gpu.LevelSpan": RECORD, "hardware.gpu.NvLink": "a constant table's row type (NVLINK)",
     "validation.Run": "a row of the published-runs suite (data, not a calculator)",
     "estimate.Overlap": "a mixin with no constructor arguments",
@@ -221,29 +223,29 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "serving.simulate": (lambda: dict(workload=sb.serving.Workload(4.0),
                                       engine=sb.serving.Engine("llama3-8b", "v5e", 8), n_requests=50),
                          {"workload": "obj", "engine": "obj", "n_requests": "count", "seed": "count0"}),
-    "pipeline.pipeline_bubble": (lambda: dict(stages=4, microbatches=8),
+    "training.pipeline.pipeline_bubble": (lambda: dict(stages=4, microbatches=8),
                                  {"stages": "count", "microbatches": "count", "schedule": "name", "virtual": "count"}),
-    "pipeline.pipeline_schedule": (lambda: dict(stages=4, microbatches=8),
+    "training.pipeline.pipeline_schedule": (lambda: dict(stages=4, microbatches=8),
                                    {"stages": "count", "microbatches": "count", "schedule": "name"}),
-    "pipeline.interleaved_schedule": (lambda: dict(stages=4, microbatches=8),
+    "training.pipeline.interleaved_schedule": (lambda: dict(stages=4, microbatches=8),
                                       {"stages": "count", "microbatches": "count", "virtual": "count"}),
-    "pipeline.zero_bubble_schedule": (lambda: dict(stages=4, microbatches=8),
+    "training.pipeline.zero_bubble_schedule": (lambda: dict(stages=4, microbatches=8),
                                       {"stages": "count", "microbatches": "count"}),
-    "pipeline.greedy_schedule": (lambda: dict(devices=2, ops=[0, 1, 2, 3], device_of=lambda op: op % 2,
+    "training.pipeline.greedy_schedule": (lambda: dict(devices=2, ops=[0, 1, 2, 3], device_of=lambda op: op % 2,
                                               needs=lambda op: [op - 2] if op >= 2 else [], priority=lambda op: (op,)),
                                  {"devices": "count", "ops": [3, "abc", None], "device_of": [3, None],
                                   "needs": [3, None], "priority": [3, None], "may_start": [3, "abc"]}),
     "models.expected_experts": (lambda: dict(B=8, E=16, k=2), {"B": "nonneg", "E": "count", "k": "count"}),
-    "pipeline.idle_fraction": (lambda: dict(grid=sb.pipeline.pipeline_schedule(2, 2)),
+    "training.pipeline.idle_fraction": (lambda: dict(grid=sb.training.pipeline_schedule(2, 2)),
                                {"grid": [[], [[]], 3, None]}),
-    "pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8, hardware="v5p"),
+    "training.pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8, hardware="v5p"),
                                 {"batch_tokens": "size", "D": "count", "stages": "count", "microbatches": "count",
                                  "hardware": "name", "dtype": "name"}),
-    "planner.plan": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
+    "training.planner.plan": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
                      {"model": "name", "chip": "name", "n_chips": "count", "batch_tokens": "size",
                       "seq_len": "count", "saves_per_layer": [NAN, -1, INF, "blok", None], "optimizer": "name",
                       "sequence_sharding": "flag", "efficiency": "?name", "tp_overlap": "flag", "fsdp": "?flag"}),
-    "planner.check_parallelism": (lambda: dict(cluster=_cluster(), batch_tokens=2**22, tp=8),
+    "training.planner.check_parallelism": (lambda: dict(cluster=_cluster(), batch_tokens=2**22, tp=8),
                                   {"cluster": "obj", "batch_tokens": "size", "tp": "count", "pp": "count",
                                    "ep": "count", "E": "count", "k": "count"}),
     "cheatsheet.constants": (lambda: dict(), {"chips": [("v5e", "v5x"), 3, None]}),
@@ -330,7 +332,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                   "virtual_stages": "count", "recompute": "name", "fsdp": "flag",
                                   "sequence_parallel": ["yes", 2.5], "flash_attention": "flag",
                                   "param_bytes": "size", "grad_bytes": "size", "master_bytes": "size",
-                                  "optimizer": "name"}),
+                                  "optimizer": "name", "reshard_after_forward": "flag"}),
     "training.activation_bytes_per_layer": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=8192,
                                                          seq_len=8192),
                                             {"model": "obj", "tokens": "size", "seq_len": "count", "tp": "count",
@@ -409,7 +411,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                    {"nbytes": "size", "achieved": "size", "peak": "size"}),
     "collectives.fit_bandwidth": (lambda: dict(nbytes=[1e6, 1e7, 1e8], seconds=[1e-4, 2e-4, 1e-3]),
                                   {"nbytes": "sizes", "seconds": "sizes"}),
-    "planner.search": (lambda: dict(model="llama3-8b", hardware=_cluster(), n_chips=64, batch_tokens=2**22,
+    "training.planner.search": (lambda: dict(model="llama3-8b", hardware=_cluster(), n_chips=64, batch_tokens=2**22,
                                     seq_len=8192),
                        {"model": "name", "hardware": "name", "n_chips": "count", "batch_tokens": "size",
                         "seq_len": "count", "efficiency": "name", "tp_overlap": "flag", "fsdp": "?flag"}),
@@ -437,18 +439,7 @@ def test_every_public_callable_has_a_recipe():
 
 
 def test_every_parameter_has_a_kind():
-    gaps = []
-    for name, (_valid, kinds) in R.items():
-        params = inspect.signature(resolve(name)).parameters
-        for p in params.values():
-            if p.name == "self" or p.kind == p.VAR_KEYWORD and p.name in kinds or p.name in kinds:
-                continue
-            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            gaps.append(f"{name}({p.name})")
-        for extra in set(kinds) - set(params):
-            if not (extra in _valid() and any(p.kind == p.VAR_KEYWORD for p in params.values())):
-                gaps.append(f"{name}: no parameter {extra}")
+    gaps = kind_gaps(R)
     assert not gaps, gaps
 
 
@@ -504,7 +495,7 @@ def test_every_recipe_is_a_valid_call():
 
 SCALE = {"count": (1, 64), "count0": (0, 64), "size": (1e-3, 1e6), "nonneg": (0.0, 1e6), "fraction": (0.05, 1.0),
          "frac0": (0.0, 1.0)}
-SLOW = {"serving.simulate", "validation.results", "validation.table", "validation.summary", "planner.plan"}
+SLOW = {"serving.simulate", "validation.results", "validation.table", "validation.summary", "training.planner.plan"}
 
 
 def _scaled(example: Any, kind: str, draw: Any) -> Any:
@@ -550,7 +541,7 @@ def test_plan_any_gpu_count(preset):
         n = int(n)
         try:
             with guarded(10):
-                p = sb.planner.plan("llama3-8b", cluster, n, 4 * 2**20)
+                p = sb.training.plan("llama3-8b", cluster, n, 4 * 2**20)
         except ValueError as exc:  # a valid request that no layout fits is refused, saying so; anything else crashed
             too_small += str(exc).startswith("no layout of") and "HBM" in str(exc)
             if not str(exc).startswith("no layout of"):

@@ -25,7 +25,7 @@ import fuzzing
 import matplotlib
 import numpy as np
 import pytest
-from fuzzing import NAN, bad_cases, classify, guarded, missing_recipes, resolve, summary
+from fuzzing import NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
 from test_fuzz import EXEMPT as GROUND_EXEMPT
 from test_fuzz import R as GROUND  # re-exports of ground-floor callables are fuzzed there
 
@@ -197,7 +197,7 @@ recipe("plots.roofline.roofline", lambda: dict(chips="v5e"), chips=["v5ex", 3, N
 recipe("plots.roofline.batch_roofline", lambda: dict(chip="v5e", shapes=[(8192, 8192)]),
        shapes=[[(8192, -1)], [(NAN, 1)], 3, None], batches=[[1, 0], [2.5], "abc"])
 recipe("plots.roofline.sweep", lambda: dict(result=None), result=OBJ)
-recipe("plots.schedules.schedule_figure", lambda: dict(grid=sb.pipeline.interleaved_schedule(2, 4), title="x"),
+recipe("plots.schedules.schedule_figure", lambda: dict(grid=sb.training.interleaved_schedule(2, 4), title="x"),
        grid=[[], [[]], 3, None], title="-")
 recipe("plots.serving.batching_snapshots", lambda: dict(slots=2, outputs=[3, 2, 4], steps=3),
        outputs=[[3, 0], [2.5], 3, None])
@@ -248,7 +248,7 @@ recipe("plots.training.strategy_times", batches=[[1, NAN], [0], 3])
 recipe("plots.training.per_chip", lambda: dict(memory=_memory()), memory=OBJ)
 recipe("plots.training.memory_bars", lambda: dict(memories={"a": _memory()}), memories=[{"a": 3}, 3, None],
        hbm=[-1, NAN, "v5ex", [3]], replicated=[["b"], 3])
-recipe("plots.training.pipeline", lambda: dict(grid=sb.pipeline.interleaved_schedule(2, 4)),
+recipe("plots.training.pipeline", lambda: dict(grid=sb.training.interleaved_schedule(2, 4)),
        grid=[[], [[]], 3, None], title="-")
 recipe("plots.transformer.layer_einsums", lambda: dict(model="llama3-8b"))
 recipe("plots.transformer.layer_diagram")
@@ -333,7 +333,7 @@ recipe("widgets.training.training_roofline_explorer")
 recipe("widgets.training.memory_picture", lambda: dict(parts={"weights": 1e9}, hbm=16e9),
        parts=[{"w": NAN}, {"w": -1}, 3, None])
 recipe("widgets.training.training_memory_explorer")
-recipe("widgets.training.pipeline_html", lambda: dict(grid=sb.pipeline.interleaved_schedule(2, 4)),
+recipe("widgets.training.pipeline_html", lambda: dict(grid=sb.training.interleaved_schedule(2, 4)),
        grid=[3, None, "abc"])
 recipe("widgets.training.pipeline_explorer")
 recipe("widgets.training.threshold_table")
@@ -440,11 +440,7 @@ def test_every_public_callable_has_a_recipe():
 
 
 def test_every_parameter_has_a_kind():
-    gaps = [f"{name}({p.name})" for name, (_valid, kinds) in R.items()
-            for p in inspect.signature(resolve(name)).parameters.values()
-            if p.name not in kinds and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    gaps += [f"{name}: no parameter {extra}" for name, (valid, kinds) in R.items()
-             for extra in set(kinds) - set(inspect.signature(resolve(name)).parameters) - set(valid())]
+    gaps = kind_gaps(R)
     assert not gaps, gaps
 
 

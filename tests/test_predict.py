@@ -130,7 +130,7 @@ def test_a_tpu_slice_is_accepted_as_hardware():
 def test_the_last_stage_carries_the_head_and_the_loss():
     """The unembedding's extra share and the cross-entropy's passes over [tokens, V/t] fp32 logits land on the
     last stage (all of the head without a pipeline, so only the loss's bytes then)."""
-    from scalebook.prediction import CROSS_ENTROPY_BYTES
+    from scalebook.training.prediction import CROSS_ENTROPY_BYTES
 
     one = training.predict("llama3-8b", "h100", 8, 8 * 8192, 8192)
     W = sb.get_chip("h100").hbm_bandwidth * sb.get_chip("h100").efficiency("calibrated").hbm

@@ -1,6 +1,6 @@
 """Pipeline schedules drawn: a grid from `pipeline` (GPipe, 1F1B, interleaved, zero-bubble) with its idle fraction.
 
-The schedules themselves are computed in `scalebook.pipeline` and re-exported here under the names chapter 5
+The schedules themselves are computed in `scalebook.training.pipeline` and re-exported here under the names chapter 5
 uses (`sb.plots.schedules.interleaved_schedule`, ...).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..pipeline import greedy_schedule, idle_fraction, interleaved_schedule, zero_bubble_schedule
+from ..training.pipeline import greedy_schedule, idle_fraction, interleaved_schedule, zero_bubble_schedule
 from .training import pipeline
 
 if TYPE_CHECKING:

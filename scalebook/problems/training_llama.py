@@ -10,8 +10,8 @@ import math
 
 from ..hardware.chips import get_chip
 from ..models import from_hf_config, get_model, hf_config
-from ..planner import plan
 from ..training import critical_batch, memory
+from ..training.planner import plan
 from . import problem
 
 V5P_POD = 8960  # chips in a full TPU v5p pod, 16 x 20 x 28

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..hardware.chips import get_chip
 from ..hardware.gpu import GpuCluster
 from ..models import get_model
-from ..pipeline import pipeline_bubble
-from ..planner import plan
+from ..training.pipeline import pipeline_bubble
+from ..training.planner import plan
 from ..validation import Run, runs
 from . import problem
 

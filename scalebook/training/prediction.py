@@ -15,21 +15,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .collectives import collective, default_mesh
-from .estimate import feasibility
-from .hardware.chips import Chip, Efficiency
-from .hardware.gpu import GpuCluster, resolve
-from .hardware.topology import TpuMesh
-from .models import TransformerConfig, get_model
-from .training import OPTIMIZERS, _all_to_all_seconds
-from .units import checks, fmt_bytes, is_a
+from ..collectives import collective, default_mesh
+from ..estimate import feasibility
+from ..hardware.chips import Chip, Efficiency
+from ..hardware.gpu import GpuCluster, resolve
+from ..hardware.topology import TpuMesh
+from ..models import TransformerConfig, get_model
+from ..units import checks, fmt_bytes
+from .book import all_to_all_seconds
+from .footprint import RECOMPUTE, REMAT_OF, activation_bytes_per_layer, training_memory
 
-__all__ = ["RECOMPUTE", "CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "activation_bytes_per_layer",
-           "training_memory", "predict"]
-
-RECOMPUTE = ("none", "selective", "full")
-_REMAT_OF = {"none": "none", "selective": "big_matmuls", "full": "block"}
-
+__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "predict"]
 
 @dataclass(frozen=True)
 class Prediction:
@@ -62,79 +58,6 @@ class Prediction:
         head = "" if self.fits or not plain else f"{plain}; "
         return head + (f"step {self.step_time:.4g} s, {self.tokens_per_second_per_chip:.4g} tokens/s/chip, MFU "
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
-
-
-@checks(model=is_a(TransformerConfig), tokens="size", seq_len="count", tp="count", recompute=RECOMPUTE,
-        sequence_parallel="flag", flash_attention="flag")
-def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len: int, tp: int = 1,
-                               recompute: str = "selective", sequence_parallel: bool = True,
-                               flash_attention: bool = True) -> float:
-    """Return the bytes one layer saves for the backward pass of a microbatch of `tokens` tokens in
-    sequences of `seq_len` (both per chip's share of context parallelism), after Korthikanti et al. 2022:
-
-        s·b·h · (10 + 24/t + 5·a·s/(h·t))   without sequence parallelism,
-        s·b·h · (34/t + 5·a·s/(h·t))        with it (the norms and dropouts split over the t TP chips too),
-
-    (s·b = tokens, h = D, a = N heads). The 10 are the norms' inputs, the attention and MLP inputs and the
-    1-byte dropout masks; the 24 split over TP are Q, K, V and the attention output (8) and GELU's input and
-    output (16). With K < N key/value heads, K and V shrink to K/N (4 + 4·K/N); a gated MLP keeps its gate,
-    up and product, 6·F/h (GELU's 4·F/h = 16 at F = 4h). The 5·a·s/h term is the attention scores, softmax
-    and its dropout: never stored with a flash kernel (`flash_attention`) and recomputed under selective
-    recompute. Full recompute keeps only each layer's input, 2·s·b·h (/t with sequence parallelism).
-    """
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute={recompute!r}; allowed: {list(RECOMPUTE)}")
-    sbh = tokens * model.D
-    sp = tp if sequence_parallel else 1
-    if recompute == "full":
-        return 2 * sbh / sp
-    split = 10 / sp + (4 + 4 * model.K / model.N + (6 if model.gated else 4) * model.F / model.D) / tp
-    scores = 0 if flash_attention or recompute == "selective" else 5 * model.N * seq_len / (model.D * tp)
-    return sbh * (split + scores)
-
-
-@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", ep="count", microbatch_tokens="?size",
-        microbatches="count", virtual_stages="count", recompute=RECOMPUTE, fsdp="flag", sequence_parallel="?flag",
-        flash_attention="flag", param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS)
-def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, pp: int = 1, cp: int = 1, dp: int = 1,
-                    microbatch_tokens: float | None = None, microbatches: int = 1, virtual_stages: int = 1,
-                    ep: int = 1,
-                    recompute: str = "selective", fsdp: bool = False, sequence_parallel: bool | None = None,
-                    flash_attention: bool = True, param_bytes: float = 2, grad_bytes: float = 4,
-                    master_bytes: float = 4, optimizer: str = "adam") -> dict[str, float]:
-    """Return the bytes each chip of the most loaded (first) pipeline stage holds, by part.
-
-    Mixed precision keeps bf16 weights (`param_bytes`), fp32 gradients (`grad_bytes`), fp32 master weights
-    (`master_bytes`) and Adam's two fp32 moments: 2 + 4 + 4 + 8 = 18 bytes per parameter (16 with bf16
-    gradients), not the book's 10. The master weights and moments are sharded over the data-parallel chips
-    (and context-parallel ones, which share the weights): ZeRO-1. `fsdp` also shards the gradients (each
-    microbatch's are reduce-scattered as they appear) and stores the weights sharded between steps; during a
-    step the stage's weights stay gathered (not re-sharded after the forward, as Llama 3's FSDP runs). An MoE's
-    routed experts are split `ep` ways on top of that.
-    Activations: `activation_bytes_per_layer` for the L/pp layers of a stage, times the microbatches in
-    flight — under 1F1B the first stage holds min(pp, microbatches) of them, and interleaving with v
-    virtual stages adds (pp-1)/(pp·v) of that (Korthikanti et al. 2022). The logits ([tokens, V/t] fp32)
-    live on the last stage; with one stage they add to the first.
-    """
-    model = get_model(model)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    tokens = (microbatch_tokens or seq_len) / cp
-    sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    experts = model.components().get("MoE routed experts", (0, 0))[0]
-    local = (model.param_count() - experts + experts / ep) / (tp * pp)
-    shards = dp * cp
-    grad_shards = shards if fsdp else 1
-    per_layer = activation_bytes_per_layer(model, tokens, seq_len // cp, tp, recompute, sp, flash_attention)
-    in_flight = min(pp, microbatches) * (1 + (pp - 1) / (pp * virtual_stages) if virtual_stages > 1 else 1)
-    logits = tokens * model.V / tp * 4 if pp == 1 else 0.0
-    return {
-        "weights": local * param_bytes,
-        "gradients": local * grad_bytes / grad_shards,
-        "optimizer": local * (master_bytes + OPTIMIZERS[optimizer] * 4) / shards,
-        "activations": per_layer * model.L / pp * in_flight,
-        "logits": logits,
-    }
 
 
 # Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
@@ -279,7 +202,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     C = chip.peak_flops(dtype) * (1 if ideal else eff.compute(dtype))
     C_attention = C if ideal or not flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
     model_flops = model.flops_per_token(seq_len) * global_batch_tokens / n_chips
-    hw_flops = model.flops_per_token(seq_len, remat=_REMAT_OF[recompute]) * global_batch_tokens / n_chips
+    hw_flops = model.flops_per_token(seq_len, remat=REMAT_OF[recompute]) * global_batch_tokens / n_chips
     attention_flops = 3 * model.attention_flops_per_token(seq_len / 2) * global_batch_tokens / n_chips
     t_compute = (model_flops - attention_flops) / C + attention_flops / C_attention
     t_recompute = (hw_flops - model_flops) / C
@@ -297,7 +220,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     t_cp = 3 * model.L / pp * M * _collective("all_gather", hw, cp, kv * cp, tp, efficiency)
 
     # Expert parallelism: each MoE layer dispatches and combines its tokens (k copies) forward and backward.
-    t_ep = 4 * model.moe_layers / pp * M * _all_to_all_seconds(hw, act, ep, model.k) if ep > 1 else 0.0
+    t_ep = 4 * model.moe_layers / pp * M * all_to_all_seconds(hw, act, ep, model.k) if ep > 1 else 0.0
 
     # Data parallelism over dp·cp chips (weights shared): reduce-scatter the gradients at their width
     # (`grad_bytes`: fp32 by default, as Megatron's and Llama 3's runs reduce them), all-gather bf16 weights.

@@ -1,4 +1,4 @@
-"""Training accounting: memory per chip and the compute/communication roofline of each parallelism strategy.
+"""The book's training model (ch. 5, 6 and 12): the compute/communication roofline of each parallelism strategy.
 
 The strategy formulas follow the book's model of a layer as two matmuls In[B, D] · W_in[D, F] · W_out[F, D]
 (How To Scale Your Model, ch. 5), with B the global token batch, X the data/FSDP degree over M_X mesh
@@ -23,119 +23,19 @@ expert parallelism ('ep' in `layer_cost`) and pipeline stages (P in `step_time`)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
-from .collectives import all_to_all
-from .estimate import Estimate
-from .hardware.chips import Chip, get_chip
-from .hardware.gpu import GpuCluster, resolve
-from .models import TransformerConfig, get_model
-from .pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_comms, pipeline_schedule
-from .units import check_choice, check_int, check_non_negative, check_positive, checks, dtype_bytes, fmt_bytes, is_a
+from ..collectives import all_to_all
+from ..estimate import Estimate
+from ..hardware.chips import Chip, get_chip
+from ..hardware.gpu import GpuCluster, resolve
+from ..models import TransformerConfig, get_model
+from ..units import check_int, check_positive, checks, dtype_bytes, is_a
+from .pipeline import pipeline_bubble, pipeline_comms
 
-# Pipeline schedules (from `pipeline`) and the layout search (`plan`, `TrainingPlan`, `check_parallelism`, from
-# `planner`, which builds on this module; served by `__getattr__` below) keep the names the chapters use.
-__all__ = ["OPTIMIZERS", "REMAT_SAVES", "STRATEGIES", "Memory", "memory", "activation_bytes", "max_params",
-           "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "critical_batch", "tp_limit", "x_opt",
-           "comms_time", "step_time", "mfu", "expert_parallel",
-           "PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms"]
-_PLANNER_NAMES = ("plan", "TrainingPlan", "check_parallelism")
-# A published layout's step and memory (`prediction`, which builds on this module) under the names of issue #19's
-# contract: sb.training.predict(...).
-_PREDICTION_NAMES = ("RECOMPUTE", "Prediction", "predict", "training_memory", "activation_bytes_per_layer")
-
-# Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
-# factored second moment (about none per parameter for large matrices), SGD with momentum one.
-OPTIMIZERS = {"adam": 2, "adamw": 2, "adafactor": 0, "sgd": 1, "none": 0}
-
-# Activations saved per layer for the backward pass, in units of a [tokens, D] array (ch. 4): everything
-# (~20), only the outputs of the seven big matmuls (~7), or only each block's input (1, "block remat").
-REMAT_SAVES = {"none": 20, "big_matmuls": 7, "block": 1}
+__all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "critical_batch", "tp_limit",
+           "x_opt", "comms_time", "step_time", "mfu", "expert_parallel"]
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp", "dp_tp")
-
-
-@dataclass(frozen=True)
-class Memory:
-    """Bytes of training state: whole-model totals, and per chip under ZeRO stage `zero`.
-
-    ZeRO (the data-parallel degree being all `n_chips`): stage 0 replicates everything (plain DP), stage 1
-    shards the optimizer state, stage 2 also the gradients, stage 3 (FSDP) also the parameters. Saved
-    activations are always split with the batch.
-    """
-
-    params: float
-    grads: float
-    optimizer: float
-    activations: float
-    n_chips: int
-    zero: int = 3
-
-    @property
-    def total(self) -> float:
-        return self.params + self.grads + self.optimizer + self.activations
-
-    @property
-    def per_chip(self) -> float:
-        """Bytes each chip holds under the ZeRO stage."""
-        n = self.n_chips
-        return (self.params / (n if self.zero >= 3 else 1) + self.grads / (n if self.zero >= 2 else 1)
-                + self.optimizer / (n if self.zero >= 1 else 1) + self.activations / n)
-
-    def as_dict(self) -> dict[str, float]:
-        return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
-                "activations": self.activations, "total": self.total, "per chip": self.per_chip}
-
-    def __getitem__(self, key: str) -> float:
-        return self.as_dict()[key]
-
-    def __str__(self) -> str:
-        return ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.as_dict().items())
-
-
-@checks(tokens="size", dtype="dtype")
-def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_layer: float | str = 4,
-                     dtype: str = "bf16") -> float:
-    """Return the bytes of activations saved for the backward pass: saves x tokens x D x L x size.
-
-    `saves_per_layer` is a count of [tokens, D]-sized arrays per layer, or a remat policy name from
-    REMAT_SAVES ('none' ~ 20, 'big_matmuls' ~ 7, 'block' = 1).
-    """
-    model = get_model(model)
-    saves = (REMAT_SAVES[check_choice("saves_per_layer", saves_per_layer, REMAT_SAVES)]
-             if isinstance(saves_per_layer, str) else check_non_negative("saves_per_layer", saves_per_layer, 1e3))
-    if tokens <= 0:
-        raise ValueError(f"tokens must be positive, got {tokens!r}")
-    return saves * tokens * model.D * model.L * dtype_bytes(dtype)
-
-
-@checks(batch_tokens="size", n_chips="count", optimizer=OPTIMIZERS, param_dtype="dtype", opt_dtype="dtype",
-        grad_dtype="?dtype", zero=lambda n, v: check_int(n, v, 0, 3))
-def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1, saves_per_layer: float | str = 4,
-           optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32",
-           grad_dtype: str | None = None, zero: int = 3) -> Memory:
-    """Return the training memory: parameters, gradients, optimizer state and saved activations (bytes).
-
-    Gradients are not counted separately by default (`grad_dtype=None`): the book folds them into the
-    optimizer update. Adam with bf16 parameters and fp32 moments is 2 + 8 = 10 bytes per parameter.
-    `zero` (0-3) says which of them are sharded over the chips (see `Memory`).
-    """
-    if zero not in (0, 1, 2, 3):
-        raise ValueError(f"zero={zero!r} must be a ZeRO stage: 0 (replicate), 1, 2 or 3 (fully sharded)")
-    model = get_model(model)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    n_chips = check_int("n_chips", n_chips)
-    P = model.param_count()
-    return Memory(
-        params=P * dtype_bytes(param_dtype),
-        grads=P * dtype_bytes(grad_dtype) if grad_dtype else 0.0,
-        optimizer=P * OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype),
-        activations=activation_bytes(model, batch_tokens, saves_per_layer),
-        n_chips=n_chips,
-        zero=zero,
-    )
 
 
 def _W(chip: Chip) -> float:
@@ -179,7 +79,7 @@ def _chip_and_link(hardware: Chip | str | GpuCluster, model_parallel: int = 1) -
     return chip, W_X * (model_parallel if isinstance(hardware, GpuCluster) else 1)
 
 
-def _all_to_all_seconds(hardware: Chip | GpuCluster, token_bytes: float, Z: int, k: int, M: int = 1) -> float:
+def all_to_all_seconds(hardware: Chip | GpuCluster, token_bytes: float, Z: int, k: int, M: int = 1) -> float:
     """Seconds of one MoE dispatch (or combine) AllToAll of `token_bytes` of tokens over Z experts' chips:
     on a GPU cluster the ragged top-k AllToAll over Z of its GPUs (ch. 12); on a TPU ring the k copies
     cross the bisection, k·V / (4·W_bidi·M) (ch. 3)."""
@@ -218,7 +118,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
         "tp": lambda: 6 * acts / (W_Y * M_Y),
         "fsdp_tp": lambda: max(3 * weights / (Y * W_X * M_X), 6 * acts / (X * W_Y * M_Y)),
         "dp_tp": lambda: max(2 * weights / (Y * W_X * M_X), 6 * acts / (X * W_Y * M_Y)),
-        "ep": lambda: 6 * _all_to_all_seconds(hardware, acts, Z, k, M_X),
+        "ep": lambda: 6 * all_to_all_seconds(hardware, acts, Z, k, M_X),
     }[strategy]()
     nbytes = {"dp": 2 * weights, "fsdp": 3 * weights, "tp": 6 * acts, "ep": 6 * acts * k,
               "fsdp_tp": 3 * weights / Y + 6 * acts / X, "dp_tp": 2 * weights / Y + 6 * acts / X}[strategy]
@@ -292,16 +192,6 @@ def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
     if min(B, F, N, M_X, M_Y) <= 0:
         raise ValueError("B, F, N, M_X and M_Y must be positive")
     return math.sqrt(B / F * M_X / M_Y * N)
-
-
-@checks(optimizer=OPTIMIZERS, param_dtype="dtype", opt_dtype="dtype")
-def max_params(chip: Chip | str, optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32") -> float:
-    """Return the most parameters whose weights and optimizer state fit one chip's HBM (pure data parallelism)."""
-    chip = get_chip(chip)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    per_param = dtype_bytes(param_dtype) + OPTIMIZERS[optimizer] * dtype_bytes(opt_dtype)
-    return chip.hbm_bytes / per_param
 
 
 @checks(model=is_a(TransformerConfig), chip=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
@@ -395,20 +285,6 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluste
     flops = 6 * batch_tokens * (model.k + model.shared) * expert * model.moe_layers / Z
     values = batch_tokens * model.k * model.D * model.moe_layers
     token_bytes = batch_tokens * model.D * model.moe_layers * dtype_bytes(dtype)
-    t_comms = 4 * _all_to_all_seconds(hardware, token_bytes, Z, model.k, M)
+    t_comms = 4 * all_to_all_seconds(hardware, token_bytes, Z, model.k, M)
     return Estimate(flops, values * dtype_bytes(dtype), flops / chip.peak_flops(dtype), t_comms, channel="ICI",
                     label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")
-
-
-def __getattr__(name: str) -> Any:
-    """Serve the planner's names from `planner` and `predict`'s from `prediction` (both import this module, so
-    they cannot be imported at the top)."""
-    if name in _PLANNER_NAMES:
-        from . import planner
-
-        return getattr(planner, name)
-    if name in _PREDICTION_NAMES:
-        from . import prediction
-
-        return getattr(prediction, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,14 +15,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .estimate import Estimate
-from .hardware.chips import Chip
-from .hardware.gpu import GpuCluster, resolve
-from .models import TransformerConfig, get_model
+from ..estimate import Estimate
+from ..hardware.chips import Chip
+from ..hardware.gpu import GpuCluster, resolve
+from ..models import TransformerConfig, get_model
+from ..tables import Table
+from ..units import check_int, checks, fmt_bytes, fmt_time, is_a
+from .book import min_tokens_per_chip, step_time
+from .footprint import OPTIMIZERS, Memory, memory
 from .prediction import Prediction, predict
-from .tables import Table
-from .training import OPTIMIZERS, Memory, memory, min_tokens_per_chip, step_time
-from .units import check_int, checks, fmt_bytes, fmt_time, is_a
 
 __all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]
 

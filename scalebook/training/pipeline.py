@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from .hardware.chips import Chip, get_chip
-from .hardware.gpu import GpuCluster
-from .units import check_int, check_positive, checks, dtype_bytes, is_a
+from ..hardware.chips import Chip, get_chip
+from ..hardware.gpu import GpuCluster
+from ..units import check_int, check_positive, checks, dtype_bytes, is_a
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms",
            "greedy_schedule", "interleaved_schedule", "zero_bubble_schedule"]

@@ -1,0 +1,87 @@
+"""A training layout: how many ways a run splits its batch, its weights, its layers, its sequence and its experts.
+
+`Layout` is the one vocabulary of the training package: `predict` prices one, `plan` searches over them, and
+ch. 5's strategies (DP, FSDP, TP, FSDP + TP, DP + TP with pipelining, in its X/Y/P letters) are layouts too
+(`Layout.from_strategy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..units import check_int
+
+__all__ = ["Layout"]
+
+# ch. 5's strategies in its letters: X the data (or FSDP) degree, Y the tensor-parallel degree, P the stages.
+_STRATEGY_DEGREES = {
+    "dp": lambda X, Y, P: {"dp": X},
+    "fsdp": lambda X, Y, P: {"fsdp": X},
+    "tp": lambda X, Y, P: {"tp": Y},
+    "fsdp_tp": lambda X, Y, P: {"fsdp": X, "tp": Y},
+    "dp_tp": lambda X, Y, P: {"dp": X, "tp": Y, "pp": P},
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parallel degrees of a training run; `chips` = dp · fsdp · tp · pp · cp.
+
+    `dp`: replicas that each hold the whole weights (their optimizer state sharded, ZeRO-1); `fsdp`: replicas
+    that shard weights, gradients and optimizer state (ZeRO-3); a run may have both (hybrid sharding: FSDP
+    inside a group, DP across groups). `tp` tensor, `pp` pipeline stages (each running `virtual_stages` chunks
+    of layers, interleaved), `cp` context parallelism (the sequence split; the weights shared as data
+    parallelism's are). `ep` splits an MoE's experts over chips of the data-parallel groups (so it must divide
+    dp · fsdp · cp). `microbatches`: per replica and step (None: decided by the batch, one sequence each).
+    """
+
+    dp: int = 1
+    fsdp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    virtual_stages: int = 1
+    microbatches: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "fsdp", "tp", "pp", "cp", "ep", "virtual_stages"):
+            check_int(name, getattr(self, name))
+        if self.microbatches is not None:
+            check_int("microbatches", self.microbatches)
+        if (self.dp * self.fsdp * self.cp) % self.ep:
+            raise ValueError(f"ep={self.ep} must divide the data-parallel chips dp·fsdp·cp = "
+                             f"{self.dp * self.fsdp * self.cp}: experts are split over the chips of a replica group")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise ValueError(f"virtual_stages={self.virtual_stages} needs a pipeline (pp > 1)")
+
+    @property
+    def chips(self) -> int:
+        """Chips the layout occupies."""
+        return self.dp * self.fsdp * self.tp * self.pp * self.cp
+
+    @property
+    def data_parallel(self) -> int:
+        """Replicas the batch splits over: dp · fsdp (context parallelism splits each sequence, not the batch)."""
+        return self.dp * self.fsdp
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the weights are fully sharded (FSDP / ZeRO-3) across the data-parallel chips."""
+        return self.fsdp > 1
+
+    @classmethod
+    def from_strategy(cls, strategy: str, X: int = 1, Y: int = 1, P: int = 1) -> Layout:
+        """The layout of ch. 5's `strategy` ('dp', 'fsdp', 'tp', 'fsdp_tp', 'dp_tp') with its X, Y and P."""
+        if strategy not in _STRATEGY_DEGREES:
+            raise ValueError(f"strategy={strategy!r}; allowed: {list(_STRATEGY_DEGREES)}")
+        X, Y, P = (check_int(name, value) for name, value in (("X", X), ("Y", Y), ("P", P)))
+        return cls(**_STRATEGY_DEGREES[strategy](X, Y, P))
+
+    def __str__(self) -> str:
+        parts = [f"{name.upper()} {value}" for name, value in (("tp", self.tp), ("pp", self.pp), ("cp", self.cp),
+                                                              ("ep", self.ep), ("fsdp", self.fsdp), ("dp", self.dp))
+                 if value > 1]
+        if self.virtual_stages > 1:
+            parts.append(f"v={self.virtual_stages}")
+        return " × ".join(parts) or "one chip"
