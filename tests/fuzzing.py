@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import inspect
 import math
 import numbers
 import resource
@@ -46,7 +47,7 @@ BAD = {
 }
 # Words that name the argument in an error besides its own name (a `name` that is a chip's, a `hardware` that is one).
 ALIASES = {"hardware": ("chip",), "name": ("chip", "model", "cluster", "name", "dtype"), "text": ("size", "spec"),
-           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",),
+           "hlo_dtype": ("dtype",), "run": ("run",), "config": ("config",), "mode": ("efficiency",),
            # a list's error may name the element: expr='A[I' for exprs, chip='v5ex' for chips
            **{f"{one}s": (one,) for one in ("expr", "spec", "chip", "model", "dtype", "cluster", "context", "kind",
                                             "shape", "generation", "batch", "size")}}
@@ -58,9 +59,16 @@ def misspell(value: Any) -> str:
 
 
 def resolve(name: str) -> Any:
-    """The callable a recipe names ('module.attr'), looked up as a reader would: sb.training.predict."""
+    """The callable a recipe names, looked up as a reader would: 'module.attr' (sb.training.predict) or
+    'module.Class.method' (sb.models.TransformerConfig.flops_per_token, called with the instance as `self`)."""
     module, _, attr = name.rpartition(".")
-    return getattr(importlib.import_module(f"scalebook.{module}"), attr)
+    try:
+        owner = importlib.import_module(f"scalebook.{module}")
+    except ModuleNotFoundError:
+        if "." not in module:
+            raise
+        owner = resolve(module)
+    return getattr(owner, attr)
 
 
 def public_callables(modules: list[str]) -> dict[str, Any]:
@@ -76,12 +84,40 @@ def public_callables(modules: list[str]) -> dict[str, Any]:
     return found
 
 
-def missing_recipes(recipes: Recipes, exempt: Mapping[str, str], modules: list[str]) -> list[str]:
-    """Public callables of `modules` with neither a recipe nor an exemption. Coverage is by identity: a re-export
-    uses the recipe of the object it re-exports."""
-    public = public_callables(modules)
-    covered = {id(resolve(name)) for name in [*recipes, *exempt]}
-    return sorted(n for n, obj in public.items() if id(obj) not in covered)
+def public_methods(modules: list[str]) -> dict[str, Any]:
+    """{'module.Class.method': function} for every public method (static and class methods included) that a public
+    class of `modules` defines itself; an inherited method is listed under the class that defines it. Properties
+    are read, not called, and are left out."""
+    found = {}
+    for name, obj in public_callables(modules).items():
+        if isinstance(obj, type) and obj.__module__.startswith("scalebook"):
+            for attr, member in vars(obj).items():
+                member = getattr(member, "__func__", member)
+                if not attr.startswith("_") and inspect.isfunction(member):
+                    found[f"{name}.{attr}"] = member
+    return found
+
+
+def missing_recipes(recipes: Recipes, exempt: Mapping[str, str], modules: list[str],
+                    public: Callable[[list[str]], dict[str, Any]] = public_callables) -> list[str]:
+    """Public callables of `modules` (or what `public` lists, e.g. `public_methods`) with neither a recipe nor an
+    exemption. Coverage is by identity: a re-export uses the recipe of the object it re-exports."""
+    covered = {id(getattr(resolve(name), "__func__", resolve(name))) for name in [*recipes, *exempt]}
+    return sorted(n for n, obj in public(modules).items() if id(obj) not in covered)
+
+
+def kind_gaps(recipes: Recipes) -> list[str]:
+    """Parameters a recipe gives no kind ('name(param)'), and kinds naming no parameter (a `**changes` method's
+    keywords count as parameters when the valid call passes them)."""
+    gaps = []
+    for name, (valid, kinds) in recipes.items():
+        params = inspect.signature(resolve(name)).parameters
+        gaps += [f"{name}({p.name})" for p in params.values()
+                 if p.name not in kinds and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        keywords = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        gaps += [f"{name}: no parameter {extra}" for extra in set(kinds) - set(params)
+                 if not (keywords and extra in valid())]
+    return gaps
 
 
 class Hang(Exception):
