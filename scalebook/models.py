@@ -141,12 +141,14 @@ class TransformerConfig:
         parts["norms"] = (2 * self.D * self.L + self.D,) * 2
         return parts
 
+    @checks(active="flag")
     def param_count(self, active: bool = False) -> int:
         """Return the number of parameters (only those a token uses when `active`, for MoE)."""
         return sum(p[1] if active else p[0] for p in self.components().values())
 
     # --- FLOPs -------------------------------------------------------------------------------------------------
 
+    @checks(logits="flag")
     def matmul_params(self, logits: bool = True) -> int:
         """Active parameters that take part in a matmul for every token (embedding lookups and norms don't)."""
         parts = self.components()
@@ -154,11 +156,13 @@ class TransformerConfig:
         total = sum(active for name, (_, active) in parts.items() if name not in skip)
         return total + (self.V * self.D if logits and self.tied else 0)
 
+    @checks(context="nonneg")
     def attention_flops_per_token(self, context: float) -> float:
         """Forward FLOPs of the two attention contractions (Q·Kᵀ and scores·V) for one query token attending
         to `context` keys, over all layers: 2·N·(H_qk + H_v)·context·L."""
         return 2 * self.N * (self.head_qk + self.H) * context * self.L
 
+    @checks(seq_len="count0", training="flag", causal="flag", logits="flag", remat=REMAT_POLICIES)
     def flops_per_token(self, seq_len: int = 0, training: bool = True, causal: bool = True, logits: bool = True,
                         remat: str = "none") -> float:
         """Return FLOPs per token: a forward pass is 2 x matmul parameters + attention; training triples it.
@@ -172,10 +176,6 @@ class TransformerConfig:
             remat: what the backward pass recomputes (hardware FLOPs): 'none'; 'block' (a whole forward
                 pass again: 6 -> 8 x params x tokens); 'big_matmuls' (only the attention contractions).
         """
-        if seq_len < 0:
-            raise ValueError(f"seq_len must be non-negative, got {seq_len!r}")
-        if remat not in REMAT_POLICIES:
-            raise ValueError(f"remat={remat!r}; allowed: {list(REMAT_POLICIES)}")
         context = seq_len / 2 if causal else seq_len
         dense = 2 * self.matmul_params(logits)
         attention = self.attention_flops_per_token(context)
@@ -187,10 +187,9 @@ class TransformerConfig:
 
     # --- memory -------------------------------------------------------------------------------------------------
 
+    @checks(bytes_per_value="size")
     def kv_bytes_per_token(self, bytes_per_value: float = 2) -> float:
         """Return the KV-cache bytes one token adds: 2·L·K·H values (GQA), L·(kv_rank + rope_dim) (MLA)."""
-        if bytes_per_value <= 0:
-            raise ValueError(f"bytes_per_value must be positive, got {bytes_per_value!r}")
         values = self.L * (self.kv_rank + self.rope_dim) if self.mla else 2 * self.L * self.K * self.H
         return values * bytes_per_value
 
@@ -200,6 +199,7 @@ class TransformerConfig:
 
     # --- display ------------------------------------------------------------------------------------------------
 
+    @checks(seq_len="count0")
     def table(self, seq_len: int = 0) -> Table:
         """Per-component parameters (total and active) and forward FLOPs per token."""
         rows = []
@@ -295,33 +295,63 @@ def hf_config(name: str) -> dict[str, Any]:
     return {k: v for k, v in stored[name].items() if not k.startswith("_")}
 
 
+# Letters a config.json may leave at 0 (no shared experts, no dense layers, GQA rather than MLA); the rest are ≥ 1.
+_HF_MAY_BE_ZERO = {"shared", "F_expert", "dense_layers", "q_rank", "kv_rank", "rope_dim"}
+
+
+def _hf_letters(config: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
+    """The letters a config.json gives, each a checked whole number, and the key each came from."""
+    values, keys = {}, {}
+    for letter, names in HF_CONFIG_KEYS.items():
+        key = next((k for k in names if config.get(k) is not None), None)
+        if key is not None:
+            low = 0 if letter in _HF_MAY_BE_ZERO else 1
+            values[letter], keys[letter] = check_int(f"config[{key!r}]", config[key], low), key
+    missing = [letter for letter in ("L", "D", "N", "V") if letter not in values]
+    if missing:
+        needed = [HF_CONFIG_KEYS[m][0] for m in missing]
+        raise ValueError(f"config is missing {needed} (needed for {missing}); is it a decoder-only model's "
+                         "config.json?")
+    return values, keys
+
+
+def _hf_consistent(values: dict[str, int], keys: dict[str, str]) -> None:
+    """Refuse a config whose sizes cannot be one model: heads that do not split the width (when no head width is
+    given), key/value heads that do not divide the query heads, more active experts than experts."""
+    D, N = values["D"], values["N"]
+    if "H" not in values and D % N:
+        raise ValueError(f"config[{keys['N']!r}]={N} query heads do not divide config[{keys['D']!r}]={D}: with no "
+                         f"head_dim the head width is {keys['D']} / {keys['N']}, which must be a whole number")
+    if "K" in values and N % values["K"]:
+        raise ValueError(f"config[{keys['K']!r}]={values['K']} key/value heads must divide "
+                         f"config[{keys['N']!r}]={N} query heads")
+    if "k" in values and values["k"] > values.get("E", 1):
+        experts = f"config[{keys['E']!r}]={values['E']}" if "E" in values else "no experts (a dense model)"
+        raise ValueError(f"config[{keys['k']!r}]={values['k']} experts per token cannot exceed {experts}")
+
+
 def from_hf_config(config: Mapping[str, Any], name: str = "") -> TransformerConfig:
-    """Return the `TransformerConfig` of a Hugging Face `config.json` (given as a dict; nothing is downloaded)."""
+    """Return the `TransformerConfig` of a Hugging Face `config.json` (given as a dict; nothing is downloaded).
+
+    Every size must be a whole number (≥ 1; ≥ 0 for the MoE and MLA extras) and the sizes must make one model:
+    errors name the config key, its value and what is allowed.
+    """
     if not isinstance(config, Mapping):
         raise ValueError(f"config={config!r} must be a config.json read into a dict")
     name = check_kind("name", name, "text")
-
-    def pick(letter: str) -> Any:
-        return next((config[k] for k in HF_CONFIG_KEYS[letter] if config.get(k) is not None), None)
-
-    values = {letter: pick(letter) for letter in HF_CONFIG_KEYS}
-    missing = [letter for letter in ("L", "D", "N", "V") if values[letter] is None]
-    if missing:
-        keys = [HF_CONFIG_KEYS[m][0] for m in missing]
-        raise ValueError(f"config is missing {keys} (needed for {missing}); is it a decoder-only model's config.json?")
+    values, keys = _hf_letters(config)
+    _hf_consistent(values, keys)
+    values.setdefault("F", 4 * values["D"])
+    values.setdefault("K", values["N"])
+    values.setdefault("H", values["D"] // values["N"])
+    if "q_rank" in values or "kv_rank" in values:
+        nope = check_int("config['qk_nope_head_dim']", config.get("qk_nope_head_dim", 0), 0)
+        values["qk_dim"] = nope + values.get("rope_dim", 0)
+    tied = check_kind("config['tie_word_embeddings']", config.get("tie_word_embeddings", False), "flag")
     try:
-        values["F"] = values["F"] or 4 * values["D"]
-        values["K"] = values["K"] or values["N"]
-        values["H"] = values["H"] or values["D"] // values["N"]
-        if values["q_rank"] is not None or values["kv_rank"] is not None:
-            values["qk_dim"] = config.get("qk_nope_head_dim", 0) + (values["rope_dim"] or 0)
-        spec = {k: v for k, v in values.items() if v is not None}
-        spec.setdefault("E", 1)
-        spec.setdefault("k", 1)
-        return TransformerConfig(**spec, tied=bool(config.get("tie_word_embeddings", False)),
-                                 gated=config.get("model_type") not in _UNGATED,
+        return TransformerConfig(**values, tied=tied, gated=config.get("model_type") not in _UNGATED,
                                  name=name or str(config.get("_name_or_path", "")))
-    except (ValueError, TypeError, ArithmeticError) as exc:
+    except ValueError as exc:
         raise ValueError(f"config does not describe a model: {exc}") from None
 
 

@@ -61,8 +61,6 @@ __all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "M
 MODES = ("interleaved", "disaggregated")
 METRICS = ("ttft", "tpot", "e2e")
 PERCENTILES = (50, 90, 99)
-
-
 MAX_TOKENS, MAX_SIGMA = 1e9, 4.0  # the longest prompt or output a workload may describe; the widest spread
 MAX_REQUESTS = 10**5  # the most requests one simulation replays (seconds and memory grow with them)
 
@@ -79,6 +77,7 @@ class Lengths:
         check_number("median", self.median, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}]")
         check_number("sigma", self.sigma, low=0.0, high=MAX_SIGMA, what=f"a lognormal shape in [0, {MAX_SIGMA:g}]")
 
+    @checks(rng=is_a(np.random.Generator), n="count")
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """Return `n` token counts (integers >= 1)."""
         if self.sigma == 0:
@@ -128,10 +127,10 @@ class Workload:
         object.__setattr__(self, "prompt", _lengths("prompt", self.prompt))
         object.__setattr__(self, "output", _lengths("output", self.output))
 
+    @checks(n_requests="count", seed="count0")
     def sample(self, n_requests: int, seed: int = 0) -> Requests:
         """Return `n_requests` requests. Arrivals, lengths and cache hits draw from separate streams of `seed`,
         so changing one knob leaves the others' draws alone."""
-        n_requests = check_int("n_requests", n_requests)
         rngs = [np.random.default_rng([seed, stream]) for stream in range(4)]
         gaps = rngs[0].exponential(1 / self.rate, n_requests) if math.isfinite(self.rate) else np.zeros(n_requests)
         prompt, output = self.prompt.sample(rngs[1], n_requests), self.output.sample(rngs[2], n_requests)
@@ -182,6 +181,7 @@ class Engine:
                              f"n_chips={self.n_chips!r}")
         return P, G
 
+    @checks(workload=is_a(Workload))
     def batch_slots(self, workload: Workload) -> int:
         """Return the decode slots: `slots`, or the KV caches of `workload.typical_context()` tokens that fit."""
         if self.slots is not None:

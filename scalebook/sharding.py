@@ -25,7 +25,7 @@ from .collectives import collective
 from .estimate import Estimate, Overlap
 from .hardware.topology import TpuMesh
 from .tables import Table
-from .units import check_int, check_kind, dtype_bytes, fmt_bytes, fmt_time
+from .units import check_choice, check_int, check_kind, dtype_bytes, fmt_bytes, fmt_time
 
 __all__ = ["ArraySpec", "parse_spec", "parse_expr", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
            "sharded_matmul", "partition_spec", "mesh_axes"]
@@ -48,7 +48,7 @@ class ArraySpec:
 
     def axes_of(self, dim: str) -> tuple[str, ...]:
         """Mesh axes that dimension `dim` is split over (empty when it is whole on every device)."""
-        return dict(self.dims)[dim]
+        return dict(self.dims)[check_choice("dim", dim, self.dim_names)]
 
     @property
     def used_axes(self) -> tuple[str, ...]:
@@ -56,7 +56,14 @@ class ArraySpec:
         return tuple(a for _, axes in self.dims for a in axes)
 
     def with_axes(self, dim: str, axes: tuple[str, ...]) -> ArraySpec:
-        return replace(self, dims=tuple((d, axes if d == dim else a) for d, a in self.dims))
+        """Return this spec with dimension `dim` split over mesh `axes` instead (() = whole on every device)."""
+        dim = check_choice("dim", dim, self.dim_names)
+        axes = tuple(check_kind("axes", axes, "names"))
+        moved = replace(self, dims=tuple((d, axes if d == dim else a) for d, a in self.dims))
+        try:
+            return parse_spec(str(moved))
+        except ValueError as err:
+            raise ValueError(f"axes={axes!r} for {dim}: {err}") from None
 
     def __str__(self) -> str:
         body = ", ".join(f"{d}_{''.join(a)}" if a else d for d, a in self.dims)

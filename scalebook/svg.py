@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .units import LARGEST, check_fields, check_int, check_number, fmt_si
+from .units import LARGEST, check_fields, check_int, check_number, checks, fmt_si
 
 __all__ = ["Chart", "COLORS"]
 
@@ -41,6 +41,23 @@ def _label(v: float) -> str:
 
 def _pixels(name: str, value: object) -> int:
     return check_int(name, value, 1, 10_000)
+
+
+def _series(name: str, values: object) -> list[float | None]:
+    """A series of coordinates: finite numbers, with None or NaN marking a gap (a point left out)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not hasattr(values, "tolist"):
+        raise ValueError(f"{name}={values!r} must be a list of numbers; got a {type(values).__name__}")
+    items = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [None if v is None or isinstance(v, float) and math.isnan(v) else
+            check_number(f"{name}[{i}]", v, low=-LARGEST) for i, v in enumerate(items)]
+
+
+def _pair(xs: object, ys: object) -> tuple[list[float | None], list[float | None]]:
+    """Both coordinates of a series, checked (`_series`) and of one length."""
+    xs, ys = _series("xs", xs), _series("ys", ys)
+    if len(xs) != len(ys):
+        raise ValueError(f"ys has {len(ys)} values and xs {len(xs)}: a series needs one y per x")
+    return xs, ys
 
 
 @dataclass
@@ -73,20 +90,28 @@ class Chart:
                 positive = " and low > 0 on a log axis" if log else ""
                 raise ValueError(f"{name}={limits!r} must be (low, high) with low < high{positive}")
 
+    @checks(label="text", color="?text", dash="flag")
     def line(self, xs: Sequence[float], ys: Sequence[float], label: str = "", color: str | None = None,
              dash: bool = False) -> Chart:
-        self._items.append(("line", list(xs), list(ys), label, color or self._next_color(), dash))
+        """Add a polyline through (xs, ys) (data units; None or NaN leaves a point out); return the chart."""
+        self._items.append(("line", *_pair(xs, ys), label, color or self._next_color(), dash))
         return self
 
+    @checks(label="text", color="?text")
     def points(self, xs: Sequence[float], ys: Sequence[float], label: str = "", color: str | None = None) -> Chart:
-        self._items.append(("points", list(xs), list(ys), label, color or self._next_color(), False))
+        """Add markers at (xs, ys) (data units; None or NaN leaves a point out); return the chart."""
+        self._items.append(("points", *_pair(xs, ys), label, color or self._next_color(), False))
         return self
 
+    @checks(x0="finite", x1="finite", color="text", label="text")
     def span(self, x0: float, x1: float, color: str, label: str = "") -> Chart:
+        """Shade the band x0 ≤ x ≤ x1 (data units); return the chart."""
         self._items.append(("span", [x0, x1], [], label, color, False))
         return self
 
+    @checks(x="finite", color="text", label="text")
     def vline(self, x: float, color: str = "#555", label: str = "") -> Chart:
+        """Draw a vertical line at x (data units); return the chart."""
         self._items.append(("vline", [x], [], label, color, True))
         return self
 
@@ -144,12 +169,12 @@ class Chart:
                 out.append(f"<line x1='{sx(xs[0]):.1f}' y1='{T}' x2='{sx(xs[0]):.1f}' y2='{T + ph}' "
                            f"stroke='{color}'{style}/>")
             elif kind == "line":
-                path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys) if y > 0 or not self.ylog)
+                path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in self._drawable(xs, ys))
                 out.append(f"<polyline clip-path='url(#plot)' points='{path}' fill='none' stroke='{color}' "
                            f"stroke-width='2'{style}/>")
             else:
                 out += [f"<circle clip-path='url(#plot)' cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='4.5' fill='{color}'/>"
-                        for x, y in zip(xs, ys)]
+                        for x, y in self._drawable(xs, ys)]
             if label:
                 legend.append((label, color, kind))
         out.append(f"<rect x='{L}' y='{T}' width='{pw}' height='{ph}' fill='none' stroke='#333'/>")
@@ -167,6 +192,11 @@ class Chart:
                    f"<text x='{L + pw / 2}' y='18' text-anchor='middle' font-weight='bold'>"
                    f"{html.escape(self.title)}</text></svg>")
         return "".join(out)
+
+    def _drawable(self, xs: list[float | None], ys: list[float | None]) -> list[tuple[float, float]]:
+        """The points of a series that can be drawn: no gap, and positive on a log axis."""
+        return [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None
+                and (x > 0 or not self.xlog) and (y > 0 or not self.ylog)]
 
     def _repr_html_(self) -> str:
         return self.to_svg()

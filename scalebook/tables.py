@@ -6,6 +6,8 @@ import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .units import closest
+
 __all__ = ["Table"]
 
 Formatter = Callable[[Any], str]
@@ -58,7 +60,9 @@ class Table:
     def column(self, name: str) -> list[Any]:
         """Return the raw values of column `name`."""
         if name not in self.columns:
-            raise KeyError(f"column={name!r} is not in this table; columns: {self.columns}")
+            near = closest(name, map(str, self.columns))
+            hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+            raise KeyError(f"name={name!r} is not a column of this table; columns: {self.columns}{hint}")
         return [row.get(name) for row in self.rows]
 
     def _cell(self, name: str, value: Any) -> str:

@@ -9,7 +9,7 @@ from functools import cache
 
 from ..data import load
 from ..tables import Table
-from ..units import check_fields, check_kind, checks, closest, fmt_bytes, fmt_rate, is_a, sequence_of
+from ..units import check_choice, check_fields, check_kind, checks, closest, fmt_bytes, fmt_rate, is_a, sequence_of
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
            "IDEAL", "EFFICIENCY_MODES"]
@@ -150,10 +150,8 @@ class Chip:
         'calibrated' (this chip's published measurements, `chips.toml`), or an `Efficiency` as given."""
         if isinstance(mode, Efficiency):
             return mode
-        if mode == "ideal":
+        if check_choice("efficiency", mode, EFFICIENCY_MODES) == "ideal":
             return IDEAL
-        if mode != "calibrated":
-            raise ValueError(f"efficiency={mode!r}; allowed: {list(EFFICIENCY_MODES)} or an Efficiency")
         if self.calibration is None:
             known = [c.name for c in _load()[0].values() if c.calibration is not None]
             raise ValueError(f"efficiency='calibrated': {self.name} has no calibrated factors; chips with "
@@ -190,6 +188,7 @@ class Chip:
         """Bytes/s one ICI link carries in both directions together (2 x the one-way figure)."""
         return None if self.ici_bandwidth is None else 2.0 * self.ici_bandwidth
 
+    @checks(bandwidth="?size")
     def critical_intensity(self, dtype: str = "bf16", bandwidth: float | None = None) -> float:
         """Return peak FLOP/s divided by `bandwidth` (bytes/s; HBM by default), in FLOPs per byte."""
         W = self.hbm_bandwidth if bandwidth is None else bandwidth
@@ -212,8 +211,8 @@ class Chip:
         return f"Chip({self.name!r}: {', '.join(parts)})"
 
     def source(self, field_name: str) -> str:
-        """Return the source of one of this chip's numbers."""
-        return self.sources.get(field_name, "")
+        """Return the source of one of this chip's numbers ('' when the number is not known)."""
+        return self.sources.get(check_choice("field_name", field_name, _SPEC_FIELDS), "")
 
     def _repr_html_(self) -> str:
         return list_chips([self])._repr_html_()

@@ -80,7 +80,10 @@ class TpuMesh:
 
     @staticmethod
     def shape_str(sizes: Mapping[str, int]) -> str:
-        return "x".join(str(s) for s in sizes.values())
+        """Return a slice shape such as '4x4x4' from {axis: size in chips}."""
+        if not isinstance(sizes, Mapping):
+            raise ValueError(f"sizes={sizes!r} must map axis names to sizes, e.g. {{'X': 4, 'Y': 4}}")
+        return "x".join(str(check_int(f"sizes[{name!r}]", s)) for name, s in sizes.items())
 
     # --- size -------------------------------------------------------------------------------------------------
 
@@ -114,6 +117,7 @@ class TpuMesh:
     def resolve_axes(self, axes: str | Iterable[str] | None, name: str = "axes") -> tuple[str, ...]:
         """Normalise an axes argument: None = every axis, 'X', 'XY', ('X', 'Y') -> ('X', 'Y'). Errors call the
         argument `name`."""
+        name = check_kind("name", name, "text")
         if axes is None:
             return tuple(self.axes)
         if not isinstance(axes, (str, Iterable)):
@@ -132,17 +136,28 @@ class TpuMesh:
 
     def ring_hops(self, axis: str) -> int:
         """Hops from one end of `axis` to the farthest chip: X/2 with wraparound, X-1 without."""
-        n = self.axes[self.resolve_axes(axis)[0]]
+        if axis not in self.axes:
+            raise ValueError(f"axis={axis!r} must be one axis of this mesh, one of {list(self.axes)}")
+        n = self.axes[axis]
         return n // 2 if self.wrap[axis] else n - 1
+
+    def _coordinates(self, point: Sequence[int], name: str = "point") -> tuple[int, ...]:
+        """Return `point` as one whole coordinate per axis, each in [0, axis size); errors call it `name`."""
+        if isinstance(point, (str, bytes)) or not isinstance(point, Sequence) or len(point) != len(self.axes):
+            raise ValueError(f"{name}={point!r} must be {len(self.axes)} coordinates, one per axis {list(self.axes)}")
+        out = []
+        for i, (c, (axis, n)) in enumerate(zip(point, self.axes.items())):
+            try:
+                out.append(check_int(f"{name}[{i}]", c, 0, n - 1))
+            except ValueError:
+                raise ValueError(f"{name}[{i}]={c!r} must be a whole coordinate on axis {axis}, in [0, {n})") from None
+        return tuple(out)
 
     def hops(self, src: Sequence[int], dst: Sequence[int]) -> int:
         """Number of ICI hops between two chips given by their coordinates (shortest path on the torus)."""
-        if len(src) != len(self.axes) or len(dst) != len(self.axes):
-            raise ValueError(f"coordinates need {len(self.axes)} entries (axes {list(self.axes)}), got {src}, {dst}")
+        src, dst = self._coordinates(src, "src"), self._coordinates(dst, "dst")
         total = 0
         for (name, n), a, b in zip(self.axes.items(), src, dst):
-            if not (0 <= a < n and 0 <= b < n):
-                raise ValueError(f"coordinate on axis {name} must be in [0, {n}), got {a} and {b}")
             d = abs(a - b)
             total += min(d, n - d) if self.wrap[name] else d
         return total
@@ -158,8 +173,8 @@ class TpuMesh:
         Latency and bandwidth add: hops x hop_latency + nbytes / (links x one-way link bandwidth), where
         `links` is the number of axes the route moves along (one outgoing link per direction of travel).
         """
-        if nbytes < 0:
-            raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
+        nbytes = check_kind("nbytes", nbytes, "nonneg")
+        src, dst = self._coordinates(src, "src"), self._coordinates(dst, "dst")
         hops = self.hops(src, dst)
         links = sum(1 for a, b in zip(src, dst) if a != b)
         W = self.chip.ici_bandwidth
