@@ -6,9 +6,11 @@
     scalebook collective all_reduce --cluster h100-superpod --gpus 256 --bytes 1GiB [--sharp] [--top-k K]
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
+    scalebook plan llama3-70b h100 256 --tokens 4Mi --seq 8192 --efficiency calibrated [--fsdp | --no-fsdp]
     scalebook plan --model llama3-70b --cluster h100-superpod --chips 4096 --batch 4Mi
     scalebook plan --model llama3-70b --chip h100 --chips 1000 --batch 4Mi   # a GPU: its default cluster
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
+    scalebook serve llama3-70b h100 --chips 8 --batch 1 --context 8192 [--efficiency calibrated]
     scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2] [--force] [--no-sandbox]
     scalebook exercises                       # regenerate exercises/ (and the .ipynb twins) from solutions/
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
@@ -17,23 +19,37 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from . import bench, inference, runtime
+from .arguments import (
+    Parser,
+    count,
+    in_option_names,
+    join_negative_values,
+    new_file,
+    one_of,
+    seconds,
+    size,
+    sub_parser,
+    value_options,
+)
 from .autograde import grade
 from .collectives import KINDS, collective
 from .estimate import feasibility
-from .hardware.chips import get_chip, list_chips
+from .hardware.chips import EFFICIENCY_MODES, Chip, get_chip, list_chips
 from .hardware.gpu import PRESETS, GpuCluster, get_cluster
 from .hardware.topology import TpuMesh
+from .models import get_model
 from .notebooks import sync
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
+from .tables import Table
 from .training.planner import plan
-from .units import DTYPE_BYTES, check_choice, check_int, fmt_time, parse_size
+from .units import DTYPE_BYTES, JAX_DTYPES, check_int, fmt_rate, fmt_time
 
 __all__ = ["main", "parse_shape", "parse_mesh", "parse_sizes"]
 
@@ -71,49 +87,6 @@ def parse_sizes(text: str) -> dict[str, int]:
     return sizes
 
 
-# --- argument types: each refuses a bad value in one line that argparse prefixes with the option's name ---------
-
-
-def _count(text: str) -> int:
-    """A whole number ≥ 1 ('8' or '8.0'; not '2.5', '-1' or 'inf')."""
-    try:
-        return check_int("value", float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1") from None
-
-
-def _size(text: str) -> float:
-    """A positive size such as '32MiB', '1.5e9' or '4Mi' (finite, at most units.LARGEST)."""
-    try:
-        value = parse_size(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err).replace("size=", "", 1)) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive size")
-    return value
-
-
-def _name(allowed: Sequence[str]) -> Callable[[str], str]:
-    """One of `allowed`, with the closest names suggested for a misspelling."""
-    def name(text: str) -> str:
-        try:
-            return check_choice("value", text, allowed)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err).replace("value=", "", 1)) from None
-    return name
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with whole option names only and a one-line error (exit status 2) instead of a usage block."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
 def _is_gpu(chip: str | None) -> bool:
     return chip is not None and get_chip(chip).kind == "gpu"
 
@@ -123,6 +96,43 @@ def _default_cluster(chip: str, gpus: int) -> tuple[GpuCluster, str]:
     node = GpuCluster(chip, gpus=1).gpus_per_node
     cluster = GpuCluster(chip, gpus=max(node, -(-gpus // node) * node))
     return cluster, f"(--chip {chip} is a GPU: using its default cluster, {cluster})"
+
+
+def _unit(chip: Chip) -> str:
+    """What one device of `chip` is called in output: a GPU or a chip."""
+    return "GPU" if chip.kind == "gpu" else "chip"
+
+
+def _devices(n: int, chip: Chip) -> str:
+    """'8 GPUs in 1 NVLink node' on GPUs, '8 chips' on TPUs ('1 GPU', '1 chip' for one)."""
+    if chip.kind != "gpu":
+        return f"{n} chip{'s' * (n != 1)}"
+    node = GpuCluster(chip, gpus=1).gpus_per_node
+    nodes = -(-n // node)
+    return f"{n} GPU{'s' * (n != 1)} in {nodes} NVLink node{'s' * (nodes != 1)} (of {node})"
+
+
+def _gpu_words(text: str) -> str:
+    """`text` speaking of GPUs where the package's output says chips (an option such as --chips stays)."""
+    return re.sub(r"(?<!-)\bchip(s?)\b", r"GPU\1", text)
+
+
+def _for_gpus(table: Table) -> Table:
+    """The same table speaking of GPUs: its columns, its title and its text cells."""
+    names = {c: _gpu_words(c) for c in table.columns}
+    rows = [{names.get(k, k): _gpu_words(v) if isinstance(v, str) else v for k, v in row.items()}
+            for row in table.rows]
+    return Table(rows, [names[c] for c in table.columns], {names.get(k, k): f for k, f in table.formats.items()},
+                 _gpu_words(table.title))
+
+
+def _numbers(efficiency: str | None, chip: Chip) -> str:
+    """The line saying whether a command's numbers are a bound (ideal) or calibrated."""
+    if efficiency == "calibrated":
+        return (f"numbers: calibrated — the {chip.name}'s published efficiencies (kernels, HBM, collectives), with "
+                "the ideal bound beside them")
+    return ("numbers: ideal — the book's roofline with perfect overlap: a bound (no real run is faster, and its "
+            f"MFU is a ceiling); --efficiency calibrated for the {chip.name}'s published efficiencies")
 
 
 def _collective(args: argparse.Namespace) -> str:
@@ -165,7 +175,24 @@ def _shard(args: argparse.Namespace) -> str:
     return f"{plan}\n\n{plan.table()}"
 
 
+def _positional(args: argparse.Namespace, pairs: Sequence[tuple[str, str, str]]) -> None:
+    """Fill each option from its positional twin (`scalebook plan llama3-70b h100 256`); both given is an error."""
+    for positional, option, flag in pairs:
+        given = getattr(args, positional)
+        if given is not None and getattr(args, option) is not None:
+            raise ValueError(f"{flag} and the {positional.upper()} argument name the same thing; give one")
+        if given is not None:
+            setattr(args, option, given)
+        if getattr(args, option) is None:
+            raise ValueError(f"{flag} is required (or the {positional.upper()} argument)")
+
+
 def _plan(args: argparse.Namespace) -> str:
+    if args.hardware is not None:  # the HARDWARE argument: a GPU system's preset name or a chip name
+        _positional(args, [("hardware", "cluster" if args.hardware.lower() in PRESETS else "chip", "--chip")])
+    _positional(args, [("model_name", "model", "--model"), ("n_chips", "chips", "--chips")])
+    if args.batch is None:
+        raise ValueError("--batch (or --tokens) is required: the global batch in tokens, e.g. 4Mi")
     if bool(args.chip) == bool(args.cluster):
         raise ValueError("give either --chip (a TPU, or a GPU for its default cluster) or --cluster (a GPU system "
                          "such as h100-superpod)")
@@ -176,29 +203,66 @@ def _plan(args: argparse.Namespace) -> str:
         hardware, note = _default_cluster(args.chip, args.chips)
     else:
         hardware = args.chip
-    result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq)
-    memory = f"memory per chip: {feasibility(result.memory_per_chip, result.chip.hbm_bytes)}"
-    return "\n".join([note] * bool(note) + [str(result), memory, "", str(result.candidates)])
+    result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq, efficiency=args.efficiency,
+                  fsdp=args.fsdp)
+    unit = _unit(result.chip)
+    bound = "" if args.efficiency == "calibrated" else f"MFU {result.mfu:.1%} is a bound (ideal), not a forecast"
+    memory = f"memory per {unit}: {feasibility(result.memory_per_chip, result.chip.hbm_bytes)}"
+    table, head = (_for_gpus(result.candidates), _gpu_words(str(result))) if unit == "GPU" else (
+        result.candidates, str(result))
+    return "\n".join([note] * bool(note) + [_numbers(args.efficiency, result.chip), head] + [bound] * bool(bound)
+                     + [memory, "", str(table)])
+
+
+def _tp_time(t_ici: float, n: int, efficiency: str) -> str:
+    """The tensor-parallel collectives' time of a decode step (s, formatted), or why there is none."""
+    if n == 1:
+        return "none (one device)"
+    if efficiency == "ideal" and not t_ici:
+        return "not counted by the ideal bound (--efficiency calibrated prices them)"
+    return fmt_time(t_ici)
 
 
 def _serve(args: argparse.Namespace) -> str:
-    b = DTYPE_BYTES[args.dtype]
-    X, Y = inference.smallest_topology(args.model, args.chip, param_bytes=b)
-    n = X * Y
-    batch = inference.max_batch(args.model, args.chip, n, args.context, param_bytes=b, kv_bytes=b)
-    if batch < 1:
-        raise ValueError(f"no sequence of {args.context} tokens fits beside the weights on {X}x{Y}; "
-                         "try a shorter --context or a smaller --dtype")
-    step = inference.decode_step(args.model, args.chip, n, batch, args.context, param_bytes=b, kv_bytes=b)
+    _positional(args, [("model_name", "model", "--model"), ("chip_name", "chip", "--chip")])
+    model, chip, b = get_model(args.model), get_chip(args.chip), DTYPE_BYTES[args.dtype]
+    unit, context = _unit(chip), args.context
+    if args.chips is None:
+        X, Y = inference.smallest_topology(model, chip, param_bytes=b)
+        n = X * Y
+        where = (f"smallest topology   {_devices(n, chip)} (weights only)" if unit == "GPU" else
+                 f"smallest topology   {X}x{Y} ({n} chips, weights only)")
+    else:
+        n = args.chips
+        where = f"{unit + 's':<20}{_devices(n, chip)} (--chips)"
+    fit = inference.max_batch(model, chip, n, context, param_bytes=b, kv_bytes=b)
+    if fit < 1:
+        raise ValueError(f"--context={context}: no sequence of {context} tokens fits beside the weights on "
+                         f"{_devices(n, chip)}; try a shorter --context, a smaller --dtype or more --chips")
+    batch = fit if args.batch is None else args.batch
+    if batch > fit:
+        raise ValueError(f"--batch={batch}: only {fit} sequences of {context} tokens fit beside the weights on "
+                         f"{_devices(n, chip)}; use a smaller --batch or --context, or more --chips")
+    step = inference.decode_step(model, chip, n, batch, context, param_bytes=b, kv_bytes=b,
+                                 efficiency=args.efficiency)
+    first = inference.prefill(model, chip, n, context, param_bytes=b, kv_bytes=b, efficiency=args.efficiency)
     rate = step.tokens_per_second / n
-    lines = [f"smallest topology   {X}x{Y} ({n} chips, weights only)", f"max batch           {batch} sequences",
-             f"decode step         {fmt_time(step.time)} ({step.bound}-bound)", f"tokens/s per chip   {rate:.4g}",
-             f"memory per chip     {step.summary()['memory/chip']}"]
+    link = "ICI" if unit == "chip" else "NVLink" if n <= GpuCluster(chip, gpus=1).gpus_per_node else "network"
+    bound = link if step.bound == "ici" else step.bound
+    lines = [_numbers(args.efficiency, chip), where,
+             f"batch               {batch} sequence{'s' * (batch != 1)} of {context} tokens ({fit} fit)",
+             f"decode step         {fmt_time(step.time)} per token ({bound}-bound)",
+             f"  weights from HBM  {fmt_time(step.t_params)}", f"  KV caches         {fmt_time(step.t_kv)}",
+             f"  FLOPs             {fmt_time(step.t_math)}",
+             f"  TP over {link:<9} {_tp_time(step.t_ici, n, args.efficiency)}",
+             f"prefill             {fmt_time(first.time)} for one {context}-token prompt (time to first token)",
+             f"tokens/s per {unit:<6} {rate:.4g}",
+             f"memory per {unit:<8} {feasibility(step.memory_per_chip, chip.hbm_bytes)}"]
     try:
-        lines.append(f"$ per M tokens      {inference.cost_per_million_tokens(args.chip, rate):.3g}"
+        lines.append(f"$ per M tokens      {inference.cost_per_million_tokens(chip, rate):.3g}"
                      f" (prices of {inference.prices()['date']})")
     except KeyError:
-        lines.append("$ per M tokens      (no price listed for this chip)")
+        lines.append(f"$ per M tokens      (no price listed for the {chip.name})")
     return "\n".join(lines)
 
 
@@ -214,9 +278,11 @@ def _exercises(args: argparse.Namespace) -> str:
 
 
 def _chips(args: argparse.Namespace) -> str:
-    if args.vendor not in (None, "google", "nvidia"):
-        raise ValueError(f"--vendor={args.vendor!r}; allowed: google, nvidia")
-    return str(list_chips(vendor=args.vendor))
+    table = list_chips(vendor=args.vendor)
+    rows = [{**row, "fp8 FLOP/s": get_chip(row["chip"]).fp8_flops} for row in table.rows]
+    columns = list(table.columns)
+    columns.insert(columns.index("int8 OP/s"), "fp8 FLOP/s")
+    return str(Table(rows, columns, {**table.formats, "fp8 FLOP/s": fmt_rate}, table.title))
 
 
 def _roofline(args: argparse.Namespace) -> str:
@@ -236,61 +302,80 @@ def _bench(args: argparse.Namespace) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="scalebook", description="Calculators from the scalebook textbook.")
+    parser = Parser(prog="scalebook", description="Calculators from the scalebook textbook.")
     sub = parser.add_subparsers(dest="command", required=True)
     chips = sub.add_parser("chips", help="table of accelerator specs")
-    chips.add_argument("--vendor", help="google or nvidia")
+    chips.add_argument("--vendor", type=one_of(["google", "nvidia"]), metavar="VENDOR", help="google or nvidia")
     chips.set_defaults(run=_chips)
     dtypes = sorted(DTYPE_BYTES)
     roof = sub.add_parser("roofline", help="roofline estimate of one matmul X[B,D] @ W[D,F]")
     roof.add_argument("--chip", required=True, help="chip name, e.g. v5e, h100 (see `scalebook chips`)")
     roof.add_argument("--shape", required=True, help="B,D,F e.g. 1024,8192,28672")
-    roof.add_argument("--dtype", default="bf16", type=_name(dtypes), metavar="DTYPE", help="dtype of all arrays")
-    roof.add_argument("--weight-dtype", default=None, type=_name(dtypes), metavar="DTYPE", help="dtype of W only")
+    roof.add_argument("--dtype", default="bf16", type=one_of(dtypes), metavar="DTYPE", help="dtype of all arrays")
+    roof.add_argument("--weight-dtype", default=None, type=one_of(dtypes), metavar="DTYPE", help="dtype of W only")
     roof.set_defaults(run=_roofline)
     coll = sub.add_parser("collective", help="time of a collective on a TPU slice or a GPU cluster")
-    coll.add_argument("kind", type=_name(KINDS), help=f"one of {', '.join(KINDS)}")
+    coll.add_argument("kind", type=one_of(KINDS), help=f"one of {', '.join(KINDS)}")
     coll.add_argument("--chip", default=None, help="a TPU (with --mesh), or a GPU for its default cluster")
     coll.add_argument("--mesh", default=None, help="slice shape, e.g. 4x4 or 4x4x4")
-    coll.add_argument("--cluster", default=None, type=_name(list(PRESETS)), metavar="CLUSTER",
+    coll.add_argument("--cluster", default=None, type=one_of(list(PRESETS)), metavar="CLUSTER",
                       help=f"a GPU system instead: {', '.join(PRESETS)}")
-    coll.add_argument("--gpus", type=_count, default=None, help="GPUs of the cluster taking part (default: all)")
+    coll.add_argument("--gpus", type=count, default=None, help="GPUs of the cluster taking part (default: all)")
     coll.add_argument("--sharp", action="store_true", help="the switches reduce in the network (SHARP)")
     coll.add_argument("--axes", default=None, help="mesh axes taking part, e.g. X or XY; 'node' on a cluster")
-    coll.add_argument("--bytes", required=True, type=_size, help="whole array size, e.g. 32MiB or 1.5e9")
+    coll.add_argument("--bytes", required=True, type=size, help="whole array size, e.g. 32MiB or 1.5e9")
     coll.add_argument("--also-sharded", default=None,
                       help="axes the array stays sharded over, e.g. Y (on a cluster: the inner axis size)")
-    coll.add_argument("--top-k", type=_count, default=None, help="all_to_all only: ragged MoE dispatch to k experts")
+    coll.add_argument("--top-k", type=count, default=None, help="all_to_all only: ragged MoE dispatch to k experts")
     coll.set_defaults(run=_collective)
     shard = sub.add_parser("shard", help="plan a sharded matmul, e.g. 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
     shard.add_argument("expr")
     shard.add_argument("--chip", required=True, help="a TPU, e.g. v5p")
     shard.add_argument("--mesh", required=True, help="slice shape, e.g. 4x4x4")
     shard.add_argument("--sizes", required=True, help="dimension sizes, e.g. I=1024,J=4096,K=8192")
-    shard.add_argument("--dtype", default="bf16", type=_name(dtypes), metavar="DTYPE")
+    shard.add_argument("--dtype", default="bf16", type=one_of(dtypes), metavar="DTYPE")
     shard.set_defaults(run=_shard)
-    train = sub.add_parser("plan", help="choose a training layout (DP, FSDP, TP, FSDP x TP, DCN; PP on GPUs)")
-    train.add_argument("--model", required=True, help="a preset, e.g. llama3-70b (see scalebook.models)")
+    efficiency = dict(default=None, type=one_of(EFFICIENCY_MODES), metavar="EFFICIENCY")
+    train = sub.add_parser("plan", help="choose a training layout (DP, FSDP, TP, PP, CP, EP; DCN between slices)")
+    train.add_argument("model_name", nargs="?", metavar="MODEL", help="a preset, e.g. llama3-70b (or --model)")
+    train.add_argument("hardware", nargs="?", metavar="HARDWARE",
+                       help="a chip (v5p, h100) or a GPU system (h100-superpod) (or --chip / --cluster)")
+    train.add_argument("n_chips", nargs="?", type=count, metavar="CHIPS", help="number of chips or GPUs")
+    train.add_argument("--model", default=None, help="a preset, e.g. llama3-70b (see scalebook.models)")
     train.add_argument("--chip", default=None, help="a TPU, e.g. v5p, or a GPU for its default cluster")
-    train.add_argument("--cluster", default=None, type=_name(list(PRESETS)), metavar="CLUSTER",
+    train.add_argument("--cluster", default=None, type=one_of(list(PRESETS)), metavar="CLUSTER",
                        help=f"or a GPU system: {', '.join(PRESETS)}")
-    train.add_argument("--chips", required=True, type=_count, help="number of chips (GPUs), e.g. 8960")
-    train.add_argument("--batch", required=True, type=_size,
+    train.add_argument("--chips", default=None, type=count, help="number of chips (GPUs), e.g. 8960")
+    train.add_argument("--batch", "--tokens", default=None, type=size,
                        help="global batch in tokens, e.g. 4Mi (= 4·2**20) or 4194304")
-    train.add_argument("--seq", type=_count, default=4096, help="sequence length in tokens (default 4096)")
+    train.add_argument("--seq", type=count, default=4096, help="sequence length in tokens (default 4096)")
+    train.add_argument("--efficiency", **efficiency,
+                       help="ideal or calibrated: price published layouts by `training.predict` (default: the "
+                            "book's strategies, an ideal bound)")
+    train.add_argument("--fsdp", default=None, action=argparse.BooleanOptionalAction,
+                       help="with --efficiency: only FSDP (--fsdp) or only ZeRO-1 (--no-fsdp); default both")
     train.set_defaults(run=_plan)
-    serve = sub.add_parser("serve", help="smallest topology, max batch, step time and cost of serving a model")
-    serve.add_argument("--model", required=True, help="a preset, e.g. llama3-70b")
-    serve.add_argument("--chip", required=True, help="e.g. v5e")
-    serve.add_argument("--context", type=_count, default=8192, help="tokens per sequence (default 8192)")
-    serve.add_argument("--dtype", default="bf16", type=_name(["bf16", "int8", "int4", "fp8"]), metavar="DTYPE",
+    serve = sub.add_parser("serve", help="topology, batch, decode step, first-token time and cost of serving")
+    serve.add_argument("model_name", nargs="?", metavar="MODEL", help="a preset, e.g. llama3-70b (or --model)")
+    serve.add_argument("chip_name", nargs="?", metavar="CHIP", help="a chip, e.g. v5e or h100 (or --chip)")
+    serve.add_argument("--model", default=None, help="a preset, e.g. llama3-70b")
+    serve.add_argument("--chip", default=None, help="e.g. v5e or h100")
+    serve.add_argument("--chips", type=count, default=None,
+                       help="chips (GPUs) serving one replica (default: the fewest that hold the weights)")
+    serve.add_argument("--batch", type=count, default=None,
+                       help="sequences decoded together (default: as many as fit beside the weights)")
+    serve.add_argument("--context", type=count, default=8192, help="tokens per sequence (default 8192)")
+    serve.add_argument("--dtype", default="bf16", type=one_of(["bf16", "int8", "int4", "fp8"]), metavar="DTYPE",
                        help="weights and KV cache dtype: bf16, int8, int4 or fp8")
+    serve.add_argument("--efficiency", **{**efficiency, "default": "ideal"},
+                       help="ideal (the book's roofline bound, default) or calibrated (published efficiencies)")
     serve.set_defaults(run=_serve)
     grader = sub.add_parser("grade", help="grade a folder of submitted exercise notebooks into a CSV gradebook")
     grader.add_argument("submissions", help="folder of <student>__NN_slug.ipynb files or per-student folders")
-    grader.add_argument("--out", default="gradebook.csv", help="CSV to write (feedback/ goes beside it)")
-    grader.add_argument("--timeout", type=float, default=120, help="seconds allowed per cell (default 120)")
-    grader.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    grader.add_argument("--out", default="gradebook.csv", type=new_file,
+                        help="CSV to write (feedback/ goes beside it)")
+    grader.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
+    grader.add_argument("--jobs", type=count, default=1, help="notebooks graded at once (default 1)")
     grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
     grader.add_argument("--no-sandbox", action="store_true",
                         help="run notebooks without a sandbox (trusted work only; every row says so)")
@@ -298,38 +383,10 @@ def _parser() -> argparse.ArgumentParser:
     exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
     exercises.set_defaults(run=_exercises)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
-    bench.add_argument("--dtype", default=None, help="fp32 on CPU by default, bf16 on accelerators")
+    bench.add_argument("--dtype", default=None, type=one_of(sorted(JAX_DTYPES)), metavar="DTYPE",
+                       help="fp32 on CPU by default, bf16 on accelerators")
     bench.set_defaults(run=_bench)
     return parser
-
-
-def _value_options(parser: argparse.ArgumentParser) -> set[str]:
-    """Every option string, of the parser and its subcommands, that takes a value."""
-    out: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                out |= _value_options(child)
-        elif action.option_strings and action.nargs is None:
-            out.update(action.option_strings)
-    return out
-
-
-def _join_negative_values(argv: list[str], options: set[str]) -> list[str]:
-    """'--bytes -1e9' -> '--bytes=-1e9': argparse then reads the negative value, which the option's type refuses
-    by name, rather than taking it for an option and saying 'expected one argument'."""
-    out: list[str] = []
-    tokens = iter(argv)
-    for token in tokens:
-        if token in options:
-            value = next(tokens, None)
-            if value is not None and value.startswith("-") and not value.startswith("--"):
-                out.append(f"{token}={value}")
-                continue
-            out.extend([token] if value is None else [token, value])
-            continue
-        out.append(token)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,14 +394,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(_join_negative_values(argv, _value_options(parser)))
+        args = parser.parse_args(join_negative_values(argv, value_options(parser)))
     except SystemExit as done:  # argparse printed its one-line error (status 2) or the help (status 0)
         return done.code if isinstance(done.code, int) else 2
     try:
         print(args.run(args))
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, OSError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"scalebook {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        text = in_option_names(" ".join(str(message).split()), sub_parser(parser, args.command))
+        print(f"scalebook {args.command}: error: {text}", file=sys.stderr)
         return 2
     return 0
 

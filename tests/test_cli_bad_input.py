@@ -1,5 +1,8 @@
-"""Every bad invocation of the `scalebook` command exits 2 with one line on stderr and no traceback (issue #16);
-none exits 0 after ignoring an option; a GPU chip name builds its default cluster and says so."""
+"""Every bad invocation of the `scalebook` command exits 2 with one line on stderr and no traceback (issues #16, #33);
+none exits 0 after ignoring an option; the line names the option (or argument) at fault, never a Python parameter;
+a GPU chip name builds its default cluster and says so."""
+
+import re
 
 import pytest
 
@@ -39,7 +42,40 @@ BAD = [
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=-1,J=2,K=3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=1e30,J=2,K=3"],
     ["chips", "--vendor", "amd"], ["chips", "--vend", "google"], ["nonsense"], [],
+    ["plan", "llama3-8b", "v5e", "256", "--tokens", "1Mi", "--efficiency", "calibrated"],
 ]
+
+# Bad invocations of the practitioner's options (issue #33), each with the option or argument its line must name.
+PLAN_POS = ["plan", "llama3-70b", "h100", "256", "--tokens", "4Mi"]
+SERVE_POS = ["serve", "llama3-70b", "h100"]
+NO_SUBMISSIONS = ["grade", "/no-such-submissions"]
+NAMED_BAD = [
+    *[([*PLAN_POS, "--efficiency", b], "--efficiency") for b in ["idael", "", "nan", "none", "Calibrated"]],
+    *[([*PLAN_POS, "--seq", b], "--seq") for b in BAD_NUMBERS],
+    *[(["plan", "llama3-70b", "h100", b, "--tokens", "4Mi"], "CHIPS") for b in ["0", "nan", "inf", "1e30", "2.5",
+                                                                                 "abc", ""]],
+    *[(["plan", "llama3-70b", "h100", "256", "--tokens", b], "--batch") for b in BAD_NUMBERS],  # --batch/--tokens
+    ([*PLAN_POS, "--model", "llama3-8b"], "--model"), ([*PLAN_POS, "--chips", "8"], "--chips"),
+    ([*PLAN_POS, "--chip", "h100"], "--chip"), (["plan", "llama3-70b", "h100", "256"], "--batch"),
+    (["plan", "llama3-70b", "h100", "--tokens", "4Mi"], "--chips"), (["plan", "--tokens", "4Mi"], "--model"),
+    (["plan", "llama3-70x", "h100", "256", "--tokens", "4Mi"], "--model"),
+    (["plan", "llama3-70b", "h100x", "256", "--tokens", "4Mi"], "--chip"),
+    (["plan", "llama3-70b", "h100-superpod", "100000", "--tokens", "4Mi"], "--chips"),
+    ([*PLAN_POS, "--seq", "3"], "--seq"), ([*PLAN_POS, "--seq", "3"], "--batch"),
+    *[([*SERVE_POS, option, b], option) for option in ("--chips", "--batch", "--context") for b in BAD_NUMBERS],
+    *[([*SERVE_POS, "--efficiency", b], "--efficiency") for b in ["idael", "", "nan", "bound"]],
+    ([*SERVE_POS, "--chips", "8", "--batch", "100000"], "--batch"),
+    ([*SERVE_POS, "--context", "100000000"], "--context"), ([*SERVE_POS, "--chips", "1"], "--chips"),
+    (["serve", "llama3-70b", "v5e", "--efficiency", "calibrated"], "--efficiency"),
+    ([*SERVE_POS, "--model", "llama3-8b"], "--model"), ([*SERVE_POS, "--chip", "v5e"], "--chip"),
+    (["serve", "llama3-70b"], "--chip"), (["serve"], "--model"), ([*SERVE_POS, "--dtype", "fp3"], "--dtype"),
+    *[([*NO_SUBMISSIONS, "--out", b], "--out") for b in ["/no/such/folder/g.csv", "/dev/null/g.csv", "", "/tmp"]],
+    *[([*NO_SUBMISSIONS, "--jobs", b], "--jobs") for b in BAD_NUMBERS],
+    *[([*NO_SUBMISSIONS, "--timeout", b], "--timeout") for b in ["0", "-1", "nan", "inf", "-inf", "abc", ""]],
+    *[(["bench", "--dtype", b], "--dtype") for b in ["bf17", "", "int4", "nan"]],
+    *[(["chips", "--vendor", b], "--vendor") for b in ["amd", "", "Google", "nan"]],
+]
+BAD += [argv for argv, _ in NAMED_BAD]
 
 
 @pytest.mark.parametrize("argv", BAD, ids=[" ".join(a) or "(none)" for a in BAD])
@@ -54,16 +90,25 @@ def test_bad_invocation_exits_2_with_one_line(argv, capsys):
     assert captured.err.startswith("scalebook")
 
 
+@pytest.mark.parametrize("argv, option", NAMED_BAD, ids=[f"{' '.join(a)} -> {o}" for a, o in NAMED_BAD])
+def test_the_line_names_the_option(argv, option, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert option in err, err
+    parameter = r"(?<![-\w])(batch_tokens|seq_len|n_chips|gpus|nbytes|microbatch_tokens|model|chip|efficiency)="
+    assert not re.search(parameter, err), err  # the option, not the Python parameter behind it
+
+
 def test_the_bad_invocations_count(capsys):
     print(f"\n{len(BAD)} bad CLI invocations, each exits 2 with one line")
-    assert len(BAD) >= 60
+    assert len(BAD) >= 150
 
 
 def test_a_gpu_chip_builds_its_default_cluster_and_says_so(capsys):
     assert cli.main(["plan", "--model", "llama3-70b", "--chip", "h100", "--chips", "1000", "--batch", "4Mi"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("(--chip h100 is a GPU: using its default cluster, GpuCluster(NVIDIA H100: 1000 GPUs")
-    assert "512 of 1000 (488 idle)" in out and "memory per chip: fits: " in out
+    assert "512 of 1000 (488 idle)" in out and "memory per GPU: fits: " in out
     assert cli.main(["collective", "all_gather", "--chip", "h100", "--gpus", "64", "--bytes", "1GiB"]) == 0
     assert "is a GPU: using its default cluster" in capsys.readouterr().out
 

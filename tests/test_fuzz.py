@@ -238,7 +238,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "models.expected_experts": (lambda: dict(B=8, E=16, k=2), {"B": "nonneg", "E": "count", "k": "count"}),
     "training.pipeline.idle_fraction": (lambda: dict(grid=sb.training.pipeline_schedule(2, 2)),
                                {"grid": [[], [[]], 3, None]}),
-    "training.pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8, hardware="v5p"),
+    "training.pipeline.pipeline_comms": (lambda: dict(batch_tokens=2**20, D=8192, stages=4, microbatches=8,
+                                                      hardware="v5p"),
                                 {"batch_tokens": "size", "D": "count", "stages": "count", "microbatches": "count",
                                  "hardware": "name", "dtype": "name"}),
     "training.planner.plan": (lambda: dict(model="llama3-8b", chip="v5p", n_chips=256, batch_tokens=2**20),
@@ -574,15 +575,19 @@ CLI = {  # subcommand: (a valid invocation, {option: kind})
                "I=1024,J=4096,K=8192"], {"--chip": "name", "--mesh": "shape", "--sizes": "shape", "--dtype": "name"}),
     "plan": (["plan", "--model", "llama3-8b", "--chip", "v5p", "--chips", "256", "--batch", "1Mi"],
              {"--model": "name", "--chip": "name", "--chips": "count", "--batch": "size", "--seq": "count",
-              "--cluster": "name"}),
+              "--cluster": "name", "--efficiency": "name", "--tokens": "size"}),
     "serve": (["serve", "--model", "llama3-8b", "--chip", "v5e"],
-              {"--model": "name", "--chip": "name", "--context": "count", "--dtype": "name"}),
+              {"--model": "name", "--chip": "name", "--context": "count", "--dtype": "name", "--chips": "count",
+               "--batch": "count", "--efficiency": "name"}),
+    "grade": (["grade", "/no-such-submissions"], {"--out": "path", "--jobs": "count", "--timeout": "size"}),
+    "bench": (["bench"], {"--dtype": "name"}),
     "chips": (["chips"], {"--vendor": "name"}),
 }
 CLI_BAD = {"count": ["0", "-1", "nan", "inf", "-inf", "1e30", "2.5", "abc", ""],
            "size": ["0", "-1", "nan", "inf", "-inf", "1e999", "1e30", "abc", "", "-4Mi"],
            "name": ["misspelt", "-1", "", "nan"],
-           "shape": ["-1", "0,0,0", "inf,1,1", "nan", "abc", "", "1e30"]}
+           "shape": ["-1", "0,0,0", "inf,1,1", "nan", "abc", "", "1e30"],
+           "path": ["/no/such/folder/g.csv", "/dev/null/g.csv", "", "/"]}
 
 
 def cli_cases() -> list[list[str]]:
