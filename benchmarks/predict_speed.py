@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 import scalebook as sb
-import scalebook.training.prediction as prediction
+import scalebook.training.terms as terms
 import scalebook.validation as validation
 
 TOKENS, SEQ = 16 * 2**20, 8192
@@ -26,7 +26,7 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
     """Seconds of the fastest of `repeats` calls of `fn`, each with the collectives' cache emptied."""
     times = []
     for _ in range(repeats):
-        prediction._collective.cache_clear()
+        terms.collective_seconds.cache_clear()
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)

@@ -35,7 +35,7 @@ __all__ = [
     "Chip", "Estimate", "Table", "TpuMesh", "GpuCluster", "Plan", "TransformerConfig", "get_chip", "get_model",
     "list_chips", "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
-    "units", "hardware", "roofline", "collectives", "sharding", "models", "training", "inference", "serving",
+    "units", "hardware", "roofline", "gemm", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
     "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
     "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks",

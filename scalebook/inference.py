@@ -27,31 +27,34 @@ from functools import cache
 from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
 from .data import load
 from .estimate import Estimate, feasibility
+from .gemm import layer_efficiency
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
-from .models import TransformerConfig, get_model
+from .models import TransformerConfig, expected_experts, get_model
 from .roofline import critical_batch
 from .tables import Table
 from .units import LARGEST, check_fields, checks, fmt_time, is_a, sequence_of
 
-__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "decode_step", "prefill", "max_batch", "pareto",
-           "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch", "weight_stationary",
-           "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "weights_read", "decode_step", "prefill", "max_batch",
+           "pareto", "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch",
+           "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
 
 @dataclass(frozen=True)
 class StepEstimate(Estimate):
     """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs),
     `t_ici` (model-parallel collectives) and, calibrated, `t_elementwise` (norms, residual adds, rotary and the
-    activation function between the matmuls, through HBM), in seconds. `time` = max(t_kv + max(t_math,
-    t_params), t_ici), or their sum t_kv + t_elementwise + max(t_math, t_params) + t_ici when `ici_adds`
-    (calibrated: the collectives and the elementwise kernels are serial)."""
+    activation function between the matmuls, through HBM) and `t_fixed` (the layers' fixed kernel costs), in
+    seconds. `time` = max(t_kv + max(t_math, t_params), t_ici), or their sum t_kv + t_elementwise + t_fixed +
+    max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives and the elementwise kernels are
+    serial)."""
 
     t_params: float = 0.0
     t_kv: float = 0.0
     t_ici: float = 0.0
     t_elementwise: float = 0.0
+    t_fixed: float = 0.0
     batch: int = 1
     ici_adds: bool = False
     memory_per_chip: float = 0.0  # bytes each chip holds: its share of the weights and of the KV caches
@@ -59,7 +62,8 @@ class StepEstimate(Estimate):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_fields(self, t_params="result", t_kv="result", t_ici="result", t_elementwise="result", batch="count",
+        check_fields(self, t_params="result", t_kv="result", t_ici="result", t_elementwise="result",
+                     t_fixed="result", batch="count",
                      ici_adds="flag", memory_per_chip="result", hbm_per_chip="?size")
 
     @property
@@ -69,12 +73,12 @@ class StepEstimate(Estimate):
 
     @property
     def time(self) -> float:
-        local = self.t_kv + self.t_elementwise + max(self.t_math, self.t_params)
+        local = self.t_kv + self.t_elementwise + self.t_fixed + max(self.t_math, self.t_params)
         return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
 
     @property
     def upper(self) -> float:
-        return self.t_kv + self.t_elementwise + self.t_math + self.t_params + self.t_ici
+        return self.t_kv + self.t_elementwise + self.t_fixed + self.t_math + self.t_params + self.t_ici
 
     @property
     def bound(self) -> str:
@@ -125,25 +129,29 @@ def kv_cache_bytes(model: TransformerConfig | str, context: float, batch: int = 
 
 
 @checks(params="size", kv_bytes_per_seq="nonneg", batch="count", n_chips="count", param_bytes="size",
-        compute_dtype="dtype", t_ici="nonneg", label="text", elementwise_bytes="nonneg", kv_reads="size")
+        compute_dtype="dtype", t_ici="nonneg", label="text", elementwise_bytes="nonneg", kv_reads="size",
+        flop_params="?size", held_params="?size")
 def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip | str, n_chips: int,
                 param_bytes: float = 2, compute_dtype: str = "bf16", t_ici: float = 0.0,
                 label: str = "", efficiency: str | Efficiency = "ideal",
-                elementwise_bytes: float = 0.0, kv_reads: float = 1.0) -> StepEstimate:
+                elementwise_bytes: float = 0.0, kv_reads: float = 1.0,
+                flop_params: float | None = None, held_params: float | None = None) -> StepEstimate:
     """Return the `StepEstimate` of one decode step from raw counts: `params` parameters of `param_bytes`
     bytes each, `kv_bytes_per_seq` bytes of KV cache per sequence, `batch` sequences, on `n_chips` chips
     that split weights and caches evenly. Calibrated, HBM and FLOP/s run at the chip's measured fractions,
     `t_ici` adds to the step and so do `elementwise_bytes` per chip at the achieved HBM bandwidth.
     `kv_reads`: how many times the attention kernel reads each cached byte per step (1 when it is read once;
-    the cache's size, `memory_per_chip`, does not change with it)."""
+    the cache's size, `memory_per_chip`, does not change with it). `flop_params`: the parameters each sequence's
+    token multiplies by (an MoE's active ones; default `params`); `params` are the ones read (an MoE's experts
+    the batch routes to), while the chips hold `held_params` (default `params`)."""
     chip = get_chip(chip)
     if batch < 1 or n_chips < 1:
         raise ValueError(f"batch and n_chips must be positive, got batch={batch!r}, n_chips={n_chips!r}")
     eff = chip.efficiency(efficiency)
     W = n_chips * chip.hbm_bandwidth * eff.hbm
     C = n_chips * chip.peak_flops(compute_dtype) * eff.compute(compute_dtype)
-    flops = 2 * batch * params
-    held = params * param_bytes + batch * kv_bytes_per_seq
+    flops = 2 * batch * (params if flop_params is None else flop_params)
+    held = (params if held_params is None else held_params) * param_bytes + batch * kv_bytes_per_seq
     kv_traffic = batch * kv_bytes_per_seq * kv_reads
     nbytes = params * param_bytes + kv_traffic
     return StepEstimate(flops, nbytes, flops / C, nbytes / W, channel="HBM", label=label,
@@ -187,16 +195,35 @@ def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
     return mesh if n_chips > 1 else None
 
 
+@checks(model=is_a(TransformerConfig), tokens="nonneg", ep="count")
+def weights_read(model: TransformerConfig, tokens: float, ep: int = 1) -> float:
+    """Return the parameters a forward pass over `tokens` tokens reads, as the busiest chip sees them: all of a
+    dense model; of an MoE, everything but the routed experts, plus the experts the tokens route to. With the
+    experts split `ep` ways (expert parallelism) the busiest group reads at least one of its E/ep experts once
+    any token routes there, so the step waits for it: max(1, its expected share), counted for all ep groups
+    (`models.expected_experts`: E·(1 - (1 - k/E)^tokens) distinct experts over the whole model)."""
+    if ep > 1 and (not model.is_moe or model.E % ep):
+        raise ValueError(f"ep={ep} must divide the experts of an MoE (E={model.E})")
+    if not model.is_moe:
+        return model.param_count()
+    routed = model.components()["MoE routed experts"][0]
+    group = model.E / ep
+    touched = min(group, max(1.0, expected_experts(tokens, model.E, model.k) / ep)) if tokens > 0 else group
+    return model.param_count() - routed + routed * touched / group
+
+
 @checks(n_chips="count", batch="count", context="nonneg", param_bytes="size", kv_bytes="size", compute_dtype="dtype",
-        mesh=is_a(TpuMesh, GpuCluster, type(None)), gqa_kernel="flag")
+        mesh=is_a(TpuMesh, GpuCluster, type(None)), gqa_kernel="flag", ep="count")
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
                 mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
-                gqa_kernel: bool = True) -> StepEstimate:
+                gqa_kernel: bool = True, ep: int = 1) -> StepEstimate:
     """Return the `StepEstimate` of a decode step of `batch` sequences at `context` tokens each.
 
-    Every weight is counted as read each step (the book's convention; the embedding table's lookups read
-    far less) and as doing 2 FLOPs per sequence.
+    Every weight a step uses is counted as read each step (the book's convention; the embedding table's lookups
+    read far less) and as doing 2 FLOPs per sequence. An MoE's step reads only the experts its batch routes to
+    (`weights_read`: with `ep`-way expert parallelism, the busiest group's share) and multiplies each token by
+    its active parameters; its chips hold every expert.
 
     `param_bytes` and `kv_bytes` are bytes per weight and per cached value (1 for int8). With a `mesh` (of
     `n_chips` chips, a TPU slice or a `GpuCluster`), the tensor-parallel collectives of the bf16 activations
@@ -209,14 +236,17 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     K/V head's cache — and the XQA kernel that shares the reads gave Llama-70B 1.9-2.4x the throughput.
     """
     model, chip = get_model(model), get_chip(chip)
+    if ep > 1 and (not model.is_moe or model.E % ep or n_chips % ep):
+        raise ValueError(f"ep={ep} must divide the experts E={model.E} (an MoE) and n_chips={n_chips}")
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     kv = kv_cache_bytes(model, context, 1, kv_bytes)
     t_ici = _tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
-    return decode_time(model.param_count(), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
+    return decode_time(weights_read(model, batch, ep), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
                              f"{chip.name}", efficiency=efficiency,
                        elementwise_bytes=_elementwise_bytes(model, batch, n_chips),
-                       kv_reads=1.0 if gqa_kernel else model.N / model.K)
+                       kv_reads=1.0 if gqa_kernel else model.N / model.K,
+                       flop_params=model.param_count(active=True), held_params=model.param_count())
 
 
 @checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
@@ -233,33 +263,39 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
     ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
     Calibrated, the norms, residual adds, rotary and activation function between the matmuls add their HBM
-    traffic (`t_elementwise`), as in a decode step, and the attention's FLOPs run at the flash kernel's measured
-    share of the 16-bit peak (`Efficiency.attention`, as in `training.predict`) unless `mfu` is given.
-    With `batch` prompts the FLOPs, caches and collectives scale with it; the weights are read once.
+    traffic (`t_elementwise`), as in a decode step, the attention's FLOPs run at the flash kernel's measured
+    share of the 16-bit peak (`Efficiency.attention`, as in `training.predict`) and the matmuls at the share their
+    shapes keep (`gemm.layer_efficiency`) unless `mfu` is given, and each layer pays its kernels' fixed cost
+    (`Efficiency.layer_overhead`, `t_fixed`). With `batch` prompts the FLOPs, caches and collectives scale with
+    it; the weights are read once (an MoE's: the experts its tokens route to).
     """
     model, chip = get_model(model), get_chip(chip)
     eff = chip.efficiency(efficiency)
+    calibrated = efficiency != "ideal" and mfu is None
     # calibrated, a flash kernel runs the attention at its own measured share of the 16-bit peak
-    flash = efficiency != "ideal" and mfu is None and attention and eff.attention is not None
+    flash = calibrated and attention and eff.attention is not None
     mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if mfu is None else mfu
     if not 0 < mfu <= 1 or tokens <= 0 or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"need 0 < mfu <= 1, tokens > 0 and an integer batch >= 1, got mfu={mfu!r}, "
                          f"tokens={tokens!r}, batch={batch!r}")
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens * batch
-    C = n_chips * chip.peak_flops(compute_dtype) * mfu
+    # calibrated, the matmuls keep the share their [tokens, width/n] shapes allow (tile and wave quantization)
+    shape = layer_efficiency(model, tokens * batch, chip, n_chips) if calibrated else 1.0
+    C = n_chips * chip.peak_flops(compute_dtype) * mfu * shape
     scores = flops - model.flops_per_token(0, training=False) * tokens * batch if flash else 0.0
     t_math = (flops - scores) / C + scores / (n_chips * chip.peak_flops() * eff.attention) if flash else flops / C
     W = n_chips * chip.hbm_bandwidth * eff.hbm
-    weights, cache = model.param_count() * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
+    weights, cache = weights_read(model, tokens * batch) * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
     t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
     t_elementwise = 0.0 if efficiency == "ideal" else \
         _elementwise_bytes(model, tokens * batch, n_chips) * n_chips / W
     return StepEstimate(flops, weights + cache, t_math, (weights + cache) / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
-                        t_ici=t_ici, t_elementwise=t_elementwise, batch=max(1, round(tokens * batch)),
-                        ici_adds=efficiency != "ideal",
-                        memory_per_chip=(weights + cache) / n_chips, hbm_per_chip=chip.hbm_bytes)
+                        t_ici=t_ici, t_elementwise=t_elementwise, t_fixed=eff.layer_overhead * model.L,
+                        batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal",
+                        memory_per_chip=(model.param_count() * param_bytes + cache) / n_chips,
+                        hbm_per_chip=chip.hbm_bytes)
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")

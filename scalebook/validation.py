@@ -14,6 +14,7 @@ time. Memory is neither fast nor slow: it has an error but no bound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -28,9 +29,9 @@ from .tables import Table
 from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
 
-__all__ = ["Run", "runs", "sources", "model", "predict", "results", "table", "summary", "disagreements",
-           "flops_per_token",
-           "FASTER_IS_HIGHER", "FASTER_IS_LOWER", "METRICS", "GiB"]
+__all__ = ["Run", "runs", "calibration_runs", "sources", "model", "predict", "results", "table", "summary",
+           "disagreements", "flops_per_token", "derived_layer_overhead", "derived_framework_share",
+           "FASTER_IS_HIGHER", "FASTER_IS_LOWER", "METRICS", "STATUSES", "GiB"]
 
 GiB = 2.0**30
 # Metrics where a faster machine shows a larger number, and those where it shows a smaller one.
@@ -38,6 +39,7 @@ FASTER_IS_HIGHER = ("tokens_per_second", "out_tokens_per_second_per_chip", "tflo
 FASTER_IS_LOWER = ("ms_per_token", "ttft_ms", "step_time_s")
 METRICS = FASTER_IS_HIGHER + FASTER_IS_LOWER + ("params_optimizer_gib", "activations_gib")
 _KINDS = ("decode", "prefill", "serve", "training", "memory")
+STATUSES = ("calibration", "development", "held-out")
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,9 @@ class Run:
     and its `published` value, where it came from (`source`, `check`: V read in the source, S from a
     secondary summary, D derived by us), and the layout and sizes in `params`. `calibration_point`: a
     calibrated factor was read off this run, so it cannot test that factor. `disagreement`: why the calibrated
-    model misses this run by more than 35 % (empty where it does not)."""
+    model misses this run by more than 35 % (empty where it does not). `status` and `entered`: the row's
+    provenance (`STATUSES`: a calibration source, a development row the model was changed after seeing, or a
+    row held out since it entered the suite on `entered`)."""
 
     id: str
     kind: str
@@ -60,44 +64,65 @@ class Run:
     note: str = ""
     calibration_point: bool = False
     disagreement: str = ""
+    status: str = "development"
+    entered: str = ""
     params: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def family(self) -> str:
+        """The row's family: its kind of work and the kind of chip, e.g. 'training GPU' or 'decode TPU'."""
+        return f"{'training' if self.kind == 'memory' else self.kind} {get_chip(self.hardware).kind.upper()}"
 
 
 @cache
-def _data() -> dict[str, Any]:
-    return load("data/published_runs.toml")
+def _data(name: str = "published_runs") -> dict[str, Any]:
+    return load(f"data/{name}.toml")
 
 
 def sources() -> dict[str, str]:
-    """Return {key: citation} of every source the suite draws on."""
-    return dict(_data()["sources"])
+    """Return {key: citation} of every source the suite and its calibration runs draw on."""
+    return {**_data("calibration_runs")["sources"], **_data()["sources"]}
 
 
 def model(name: str | TransformerConfig) -> TransformerConfig:
     """Return a preset (`models.get_model`) or one of the suite's own models (GPT shapes of the Megatron
-    papers, Llama 2, PaLM), by key."""
-    extra = _data()["models"]
-    if isinstance(name, str) and name in extra:
-        return TransformerConfig(**extra[name])
+    papers, Llama 2, PaLM, NeMo's GPT-3 and Nemotron ...), by key."""
+    if isinstance(name, str):
+        for file in ("calibration_runs", "published_runs"):
+            extra = _data(file).get("models", {})
+            if name in extra:
+                return TransformerConfig(**extra[name])
     return get_model(name)
 
 
 _RUN_FIELDS = {"id", "kind", "model", "hardware", "n_chips", "metric", "published", "source", "check", "note",
-               "calibration_point", "disagreement"}
+               "calibration_point", "disagreement", "status", "entered"}
+
+
+def _runs(file: str) -> tuple[Run, ...]:
+    out = []
+    cited = sources()
+    for spec in _data(file)["runs"]:
+        if spec["kind"] not in _KINDS or spec["metric"] not in METRICS or spec["source"] not in cited \
+                or spec.get("status", "development") not in STATUSES:
+            raise ValueError(f"run {spec.get('id')!r}: kind, metric, source or status unknown")
+        params = {k: v for k, v in spec.items() if k not in _RUN_FIELDS}
+        out.append(Run(**{k: v for k, v in spec.items() if k in _RUN_FIELDS and k != "model"},
+                       model=model(spec["model"]), params=params))
+    return tuple(out)
 
 
 @cache
 def runs() -> tuple[Run, ...]:
     """Return every run of the suite, in the file's order."""
-    out = []
-    cited = sources()
-    for spec in _data()["runs"]:
-        if spec["kind"] not in _KINDS or spec["metric"] not in METRICS or spec["source"] not in cited:
-            raise ValueError(f"run {spec.get('id')!r}: kind, metric or source unknown")
-        params = {k: v for k, v in spec.items() if k not in _RUN_FIELDS}
-        out.append(Run(**{k: v for k, v in spec.items() if k in _RUN_FIELDS and k != "model"},
-                       model=model(spec["model"]), params=params))
-    return tuple(out)
+    return _runs("published_runs")
+
+
+@cache
+def calibration_runs() -> tuple[Run, ...]:
+    """Return the calibration sources kept apart from the suite (`data/calibration_runs.toml`): the rows a
+    factor or a mechanism's constant is read off, never scored."""
+    return _runs("calibration_runs")
 
 
 @checks(run=is_a(Run))
@@ -142,7 +167,9 @@ def _training(run: Run, efficiency: str | Efficiency) -> float:
     keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
     layout = {k: p[k] for k in keys if k in p}
     layout.update({k: p[k] for k in ("sequence_parallel", "flash_attention", "master_bytes", "grad_bytes",
-                                     "tp_overlap", "cp_overlap", "balanced_stages") if k in p})
+                                     "tp_overlap", "cp_overlap", "balanced_stages", "reshard_after_forward",
+                                     "slices")
+                   if k in p})
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
                          efficiency=efficiency, **layout)
     if run.metric == "params_optimizer_gib":
@@ -166,6 +193,43 @@ def predict(run: Run, efficiency: str | Efficiency = "calibrated") -> float:
     return _serving(run, efficiency)
 
 
+def _speed_ratio(metric: str, predicted: float, published: float) -> float:
+    """How much faster the run went than predicted: published over predicted speed (above 1: we were slow)."""
+    return published / predicted if metric in FASTER_IS_HIGHER else predicted / published
+
+
+def _without(hardware: str, **factors: float | None) -> Efficiency:
+    """The chip's calibrated factors with some set aside (to read one of them off its calibration rows)."""
+    return dataclasses.replace(get_chip(hardware).efficiency("calibrated"), **factors)
+
+
+@checks(hardware="text")
+def derived_layer_overhead(hardware: str) -> float:
+    """Return the seconds of fixed cost per layer and forward pass read off the calibration rows: TensorRT-LLM's
+    GPT-J 6B first-token latency at 128 tokens on `hardware`, less our calibrated prefill without that cost, over
+    its 28 layers (a short prompt's matmuls are tiny, so what is left is what every layer's kernels cost)."""
+    rows = [r for r in runs() if r.status == "calibration" and r.kind == "prefill"
+            and get_chip(r.hardware) is get_chip(hardware) and r.params["tokens"] <= 128]
+    if not rows:
+        raise ValueError(f"hardware={hardware!r}: no short-prompt calibration row on it")
+    eff = _without(hardware, layer_overhead=0.0)
+    return statistics.mean((r.published - predict(r, eff)) / 1e3 / r.model.L for r in rows)
+
+
+@checks(hardware="text", dtype="dtype")
+def derived_framework_share(hardware: str, dtype: str = "fp8") -> float:
+    """Return the share of our calibrated training rate a production framework reaches, read off the training
+    calibration rows on `hardware` in `dtype` (FP8: NeMo's performance table, `calibration_runs`; BF16: the
+    suite's rows marked as calibration, Megatron-Core's weak-scaling table on H100 and Megatron-LM's 2021 table on
+    A100): the median of published over predicted speed with the framework term set aside."""
+    rows = [r for r in (*calibration_runs(), *runs()) if r.kind == "training" and r.status == "calibration"
+            and get_chip(r.hardware) is get_chip(hardware) and r.params.get("dtype", "bf16") == dtype]
+    if not rows:
+        raise ValueError(f"hardware={hardware!r}, dtype={dtype!r}: no training calibration row")
+    eff = _without(hardware, framework=1.0, framework_fp8=None)
+    return statistics.median(_speed_ratio(r.metric, predict(r, eff), r.published) for r in rows)
+
+
 def _faster(metric: str, predicted: float, published: float) -> bool:
     """Whether `predicted` is at least as fast as `published` (tiny rounding allowed)."""
     if metric in FASTER_IS_HIGHER:
@@ -183,19 +247,20 @@ def _results(efficiency: str) -> tuple[dict[str, Any], ...]:
                "bound": _faster(run.metric, ideal, run.published) if run.metric not in
                ("params_optimizer_gib", "activations_gib") else None,
                "source": run.source, "check": run.check, "calibration point": run.calibration_point,
-               "disagreement": run.disagreement}
+               "disagreement": run.disagreement, "status": run.status, "family": run.family}
+        value = ideal if efficiency == "ideal" else predict(run, efficiency)
         if efficiency != "ideal":
-            value = predict(run, efficiency)
-            row.update({efficiency: value, "error": value / run.published - 1})
-        else:
-            row["error"] = row["ideal error"]
+            row[efficiency] = value
+        row["error"] = value / run.published - 1
+        row["speed error"] = None if row["bound"] is None else 1 / _speed_ratio(run.metric, value, run.published) - 1
         rows.append(row)
     return tuple(rows)
 
 
 def results(efficiency: str = "calibrated") -> list[dict[str, Any]]:
-    """Return one dict per run: published, ideal (and `efficiency`'s) prediction, their errors, and whether
-    the ideal prediction is a bound (None for memory)."""
+    """Return one dict per run: published, ideal (and `efficiency`'s) prediction, their errors (in the metric's
+    units, and as 'speed error': predicted over published speed - 1, positive when the model is too fast), whether
+    the ideal prediction is a bound (None for memory), the row's status and family."""
     if efficiency not in ("ideal", "calibrated"):
         raise ValueError(f"efficiency={efficiency!r}; allowed: 'ideal', 'calibrated'")
     return [dict(r) for r in _results(efficiency)]
@@ -207,25 +272,25 @@ def _pct(v: float | None) -> str:
 
 @checks(kind=lambda n, v: v if v is None else check_choice(n, v, _KINDS))
 def table(efficiency: str = "calibrated", kind: str | None = None) -> Table:
-    """Published vs ideal vs `efficiency` for every run (or one `kind`), with the errors; ✓ where the ideal
-    prediction is a bound (never slower than measured), ✗ where it is not."""
+    """Published vs ideal vs `efficiency` for every run (or one `kind`), with the errors and each row's status
+    (test: held out; dev: development; cal: a calibration source); ✓ where the ideal prediction is a bound (never
+    slower than measured), ✗ where it is not."""
+    short = {"held-out": "test", "development": "dev", "calibration": "cal"}
     rows = []
     for r in results(efficiency):
         if kind is not None and r["kind"] != kind:
             continue
-        mark = " *" if r["calibration point"] else " †" if r["disagreement"] else ""
-        row = {"run": r["run"] + mark, "metric": r["metric"],
-               "published": r["published"], "ideal": r["ideal"],
+        row = {"run": r["run"] + (" †" if r["disagreement"] else ""), "status": short[r["status"]],
+               "metric": r["metric"], "published": r["published"], "ideal": r["ideal"],
                "bound": {True: "✓", False: "✗", None: ""}[r["bound"]]}
         if efficiency != "ideal":
-            row.update({efficiency: r[efficiency], "error": r["error"]})
-        else:
-            row["error"] = r["error"]
+            row[efficiency] = r[efficiency]
+        row["error"] = r["error"]
         rows.append(row)
     num = lambda v: f"{v:.4g}"  # noqa: E731
     return Table(rows, formats={"published": num, "ideal": num, efficiency: num, "error": _pct},
-                 title=f"published runs: measured vs ideal vs {efficiency} (* a calibration point, † a "
-                       f"disagreement: see `disagreements()`)")
+                 title=f"published runs: measured vs the ideal bound vs the {efficiency} model (status: test = held "
+                       f"out, dev = development, cal = calibration; † a disagreement: see `disagreements()`)")
 
 
 def disagreements() -> Table:
@@ -236,24 +301,46 @@ def disagreements() -> Table:
                                 "error": _pct}, title="where the calibrated model disagrees with a published run")
 
 
+def _scores(errors: list[float]) -> dict[str, Any]:
+    """Rows, median |error|, bias (the median signed error: positive, too fast) and scatter (the median distance
+    from that bias) of a group of speed errors (None for an empty group)."""
+    if not errors:
+        return {"rows": 0, "median abs error": None, "bias": None, "scatter": None}
+    bias = statistics.median(errors)
+    return {"rows": len(errors), "median abs error": statistics.median(abs(e) for e in errors), "bias": bias,
+            "scatter": statistics.median(abs(e - bias) for e in errors)}
+
+
 def summary(efficiency: str = "calibrated") -> dict[str, Any]:
-    """Return the suite's scorecard: median and largest absolute error over throughput/time rows (all of them,
-    those not marked as disagreements, and the held-out ones: all but the calibration points a factor was
-    derived from), the rows beyond ±35 %, memory rows beyond ±10 %, and the ideal predictions that are not
-    bounds."""
+    """Return the suite's scorecard over its throughput and time rows, by provenance (`STATUSES`): the test rows
+    (held out: no model change was made after their error was seen, no factor read off them) give the error to
+    expect on a new run; the development rows measure fit; the calibration rows show what their factors left.
+    Each group has its median |error|, bias (median signed speed error: positive when the model is too fast) and
+    scatter; `families` splits them by kind of work x GPU/TPU. Also: the rows beyond ±35 % (all, and test rows),
+    memory rows beyond ±10 %, and the ideal predictions that are not bounds."""
     rows = results(efficiency)
     speed = [r for r in rows if r["bound"] is not None]
     memory = [r for r in rows if r["bound"] is None]
-    errors = [abs(r["error"]) for r in speed]
-    agreeing = [abs(r["error"]) for r in speed if not r["disagreement"]]
-    held_out = [abs(r["error"]) for r in speed if not r["calibration point"]]
+
+    def group(status: str, family: str | None = None) -> dict[str, Any]:
+        return _scores([r["speed error"] for r in speed if r["status"] == status
+                        and (family is None or r["family"] == family)])
+
+    families = sorted({r["family"] for r in speed})
+    test = group("held-out")
     return {
         "runs": len(rows),
-        "median abs error": statistics.median(errors) if errors else math.nan,
-        "median abs error, agreeing rows": statistics.median(agreeing) if agreeing else math.nan,
-        "median abs error, held-out rows": statistics.median(held_out) if held_out else math.nan,
-        "max abs error": max(errors, default=math.nan),
-        "beyond 35%": [r["run"] for r in speed if abs(r["error"]) > 0.35],
+        "test rows": test,
+        "development rows": group("development"),
+        "calibration rows": group("calibration"),
+        "families": {f: {status: group(status, f) for status in STATUSES} for f in families},
+        "median abs error, test rows": test["median abs error"],
+        "bias, test rows": test["bias"],
+        "median abs error": statistics.median(abs(r["speed error"]) for r in speed) if speed else math.nan,
+        "max abs error": max((abs(r["speed error"]) for r in speed), default=math.nan),
+        "beyond 35%": [r["run"] for r in speed if abs(r["speed error"]) > 0.35],
+        "beyond 35%, test rows": [r["run"] for r in speed if r["status"] == "held-out"
+                                  and abs(r["speed error"]) > 0.35],
         "memory beyond 10%": [r["run"] for r in memory if abs(r["error"]) > 0.10],
         "not a bound": [r["run"] for r in speed if not r["bound"]],
     }

@@ -17,7 +17,6 @@ from typing import Any
 
 import fuzzing
 import numpy as np
-import pytest
 from fuzzing import HUGE, INF, NAN, Recipes, bad_cases, classify, guarded, resolve, summary
 from test_fuzz import MODULES as GROUND_MODULES
 from test_fuzz_upper import MODULES as UPPER_MODULES
@@ -154,23 +153,23 @@ M: Recipes = {
     "widgets.core.Explorer.snapshot_html": (lambda: dict(self=_explorer()), {}),
 }
 
-# Methods another change of #33 makes refuse bad input (the `Efficiency` class is the planner rework's): fuzzed apart,
-# in a test expected to fail until that change lands; then their recipes move into M.
-PENDING: Recipes = {
+M.update({
     "hardware.chips.Efficiency.compute": (lambda: dict(self=sb.hardware.chips.Efficiency()), {"dtype": "name"}),
     "hardware.chips.Efficiency.collective": (lambda: dict(self=sb.hardware.chips.Efficiency(), kind="all_gather"),
                                              {"kind": "name"}),
-}
+    "hardware.chips.Efficiency.framework_share": (lambda: dict(self=sb.hardware.chips.Efficiency()),
+                                                 {"dtype": "name"}),
+})
 
 
 def test_every_public_method_has_a_recipe():
     """Coverage by identity, over the modules tests/test_fuzz.py and tests/test_fuzz_upper.py fuzz."""
-    missing = fuzzing.missing_recipes({**M, **PENDING}, EXEMPT, MODULES, public=fuzzing.public_methods)
+    missing = fuzzing.missing_recipes(M, EXEMPT, MODULES, public=fuzzing.public_methods)
     assert not missing, f"public methods without a fuzz recipe (add one to tests/test_fuzz_methods.py M): {missing}"
 
 
 def test_every_parameter_has_a_kind():
-    gaps = fuzzing.kind_gaps({**M, **PENDING})
+    gaps = fuzzing.kind_gaps(M)
     assert not gaps, gaps
 
 
@@ -202,13 +201,6 @@ def test_fuzz_one_bad_argument_at_a_time(capsys):
     assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures)
 
 
-@pytest.mark.xfail(strict=True, reason="Efficiency.compute and .collective take a misspelt name until the Efficiency "
-                                       "rework of #33 lands (then move PENDING into M)")
-def test_fuzz_pending_methods():
-    _n_cases, _outcomes, failures = fuzz(PENDING)
-    assert not failures, failures
-
-
 def call(name: str, kwargs: dict[str, Any]) -> Any:
     fn: Callable[..., Any] = resolve(name)
     return fn(**kwargs)
@@ -216,7 +208,7 @@ def call(name: str, kwargs: dict[str, Any]) -> Any:
 
 def test_every_method_recipe_is_a_valid_call():
     broken = []
-    for name, (valid, _kinds) in sorted({**M, **PENDING}.items()):
+    for name, (valid, _kinds) in sorted(M.items()):
         try:
             with guarded(20):
                 result = call(name, valid())

@@ -63,7 +63,7 @@ def test_gpu_nvlink_egress_per_generation():
 
 def test_every_listed_chip_is_present():
     assert set(chip_names()) == {"v2", "v3", "v4p", "v5p", "v5e", "v6e", "tpu7x",
-                                 "v100", "a100", "h100", "h200", "h800", "b200", "gb200"}
+                                 "v100", "a100", "h100", "h100-hbm2e", "h200", "h800", "b200", "gb200"}
 
 
 @pytest.mark.parametrize("name", chip_names())
@@ -120,7 +120,7 @@ def test_peak_flops_by_dtype():
 
 def test_list_chips_table():
     table = sb.list_chips()
-    assert len(table) == 14
+    assert len(table) == 15
     assert "TPU v5e" in str(table) and "<table>" in table._repr_html_()
     assert len(sb.list_chips(vendor="google")) == 7
 

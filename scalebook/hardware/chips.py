@@ -44,8 +44,14 @@ class Efficiency:
     (TPUs). `attention`: the share of the dense peak a fused (flash) attention kernel reaches, forward and
     backward (None: the matmul figure). `latency_node` (s): the fixed cost of one collective call inside an
     NVLink node (GPUs) or of one ICI hop (TPUs); `latency_network` (s): what each step of a ring between
-    nodes adds to a call (n - 1 steps over n nodes, twice that for AllReduce). The ideal
-    set (`IDEAL`) is all ones and zero latency: the book's bounds. `sources` names where each came from.
+    nodes adds to a call (n - 1 steps over n nodes, twice that for AllReduce).
+    Three mechanisms of real runs, each read off its own source: `layer_overhead` (s), the fixed cost of one
+    layer's forward pass beyond its FLOPs and bytes (kernel launches, synchronisation: what dominates a short
+    prompt); `interference`, the fraction by which compute slows while a collective overlaps it (the collective's
+    kernels take SMs and HBM bandwidth); `framework` (and `framework_fp8`), the share of the modelled training
+    step rate a production framework reaches (what the terms above leave unexplained, calibrated on a disjoint
+    family of published runs). The ideal set (`IDEAL`) is all ones and zeros: the book's bounds. `sources`
+    names where each came from; 'assumed' marks a value no measurement gave (`assumed`).
     """
 
     matmul: float = 1.0
@@ -57,17 +63,35 @@ class Efficiency:
     link: float = 1.0
     latency_node: float = 0.0
     latency_network: float = 0.0
+    layer_overhead: float = 0.0
+    interference: float = 0.0
+    framework: float = 1.0
+    framework_fp8: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         check_fields(self, matmul="fraction", matmul_fp8="?fraction", attention="?fraction", hbm="fraction",
                      network="fraction", link="fraction", latency_node="nonneg", latency_network="nonneg",
-                     collectives=_collective_fractions)
+                     layer_overhead="nonneg", interference="nonneg", framework="fraction",
+                     framework_fp8="?fraction", collectives=_collective_fractions)
 
+    @property
+    def assumed(self) -> tuple[str, ...]:
+        """The factors no measurement gave: those whose source is chips.toml's 'assumed'."""
+        assumed = _load()[1]["assumed"]
+        return tuple(sorted(name for name, source in self.sources.items() if source == assumed))
+
+    @checks(dtype="dtype")
+    def framework_share(self, dtype: str = "bf16") -> float:
+        """Share of the modelled training step rate a framework reaches in `dtype` (fp8 falls back to bf16's)."""
+        return self.framework_fp8 if str(dtype).lower() in ("fp8", "f8") and self.framework_fp8 else self.framework
+
+    @checks(dtype="dtype")
     def compute(self, dtype: str = "bf16") -> float:
         """Fraction of the dense peak a large matmul in `dtype` reaches (fp8 falls back to bf16's)."""
         return self.matmul_fp8 if str(dtype).lower() in ("fp8", "f8") and self.matmul_fp8 else self.matmul
 
+    @checks(kind=("all_gather", "reduce_scatter", "all_reduce", "all_to_all"))
     def collective(self, kind: str) -> float:
         """Bus-bandwidth fraction of collective `kind` (the mean of the listed kinds when it is not listed)."""
         if kind in self.collectives:

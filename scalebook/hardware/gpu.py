@@ -53,7 +53,8 @@ NVLINK = {
     "4.0": NvLink("4.0", "3.0", "Hopper", 25e9, 18, 64, 4),
     "5.0": NvLink("5.0", "4.0", "Blackwell", 50e9, 18, 72, 2),
 }
-_GENERATION_OF = {"NVIDIA A100": "3.0", "NVIDIA H100": "4.0", "NVIDIA H200": "4.0", "NVIDIA H800": "4.0",
+_GENERATION_OF = {"NVIDIA A100": "3.0", "NVIDIA H100": "4.0", "NVIDIA H100 96 GB HBM2e (500 W)": "4.0",
+                  "NVIDIA H200": "4.0", "NVIDIA H800": "4.0",
                   "NVIDIA B200": "5.0", "NVIDIA GB200": "5.0"}
 
 

@@ -1,18 +1,24 @@
-"""The layout search: which parallelism (DP, FSDP, TP, FSDP x TP, TP x pipeline x ZeRO-1) trains a model fastest.
+"""The layout search: which layout trains a model fastest on a TPU slice or a GPU cluster, and fits.
 
-`plan` tries every layout the chip or cluster allows, prices each with `training.step_time`, keeps those
-whose memory per chip fits in HBM and returns the fastest as a `TrainingPlan`, with a table of every
-candidate and why it lost. With `efficiency=` ('ideal' or 'calibrated') it searches published-style layouts
-instead — TP in a node × PP (virtual stages) × CP × ZeRO-1/FSDP data parallelism, recompute selective or
-full — priced by `training.predict`, keeping those whose calibrated memory fits (`search`).
-`check_parallelism` checks a published GPU layout the way ch. 12 does.
+`plan` runs one candidate loop (`_search`) over `Layout`s, priced by either model:
+
+- the book's (`efficiency=None`): ch. 5's strategies (DP, FSDP, TP, FSDP x TP; on GPU clusters also TP in a
+  node x pipeline x ZeRO-1), each priced by `step_time` with the book's 10 bytes/parameter memory, plus pure
+  data parallelism across slices over DCN when a run spans pods;
+- the ideal or calibrated prediction (`efficiency='ideal'` or `'calibrated'`): the layouts of published runs —
+  TP (inside an NVLink node, or over a TPU slice's ICI) x PP (with virtual stages) x CP (long sequences) x EP
+  (MoE models) x ZeRO-1 or FSDP, recompute selective or full — priced by `predict`, memory counted the
+  mixed-precision way.
+
+Either way the answer is a `TrainingPlan` that carries the chosen `Layout`, what priced it, and a table of the
+candidates. `check_parallelism` checks a published GPU layout the way ch. 12 does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..estimate import Estimate
@@ -20,20 +26,22 @@ from ..hardware.chips import Chip
 from ..hardware.gpu import GpuCluster, resolve
 from ..models import TransformerConfig, get_model
 from ..tables import Table
-from ..units import check_int, checks, fmt_bytes, fmt_time, is_a
+from ..units import check_choice, check_int, checks, fmt_bytes, fmt_time, is_a
 from .book import min_tokens_per_chip, step_time
-from .footprint import OPTIMIZERS, Memory, memory
+from .footprint import OPTIMIZERS, RECOMPUTE, REMAT_OF, REMAT_SAVES, Memory, memory
+from .layout import Layout
 from .prediction import Prediction, predict
 
-__all__ = ["TrainingPlan", "plan", "search", "check_parallelism"]
+__all__ = ["TrainingPlan", "plan", "check_parallelism"]
 
 
 @dataclass(frozen=True, repr=False)
 class TrainingPlan:
-    """The planner's answer: the chosen layout, its step `estimate`, and every candidate with why it lost.
+    """The planner's answer: the chosen `layout`, its step `estimate`, and the candidates with why they lost.
 
-    Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a
-    slice, `tp` the tensor-parallel degree, `pp` pipeline stages (the planner pipelines on GPU clusters).
+    Degrees: `dp` pure data parallelism across slices (over DCN), `fsdp` the FSDP/data degree inside a slice,
+    `tp` tensor, `pp` pipeline stages, `cp` context, `ep` expert parallelism. A plan priced by `predict`
+    (`plan(..., efficiency=...)`) carries that `prediction` and the `ideal` one of the same layout.
     """
 
     model: TransformerConfig
@@ -51,16 +59,17 @@ class TrainingPlan:
     prediction: Prediction | None = None
     ideal: Prediction | None = None
     memory_per_chip: float = 0.0  # bytes per chip of the chosen layout (the prediction's, when there is one)
+    ep: int = 1
+    layout: Layout | None = None
 
     @property
     def fits(self) -> bool:
         """Whether the layout's memory per chip fits the chip's HBM (`plan` returns only layouts that do)."""
-        used = self.prediction.memory_per_chip if self.prediction is not None else self.memory_per_chip
-        return used <= self.chip.hbm_bytes
+        return self.memory_per_chip <= self.chip.hbm_bytes
 
     @property
     def mfu(self) -> float:
-        """The best MFU this layout allows: compute time over step time (1 when compute-bound); from a
+        """The best MFU this layout allows: compute time over step time (1 when compute-bound, a bound); from a
         `plan(..., efficiency=...)` search, the predicted MFU (`ideal_mfu` beside it)."""
         if self.prediction is not None:
             return self.prediction.mfu
@@ -78,12 +87,10 @@ class TrainingPlan:
 
     def __str__(self) -> str:
         if self.prediction is not None:
-            lay = self.prediction.layout
-            v = lay["virtual_stages"]
-            return (f"{self.model.name} on {self.n_chips} × {self.chip.name}: TP {self.tp} × PP {self.pp}"
-                    f"{f' (v={v})' if v > 1 else ''} × CP {self.cp} × "
-                    f"{'FSDP' if lay['fsdp'] else 'DP'} {self.fsdp}, recompute {lay['recompute']}; "
-                    f"{self.prediction.efficiency} MFU {self.mfu:.1%} (ideal {self.ideal_mfu:.1%}), "
+            settings = self.prediction.settings
+            return (f"{self.model.name} on {self.n_chips} × {self.chip.name}: {self.layout}"
+                    f"{'' if settings['fsdp'] else ' (ZeRO-1)'}, recompute {settings['recompute']}; "
+                    f"{self.prediction.efficiency} MFU {self.mfu:.1%} (ideal bound {self.ideal_mfu:.1%}), "
                     f"{fmt_bytes(self.prediction.memory_per_chip)} per chip")
         idle = self.n_chips - self.chips_used
         used = f"{self.chips_used} of {self.n_chips} ({idle} idle)" if idle else f"{self.n_chips}"
@@ -99,13 +106,41 @@ class TrainingPlan:
         return f"<p>{self}</p>" + self.candidates._repr_html_()
 
 
+@dataclass(frozen=True)
+class _Priced:
+    """One candidate as a pricing model saw it: its step seconds, bytes per chip, and the row it shows."""
+
+    layout: Layout
+    step: float
+    memory_per_chip: float
+    fits: bool
+    row: dict
+    strategy: str = ""
+    estimate: Estimate | None = None
+    prediction: Prediction | None = None
+    settings: tuple = ()
+
+
+def _search(candidates: Iterable, price: Callable[..., _Priced | None]) -> tuple[_Priced, list[_Priced]]:
+    """The one candidate loop: price every candidate, return the fastest that fits (ties: less memory) and all
+    priced ones in the order tried."""
+    priced = [p for p in (price(c) for c in candidates) if p is not None]
+    fitting = [p for p in priced if p.fits]
+    if not fitting:
+        return None, priced
+    return min(fitting, key=lambda p: (p.step, p.memory_per_chip)), priced
+
+
+# ----------------------------------------------------------------------------------------------- the book's model
+
 def _axes_of(chip: Chip) -> int:
     """Physical torus axes of a chip's slices (3 on v4p/v5p/TPU7x, 2 on v5e/v6e)."""
     return len(chip.max_slice or (0, 0))
 
 
-def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
-    """(strategy, Y, M_X, M_Y, P) for layouts of up to M chips: DP, FSDP, TP, and FSDP x TP for power-of-two Y."""
+def _book_layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
+    """(strategy, Y, M_X, M_Y, P) for layouts of up to M TPU chips: DP, FSDP, TP, and FSDP x TP for
+    power-of-two Y."""
     axes = _axes_of(chip)
     out = [("dp", 1, axes, 1, 1), ("fsdp", 1, axes, 1, 1)]
     if M <= 64:
@@ -117,7 +152,7 @@ def _layouts(chip: Chip, M: int) -> list[tuple[str, int, int, int, int]]:
     return out
 
 
-def _gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, int, int, int, int]]:
+def _book_gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, int, int, int, int]]:
     """(strategy, Y, M_X, M_Y, P) on a GPU cluster: DP, FSDP, TP inside one node, FSDP x TP with TP in a node,
     and the book's recipe for large models, TP in a node x P pipeline stages x ZeRO-1 data parallelism (P
     dividing the layers)."""
@@ -132,7 +167,7 @@ def _gpu_layouts(cluster: GpuCluster, M: int, layers: int) -> list[tuple[str, in
     return out
 
 
-def _per_chip_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips: int) -> float:
+def _book_memory(state: Memory, strategy: str, X: int, Y: int, P: int, chips: int) -> float:
     """Bytes per chip of a layout: ZeRO-3 shards everything over all chips (FSDP); plain DP replicates the
     weights and optimizer; DP with TP and pipelining splits them over the Y·P chips of a replica and, as
     ZeRO-1, the optimizer state also over the X replicas. Saved activations split over all chips."""
@@ -155,36 +190,13 @@ def _whole_nodes(used: int, node: int, available: int) -> bool:
     return used <= min(node, available) or (used % nodes == 0 and nodes <= available // node)
 
 
-@checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
-        efficiency="?text", tp_overlap="flag", fsdp="?flag")
-def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
-         seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
-         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False,
-         fsdp: bool | None = None) -> TrainingPlan:
-    """Search DP, FSDP, TP and FSDP x TP layouts (plus pure DP across slices over DCN when `n_chips` exceeds a
-    pod) and return the fastest that fits in HBM, with a table of every candidate and why it lost.
-
-    The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
-    layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
-    On a `GpuCluster` (n_chips of its GPUs), TP stays inside a node and FSDP/DP runs over the network.
-
-    `efficiency='calibrated'` (or 'ideal') runs `search` instead: the layouts of published runs, priced by
-    `training.predict` and kept only where their calibrated memory fits (`tp_overlap`: the framework hides
-    TP collectives behind the matmuls, as Megatron-Core's --tp-comm-overlap does; `fsdp`: None tries ZeRO-1 and
-    FSDP, False only ZeRO-1 (a framework without FSDP, as Megatron-Core's distributed optimizer in 2024), True only
-    FSDP).
-    """
-    if efficiency is not None:
-        return search(model, chip, n_chips, batch_tokens, seq_len, efficiency=efficiency, tp_overlap=tp_overlap,
-                      fsdp=fsdp)
-    model = get_model(model)
-    hardware, chip = resolve(chip)
+def _book_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip: Chip, n_chips: int,
+               batch_tokens: float, seq_len: int, saves_per_layer: float | str, optimizer: str,
+               sequence_sharding: bool, tp: int | None, pp: int | None) -> TrainingPlan:
+    """`plan` with the book's model (see `plan`)."""
     cluster = hardware if isinstance(hardware, GpuCluster) else None
-    n_chips = check_int("n_chips", n_chips)
     if cluster and n_chips > cluster.gpus:
         raise ValueError(f"n_chips={n_chips} exceeds the cluster's {cluster.gpus} GPUs")
-    if batch_tokens < seq_len or seq_len <= 0 or batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
     pod = n_chips if cluster else math.prod(chip.max_slice or (n_chips,))
     slices = max(1, math.ceil(n_chips / pod))
     if slices > 1 and not chip.dcn_bandwidth:
@@ -196,12 +208,15 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
                          f"evenly over {slices} slices")
     M = n_chips // slices
     state = memory(model, batch_tokens, 1, saves_per_layer, optimizer)
-    rows, best, best_memory = [], None, 0.0
-    for strategy, Y, M_X, M_Y, P in _gpu_layouts(cluster, M, model.L) if cluster else _layouts(chip, M):
+    options = _book_gpu_layouts(cluster, M, model.L) if cluster else _book_layouts(chip, M)
+    options = [o for o in options if (tp is None or o[1] == tp) and (pp is None or o[4] == pp)]
+
+    def price(option: tuple[str, int, int, int, int]) -> _Priced | None:
+        strategy, Y, M_X, M_Y, P = option
         whole = (lambda d, YP=Y * P: _whole_nodes(d * YP, cluster.gpus_per_node, M)) if cluster else (lambda d: True)
         X = _largest_divisor(units // slices, M // (Y * P), whole) if strategy != "tp" else 1
         if cluster and not whole(X):
-            continue  # TP x PP alone does not fit whole nodes of this cluster
+            return None  # TP x PP alone does not fit whole nodes of this cluster
         used = X * Y * P
         microbatches = max(1, min(4 * P, int(batch_tokens / seq_len / (X * slices))))
         est = step_time(model, cluster or chip, used, batch_tokens / slices, strategy, X=X, Y=Y, M_X=M_X, M_Y=M_Y,
@@ -209,29 +224,169 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
         if slices > 1:
             dcn = 2 * model.param_count() * 2 / (used * chip.dcn_bandwidth)
             est = dataclasses.replace(est, t_comms=max(est.t_comms, dcn))  # DCN and ICI run at once
-        per_chip = _per_chip_memory(state, strategy, X * slices, Y, P, used * slices)
-        why = "" if per_chip <= chip.hbm_bytes else \
-            f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM"
-        rows.append({"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
-                     "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
-                     "why not": why, "_key": (strategy, X, Y, P, est)})
-        if not why and (best is None or (est.time, per_chip) < (best[4].time, best_memory)):
-            best, best_memory = (strategy, X, Y, P, est), per_chip
+        per_chip = _book_memory(state, strategy, X * slices, Y, P, used * slices)
+        fits = per_chip <= chip.hbm_bytes
+        layout = Layout.from_strategy(strategy, X, Y, P)
+        layout = dataclasses.replace(layout, dp=layout.dp * slices)
+        too_big = f"memory: {fmt_bytes(per_chip)} per chip > {fmt_bytes(chip.hbm_bytes)} of HBM"
+        row = {"strategy": strategy, "FSDP/DP": X, "TP": Y, "PP": P, "chips": used * slices,
+               "memory/chip": per_chip, "T_math": est.t_math, "T_comms": est.t_comms, "step": est.time,
+               "why not": "" if fits else too_big}
+        return _Priced(layout, est.time, per_chip, fits, row, strategy, est, settings=(X, Y, P))
+
+    best, priced = _search(options, price)
     if best is None:
         raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at batch {batch_tokens:g}: "
-                         + "; ".join(r["why not"] for r in rows[:3]))
-    for row in rows:
-        if not row["why not"]:
-            e = row["_key"][4]
-            row["why not"] = ("chosen" if row["_key"] == best else
-                              f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
-                              else f"{e.time / best[4].time - 1:.0%} slower")
-        del row["_key"]
+                         + "; ".join(p.row["why not"] for p in priced[:3]))
+    for p in priced:
+        e = p.estimate
+        if not p.row["why not"]:
+            p.row["why not"] = ("chosen" if p is best else
+                                f"comms-bound: {e.t_comms / e.t_math:.2f}× the compute" if e.bound != "compute"
+                                else f"{e.time / best.step - 1:.0%} slower")
     formats = {"memory/chip": fmt_bytes, "T_math": fmt_time, "T_comms": fmt_time, "step": fmt_time}
-    table = Table(rows, formats=formats, title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
-    strategy, X, Y, P, est = best
-    return TrainingPlan(model, chip, n_chips, batch_tokens, strategy, slices, X, Y, P, est, table,
-                        memory_per_chip=best_memory)
+    table = Table([p.row for p in priced], formats=formats,
+                  title=f"training layouts for {model.name} on {n_chips} × {chip.name}")
+    X, Y, P = best.settings
+    return TrainingPlan(model, chip, n_chips, batch_tokens, best.strategy, slices, X, Y, P, best.estimate, table,
+                        memory_per_chip=best.memory_per_chip, layout=best.layout)
+
+
+# ----------------------------------------------------------------------------------- the predicted (published) one
+
+_SEARCH_TP = (1, 2, 4, 8, 16, 32, 64, 72)
+_SEARCH_PP = (1, 2, 4, 8, 16, 32, 64)
+_SEARCH_CP = (1, 2, 4, 8, 16, 32)
+_SEARCH_EP = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequences: int, long: bool,
+                       fixed: dict[str, int | None], sharding: tuple[bool, ...],
+                       recomputes: tuple[str, ...]) -> Iterator[tuple[Layout, bool, str]]:
+    """(Layout, fsdp, recompute) worth pricing: TP up to `max_tp` (a node, or a slice's ICI), PP up to 64 stages
+    with up to 4 virtual stages, CP only for long sequences, EP for MoE models (dividing the experts and the
+    data-parallel chips), a data-parallel degree that divides the batch's sequences, ZeRO-1 or FSDP as `sharding`
+    allows; a degree in `fixed` is not searched."""
+    def options(name: str, values: tuple[int, ...], ok: Callable[[int], bool]) -> tuple[int, ...]:
+        return (fixed[name],) if fixed.get(name) is not None else tuple(v for v in values if ok(v))
+
+    for tp in options("tp", _SEARCH_TP, lambda t: t <= max_tp):
+        for cp in options("cp", _SEARCH_CP, lambda c: long or c == 1):
+            for pp in options("pp", _SEARCH_PP, lambda p: p <= model.L):
+                if n_chips % (tp * pp * cp) or sequences % (n_chips // (tp * pp * cp)):
+                    continue
+                data = n_chips // (tp * pp * cp)
+                for ep in options("ep", _SEARCH_EP, lambda e: e == 1 or model.is_moe and model.E % e == 0):
+                    if (data * cp) % ep:
+                        continue
+                    for v in ((1, 2, 4) if pp > 1 else (1,)):
+                        if pp * v > model.L:
+                            continue
+                        for fsdp in sharding:
+                            layout = Layout(dp=1 if fsdp else data, fsdp=data if fsdp else 1, tp=tp, pp=pp, cp=cp,
+                                            ep=ep, virtual_stages=v)
+                            for recompute in recomputes:
+                                yield layout, fsdp, recompute
+
+
+def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip: Chip, n_chips: int,
+                    batch_tokens: float, seq_len: int, efficiency: str, tp_overlap: bool, fsdp: bool | None,
+                    recompute: str | None, microbatch_tokens: float | None,
+                    fixed: dict[str, int | None]) -> TrainingPlan:
+    """`plan` priced by `predict` (see `plan`)."""
+    if chip.kind == "gpu":
+        hw = hardware if isinstance(hardware, GpuCluster) else GpuCluster(chip, gpus=n_chips)
+        hw = hw.subset(n_chips) if hw.gpus != n_chips else hw
+        max_tp = hw.gpus_per_node
+    else:
+        pod = math.prod(chip.max_slice or (n_chips,))
+        if n_chips > pod:
+            raise ValueError(f"n_chips={n_chips}: the predicted search lays out one {chip.name} slice (at most "
+                             f"{pod} chips); across slices, plan without efficiency (the book's DCN model)")
+        hw, max_tp = chip, 16
+    sharding = (False, True) if fsdp is None else (fsdp,)
+    recomputes = ("selective", "full") if recompute is None else (recompute,)
+    layouts = _published_layouts(model, n_chips, max_tp, int(batch_tokens // seq_len), seq_len >= 32768, fixed,
+                                 sharding, recomputes)
+
+    def price(candidate: tuple[Layout, bool, str], mode: str = efficiency) -> _Priced:
+        lay, sharded, policy = candidate
+        p = predict(model, hw, n_chips, batch_tokens, seq_len, tp=lay.tp, pp=lay.pp, cp=lay.cp, ep=lay.ep,
+                    fsdp=sharded, virtual_stages=lay.virtual_stages, recompute=policy, efficiency=mode,
+                    tp_overlap=tp_overlap, microbatch_tokens=microbatch_tokens)
+        row = {"layout": str(p.layout), "ZeRO": 3 if sharded else 1, "recompute": policy, "step": p.step_time,
+               "MFU": p.mfu, "memory/chip": p.memory_per_chip}
+        return _Priced(p.layout, p.step_time, p.memory_per_chip, p.fits, row, prediction=p, settings=candidate)
+
+    best, priced = _search(layouts, price)
+    if best is None:
+        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at {batch_tokens:g} tokens of "
+                         f"{seq_len} ({len(priced)} tried; every one needs more than {fmt_bytes(chip.hbm_bytes)} "
+                         f"of HBM per chip)")
+    fitting = sorted((p for p in priced if p.fits), key=lambda p: (p.step, p.memory_per_chip))
+    too_big = len(priced) - len(fitting)
+    table = Table([p.row for p in fitting[:10]],
+                  formats={"step": fmt_time, "MFU": lambda v: f"{v:.1%}", "memory/chip": fmt_bytes},
+                  title=f"fastest fitting layouts of {model.name} on {n_chips} × {chip.name} ({efficiency}; "
+                        f"{too_big} layouts did not fit)")
+    ideal = price(best.settings, "ideal").prediction
+    lay = best.layout
+    flops = best.prediction.mfu * best.step * chip.peak_flops()
+    est = Estimate(flops, 0.0, flops / chip.peak_flops(), best.step, channel="network" if chip.kind == "gpu" else "ICI",
+                   label=f"{model.name} step ({efficiency})")
+    kind = "fsdp" if best.settings[1] else "zero1"
+    return TrainingPlan(model, chip, n_chips, batch_tokens, f"tp_pp_cp_{kind}", 1, lay.data_parallel, lay.tp, lay.pp,
+                        est, table, cp=lay.cp, prediction=best.prediction, ideal=ideal,
+                        memory_per_chip=best.memory_per_chip, ep=lay.ep, layout=lay)
+
+
+def _none_or(allowed: tuple[str, ...]) -> Callable[[str, object], object]:
+    """A `checks` kind: None, or one of `allowed`."""
+    return lambda name, value: value if value is None else check_choice(name, value, allowed)
+
+
+@checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
+        efficiency=_none_or(("ideal", "calibrated")), tp_overlap="flag", fsdp="?flag", recompute=_none_or(RECOMPUTE),
+        microbatch_tokens="?size", tp="?count", pp="?count", cp="?count", ep="?count")
+def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+         seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
+         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False,
+         fsdp: bool | None = None, recompute: str | None = None, microbatch_tokens: float | None = None,
+         tp: int | None = None, pp: int | None = None, cp: int | None = None, ep: int | None = None) -> TrainingPlan:
+    """Return the fastest layout of `model` on `n_chips` of `chip` (a TPU name or a `GpuCluster`) that fits in
+    HBM, for steps of `batch_tokens` tokens in sequences of `seq_len`, with the table of candidates.
+
+    `efficiency=None`, the book's model: DP, FSDP, TP and FSDP x TP (GPU clusters: TP in a node, and TP x PP x
+    ZeRO-1) priced by `step_time`, plus pure DP across slices over DCN when `n_chips` exceeds a pod. The
+    data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a layout
+    uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens). `saves_per_layer`
+    (or `recompute`, mapped to the book's save counts) sets the activations. Its MFU is a bound.
+
+    `efficiency='ideal'` or `'calibrated'`: the layouts of published runs (TP x PP x CP x EP x ZeRO-1/FSDP,
+    selective or full recompute, one sequence per microbatch unless `microbatch_tokens`), each priced by
+    `predict` and kept only where its memory fits; on a GPU cluster or one TPU slice. `tp_overlap`: the
+    framework hides TP collectives behind the matmuls (Megatron-Core's --tp-comm-overlap); `fsdp`: None tries
+    ZeRO-1 and FSDP, a flag only the one the framework has.
+
+    `tp`, `pp`, `cp`, `ep` fix a degree instead of searching it (the book's model searches TP and PP only).
+    """
+    model = get_model(model)
+    hardware, chip = resolve(chip)
+    n_chips = check_int("n_chips", n_chips)
+    if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
+    if efficiency is None:
+        for name, value in (("cp", cp), ("ep", ep), ("microbatch_tokens", microbatch_tokens)):
+            if value not in (None, 1):
+                raise ValueError(f"{name}={value!r}: the book's model (efficiency=None) has no {name}; pass "
+                                 f"efficiency='ideal' or 'calibrated'")
+        saves = REMAT_SAVES[REMAT_OF[recompute]] if recompute is not None else saves_per_layer
+        return _book_plan(model, hardware, chip, n_chips, batch_tokens, seq_len, saves, optimizer,
+                          sequence_sharding, tp, pp)
+    if ep not in (None, 1) and not model.is_moe:
+        raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
+    return _predicted_plan(model, hardware, chip, n_chips, batch_tokens, seq_len, efficiency, tp_overlap, fsdp,
+                           recompute, microbatch_tokens, {"tp": tp, "pp": pp, "cp": cp, "ep": ep})
 
 
 @checks(cluster=is_a(GpuCluster), batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")
@@ -248,76 +403,3 @@ def check_parallelism(cluster: GpuCluster, batch_tokens: float, tp: int = 1, pp:
     return {"GPUs": cluster.gpus, "model parallel": replica, "data parallel": cluster.gpus // replica,
             "tokens/GPU": per_gpu, "critical tokens/GPU": critical,
             "bound": "compute" if per_gpu >= critical else "comms"}
-
-
-def _search_layouts(n_chips: int, per_node: int, layers: int, sequences: int, long: bool,
-                    sharding: tuple[bool, ...] = (False, True)):
-    """(tp, pp, cp, virtual_stages, fsdp, recompute) worth pricing: TP within a node, PP up to 64 stages with
-    up to 4 virtual stages, CP only for long sequences, a data-parallel degree that divides the batch, and
-    ZeRO-1 or FSDP as `sharding` allows."""
-    for tp in (t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= per_node):
-        for cp in ((1, 2, 4, 8, 16, 32) if long else (1,)):
-            for pp in (p for p in (1, 2, 4, 8, 16, 32, 64) if p <= layers):
-                if n_chips % (tp * pp * cp) or sequences % (n_chips // (tp * pp * cp)):
-                    continue
-                for v in ((1, 2, 4) if pp > 1 else (1,)):
-                    if pp * v > layers:
-                        continue
-                    for fsdp in sharding:
-                        for recompute in ("selective", "full"):
-                            yield tp, pp, cp, v, fsdp, recompute
-
-
-@checks(n_chips="count", batch_tokens="size", seq_len="count", efficiency="text", tp_overlap="flag", fsdp="?flag")
-def search(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
-           seq_len: int, efficiency: str = "calibrated", tp_overlap: bool = False,
-           fsdp: bool | None = None) -> TrainingPlan:
-    """Return the fastest published-style layout of `model` on `n_chips` GPUs whose calibrated memory fits:
-    every TP (in a node) × PP (1-64 stages, v = 1, 2 or 4 virtual stages) × CP (for sequences of 32k tokens
-    or more) × ZeRO-1 or FSDP × selective or full recompute, microbatches of one sequence, each priced by
-    `training.predict` with `efficiency` ('calibrated' by default; memory is always the calibrated count) and
-    `tp_overlap` (whether the framework overlaps TP collectives with compute); `fsdp` None tries ZeRO-1 and FSDP,
-    a flag only the one the framework has.
-    The chosen plan carries its prediction and the ideal one; `candidates` lists the ten fastest that fit
-    and how many did not."""
-    model = get_model(model)
-    hw, chip = resolve(hardware)
-    n_chips = check_int("n_chips", n_chips)
-    if chip.kind != "gpu":
-        raise ValueError(f"search lays out GPU clusters (TP inside an NVLink node); {chip.name} is a TPU: "
-                         "use plan() without efficiency")
-    if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
-    cluster = hw if isinstance(hw, GpuCluster) else GpuCluster(chip, gpus=n_chips)
-    if cluster.gpus != n_chips:
-        cluster = cluster.subset(n_chips)
-    fitting, too_big = [], 0
-    sharding = (False, True) if fsdp is None else (fsdp,)
-    for tp, pp, cp, v, sharded, recompute in _search_layouts(n_chips, cluster.gpus_per_node, model.L,
-                                                             int(batch_tokens // seq_len), seq_len >= 32768, sharding):
-        p = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=tp, pp=pp, cp=cp, fsdp=sharded,
-                    virtual_stages=v, recompute=recompute, efficiency=efficiency, tp_overlap=tp_overlap)
-        if p.fits:
-            fitting.append(p)
-        else:
-            too_big += 1
-    if not fitting:
-        raise ValueError(f"no layout of {model.name} fits {n_chips} × {chip.name} at {batch_tokens:g} tokens of "
-                         f"{seq_len} ({too_big} tried)")
-    fitting.sort(key=lambda p: (p.step_time, p.memory_per_chip))
-    best = fitting[0]
-    lay = best.layout
-    ideal = predict(model, cluster, n_chips, batch_tokens, seq_len, tp=lay["tp"], pp=lay["pp"], cp=lay["cp"],
-                    fsdp=lay["fsdp"], virtual_stages=lay["virtual_stages"], recompute=lay["recompute"],
-                    efficiency="ideal", tp_overlap=tp_overlap)
-    rows = [{**{k: p.layout[k] for k in ("tp", "pp", "virtual_stages", "cp", "dp", "fsdp", "recompute")},
-             "step": p.step_time, "MFU": p.mfu, "memory/chip": p.memory_per_chip} for p in fitting[:10]]
-    table = Table(rows, formats={"step": fmt_time, "MFU": lambda v: f"{v:.1%}", "memory/chip": fmt_bytes},
-                  title=f"fastest fitting layouts of {model.name} on {n_chips} × {chip.name} ({efficiency}; "
-                        f"{too_big} layouts did not fit)")
-    model_flops = best.mfu * best.step_time * chip.peak_flops()
-    est = Estimate(model_flops, 0.0, model_flops / chip.peak_flops(), best.step_time, channel="network",
-                   label=f"{model.name} step ({efficiency})")
-    return TrainingPlan(model, chip, n_chips, batch_tokens, "tp_pp_cp_" + ("fsdp" if lay["fsdp"] else "zero1"),
-                        1, lay["dp"], lay["tp"], lay["pp"], est, table, cp=lay["cp"], prediction=best, ideal=ideal,
-                        memory_per_chip=best.memory_per_chip)

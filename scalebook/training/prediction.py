@@ -1,29 +1,47 @@
 """A published training layout, predicted: step time, throughput, MFU and memory per chip, ideal or calibrated.
 
-`predict` (served as `sb.training.predict`, issue #19's contract) takes a layout as a paper describes it — tensor,
-pipeline (with virtual stages), context and expert parallel degrees, ZeRO-1 or FSDP data parallelism, the recompute
-policy, the compute dtype — and prices one step term by term: the hardware FLOPs, the bytes of memory-bound
-elementwise work, each parallelism's collectives (the part that hides behind compute and the part that does not),
-the pipeline bubble and the optimizer update. `efficiency="ideal"` is the book's bound (every peak reached,
-everything overlapped); `"calibrated"` uses the chip's measured fractions (`Chip.efficiency`). `training_memory`
-counts the bytes per chip the way Korthikanti et al. (2022) do, and chapter 13 holds both against published runs.
+`predict` (served as `sb.training.predict`) takes a layout as a paper describes it — tensor, pipeline (with
+virtual stages), context and expert parallel degrees, ZeRO-1 or FSDP data parallelism, the recompute policy, the
+compute dtype — and prices one step term by term, one function per term (`terms`): the FLOPs, the bytes of
+memory-bound elementwise work, the last stage's head and loss, each parallelism's collectives (the part that hides
+behind compute and the part that does not), the pipeline bubble and sends, the optimizer update, the fixed cost of
+each layer's kernels, the slowdown of compute under overlapped collectives, and what a framework leaves on the
+table. `efficiency="ideal"` is the book's bound (every peak reached, everything overlapped: the FLOPs at peak,
+nothing else on the critical path); `"calibrated"` uses the chip's sourced factors (`Chip.efficiency`). Memory is
+`footprint.training_memory`'s count; chapter 13 holds both against published runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from ..collectives import collective, default_mesh
 from ..estimate import feasibility
+from ..gemm import layer_efficiency
 from ..hardware.chips import Chip, Efficiency
 from ..hardware.gpu import GpuCluster, resolve
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_bytes
-from .book import all_to_all_seconds
-from .footprint import RECOMPUTE, REMAT_OF, activation_bytes_per_layer, training_memory
+from .footprint import RECOMPUTE, training_memory
+from .layout import Layout
+from .terms import (
+    CROSS_ENTROPY_BYTES,
+    SCORE_BYTES,
+    StepContext,
+    collective_hardware,
+    compute_term,
+    cp_term,
+    dcn_term,
+    dp_term,
+    elementwise_term,
+    ep_term,
+    fixed_term,
+    last_stage_term,
+    optimizer_term,
+    sends_term,
+    tp_term,
+)
 
 __all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "predict"]
 
@@ -31,12 +49,18 @@ __all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "predict"]
 class Prediction:
     """What `predict` expects of one training step. Times in seconds, memory in bytes per chip.
 
-    `breakdown` names the seconds on the step's critical path: 'compute' (model FLOPs), 'recompute' (FLOPs
-    done again in the backward pass), 'elementwise' (norms, activations, softmax, dropout: bytes through HBM),
+    `breakdown` names the seconds on the step's critical path: 'compute' (the model's FLOPs but attention's),
+    'attention' (the attention's FLOPs), 'recompute' (FLOPs done again in the backward pass) — in the ideal mode
+    all three at peak and nothing else; calibrated also 'gemm shape' (what tile and wave quantization add to the
+    matmuls, `gemm.layer_efficiency`), 'elementwise' (norms, activations, softmax, dropout: bytes through HBM),
     'last stage' (the head's FLOPs and the loss's bytes the last pipeline stage adds to the average one),
-    'bubble' (pipeline stages idle), 'optimizer' (the Adam update), and the EXPOSED part of each collective
-    ('tp', 'cp', 'pp sends', 'dp'); `hidden` holds the collectives' seconds that overlapped compute.
-    `memory` splits `memory_per_chip` into weights, gradients, optimizer, activations and logits.
+    'fixed' (each layer's kernels' fixed cost, `Efficiency.layer_overhead`), 'interference' (compute slowed
+    while hidden collectives share the chip, `Efficiency.interference`), 'bubble' (pipeline stages idle),
+    'optimizer' (the Adam update), the EXPOSED part of each collective ('tp', 'cp', 'ep', 'pp sends', 'dp') and
+    'framework' (the share of the modelled rate a production framework does not reach, `Efficiency.framework`).
+    `hidden` holds the collectives' seconds that overlapped compute. `memory` splits `memory_per_chip` into
+    weights, gradients, optimizer, activations and logits. `layout` is the `Layout` priced; `settings` the
+    rest of what `predict` was told (recompute, dtype, FSDP re-sharding).
     """
 
     step_time: float
@@ -47,7 +71,8 @@ class Prediction:
     breakdown: dict[str, float]
     hidden: dict[str, float]
     memory: dict[str, float]
-    layout: dict[str, Any]
+    layout: Layout
+    settings: dict[str, Any]
     efficiency: str
     hbm_per_chip: float | None = None  # the chip's HBM bytes, for saying plainly when the layout does not fit
 
@@ -60,239 +85,125 @@ class Prediction:
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
-# Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
-# max (read), subtract, exp, normalise (read + write each) and sum (read) forward, scaled and cast back to bf16
-# in the backward (read 4 + write 4, read 4 + write 2): Megatron's vocab-parallel cross-entropy, unfused.
-CROSS_ENTROPY_BYTES = 6 + 4 + 8 + 8 + 8 + 4 + 8 + 6
-
-# HBM bytes per attention-score element without a flash kernel: forward QK^T writes the scores (2), softmax
-# reads and writes them (4), dropout reads, writes and keeps a mask (5), A·V reads them (2); backward the
-# gradient of A·V is written (2) and P read for dV (2), dropout (5) and softmax (6) run backwards and dQ, dK
-# read the result (4). Recomputing the forward (selective or full) repeats its 13.
-SCORE_BYTES = {"none": 34, "selective": 47, "full": 47}
-
-
-def _elementwise_bytes(model: TransformerConfig, tokens: float, seq_len: int, tp: int, recompute: str,
-                       sp: bool, flash_attention: bool) -> float:
-    """HBM bytes the memory-bound work of one layer and microbatch moves: each activation the layer saves is
-    written and read in the forward and again as a gradient in the backward (4 passes; 6 when full recompute
-    runs the forward twice), and without a flash kernel the attention scores' passes (`SCORE_BYTES`)."""
-    kept = activation_bytes_per_layer(model, tokens, seq_len, tp, "none", sp, True)
-    scores = 0.0
-    if not flash_attention:
-        scores = (activation_bytes_per_layer(model, tokens, seq_len, tp, "none", sp, False) - kept) / 5
-    return (6 if recompute == "full" else 4) * kept + SCORE_BYTES[recompute] * scores
-
-
-def _tp_exposed_with_overlap(model: TransformerConfig, tokens: float, tp: int, C: float, sp: bool, full: bool,
-                             ag: float, rs: float, ar: float) -> float:
-    """Seconds of one layer's TP collectives left exposed for one microbatch of `tokens` when each is split with
-    the matmul next to it (Megatron-Core's --tp-comm-overlap): a collective of `ag`/`rs`/`ar` seconds hides
-    behind its own matmul only — forward behind the matmul it feeds or drains, backward behind that matmul's
-    two (data and weight gradients) — never behind the rest of the layer. `full` recompute runs the forward
-    twice."""
-    flops = {"qkv": model.D * (model.N + 2 * model.K) * model.H, "proj": model.N * model.H * model.D,
-             "fc1": model.D * model.F * (2 if model.gated else 1), "fc2": model.F * model.D}
-    t = {k: 2 * v * tokens / tp / C for k, v in flops.items()}
-    if sp:
-        forward = ((ag, "qkv"), (rs, "proj"), (ag, "fc1"), (rs, "fc2"))
-        backward = ((ag, "proj"), (rs, "qkv"), (ag, "fc2"), (rs, "fc1"))
-    else:
-        forward, backward = ((ar, "proj"), (ar, "fc2")), ((ar, "qkv"), (ar, "fc1"))
-    exposed = sum(max(0.0, c - t[g]) for c, g in forward) * (2 if full else 1)
-    return exposed + sum(max(0.0, c - 2 * t[g]) for c, g in backward)
-
-
-def _groups(hardware: Chip | GpuCluster, n_chips: int):
-    """The hardware a layout's collectives run on: the GPU cluster of `n_chips`, or a TPU chip."""
-    if isinstance(hardware, GpuCluster):
-        return hardware.subset(n_chips) if hardware.gpus != n_chips else hardware
-    if hardware.kind == "gpu":
-        return GpuCluster(hardware, gpus=n_chips)
-    return hardware
-
-
-@lru_cache(maxsize=4096)  # the planner prices hundreds of layouts that share their collectives
-def _collective(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inner: int,
-                efficiency: str | Efficiency) -> float:
-    """Seconds of one collective of `nbytes` (its whole array) over `group` chips spaced `inner` apart (inner
-    axes run their own copies alongside): on a GPU cluster through its levels (`gpu_collective`), on a TPU
-    over the most cube-like slice of the group."""
-    if group == 1:
-        return 0.0
-    if isinstance(hw, GpuCluster):
-        return collective(kind, hw.subset(group * inner), None, nbytes * inner, inner, efficiency=efficiency).time
-    return collective(kind, default_mesh(hw, group), None, nbytes, efficiency=efficiency).time
-
-
 @checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
         fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
         sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size",
-        master_bytes="size", balanced_stages="flag")
+        master_bytes="size", balanced_stages="flag", reshard_after_forward="flag", slices="count")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
             fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,
             recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
             cp_overlap: bool = True, grad_bytes: float = 4, master_bytes: float = 4,
-            balanced_stages: bool = False) -> Prediction:
+            balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
-    Data parallelism is n_chips / (tp·pp·cp). A step is `global_batch_tokens` tokens in sequences of
+    Data parallelism is n_chips / (tp·pp·cp) (ZeRO-1, or FSDP with `fsdp`); expert parallelism splits an MoE's
+    experts `ep` ways over the data-parallel chips. A step is `global_batch_tokens` tokens in sequences of
     `seq_len`; each data-parallel replica cuts its share into microbatches of `microbatch_tokens` (default one
     sequence) that flow through `pp` stages (1F1B, interleaved over `virtual_stages`).
 
-    `efficiency='ideal'` is the book's bound: the hardware FLOPs (model + recompute) at peak, every collective
-    at peak bandwidth and hidden behind compute, no bubble. `'calibrated'` puts each term on the critical
-    path as a real run has it, at the chip's measured fractions (`Chip.efficiency`):
+    `efficiency='ideal'` is the book's bound: the hardware FLOPs (model + recompute) at peak, every collective at
+    peak bandwidth and hidden behind compute, no bubble. `'calibrated'` puts each term on the critical path as a
+    real run has it (see `Prediction.breakdown`), at the chip's sourced factors (`Chip.efficiency`): matmuls at
+    the achievable rate in `dtype` scaled by their shapes' tile and wave quantization, a flash kernel's attention
+    at its own rate; TP collectives exposed (with `tp_overlap`, each hidden behind its own matmul only), CP's ring
+    hidden behind the attention (`cp_overlap=False`: all-gathered first, exposed), EP's AllToAlls exposed; the
+    bubble (P-1)/(v·M) of the busy time and the sends; DP as `dp_term` says; each layer's fixed kernel cost; compute
+    slowed by `Efficiency.interference` while hidden collectives run; and the busy total divided by the
+    framework's share (`Efficiency.framework`).
 
-    - compute and recompute at the achievable matmul rate in `dtype` (a flash kernel's attention at its own);
-    - elementwise work: each saved activation byte written and read in the forward and again as a gradient
-      in the backward (4 passes, 6 with full recompute) at the achieved HBM bandwidth, and without a flash
-      kernel every pass over the attention scores (`SCORE_BYTES`);
-    - the last stage: the unembedding's FLOPs beyond an average stage's share and the loss's passes over the
-      fp32 logits (`CROSS_ENTROPY_BYTES` per logit); every stage waits for it;
-    - tensor parallelism: per layer and microbatch, 2 AllReduces forward and 2 backward (2 more with full
-      recompute) of [tokens/cp, D] (as AllGather + ReduceScatter pairs with sequence parallelism), exposed;
-      with `tp_overlap` each is split with the matmul next to it and only what outlasts that matmul shows;
-      context parallelism: the ring of K/V blocks, hidden behind the attention FLOPs (with `cp_overlap=False`,
-      all-gathered before the attention and so exposed, as Llama 3 runs it);
-      expert parallelism (`ep`, MoE models): 4 top-k AllToAlls per MoE layer and microbatch, exposed;
-    - pipeline: the bubble (P-1)/(v·M) of the busy time, and the 2·(P-1)·v sends of fill and drain;
-    - data parallelism: gradients (`grad_bytes` wide: fp32, as Megatron and Llama 3 reduce them) reduce-scattered
-      and weights all-gathered over dp·cp chips, overlapping
-      the last microbatch's backward and the first's forward (ZeRO-1); with `fsdp`, layer by layer — each
-      layer's gather before its first forward, its reduce-scatter after each microbatch's backward — each call
-      hidden only behind that layer's compute (a ring over n nodes pays n-1 network steps of latency);
-      the Adam update at HBM speed.
-
-    `sequence_parallel` defaults to on when tp > 1; `flash_attention` (default on) never stores the scores;
-    `balanced_stages`: the first and last stages hold one layer fewer, so the head and the loss take the place
-    of a layer on the last one (as the Llama 3 paper describes its pipeline).
+    `fsdp` re-shards each layer's weights after use (`reshard_after_forward`, as ZeRO-3, PyTorch's FULL_SHARD
+    and MaxText do); `reshard_after_forward=False` keeps them gathered through the step (Llama 3). `slices`: a
+    TPU run of several slices shards FSDP inside each and all-reduces gradients across them over DCN (MaxText's
+    DCN data parallelism: a hybrid `Layout(dp=slices, fsdp=...)`). Gradients
+    reduce at `grad_bytes` (fp32 by default, as Megatron's and Llama 3's runs do). `sequence_parallel` defaults
+    to on when tp > 1; `flash_attention` (default on) never stores the scores; `balanced_stages`: the first and
+    last stages hold one layer fewer, so the head and the loss take the place of a layer on the last one.
     """
     model = get_model(model)
     hw, chip = resolve(hardware.chip if isinstance(hardware, TpuMesh) else hardware)
     eff = chip.efficiency(efficiency)
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute={recompute!r}; allowed: {list(RECOMPUTE)}")
-    for name, value in (("n_chips", n_chips), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep),
-                        ("virtual_stages", virtual_stages), ("seq_len", seq_len)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
     if n_chips % (tp * pp * cp):
         raise ValueError(f"n_chips={n_chips} must be a multiple of tp·pp·cp = {tp * pp * cp}")
     if ep > 1 and not model.is_moe:
         raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
     if seq_len % cp:
         raise ValueError(f"seq_len={seq_len} must split evenly over cp={cp}")
-    dp = n_chips // (tp * pp * cp)
+    data = n_chips // (tp * pp * cp)
     mb = microbatch_tokens or seq_len
-    per_replica = global_batch_tokens / dp
-    M = per_replica / mb
-    if global_batch_tokens <= 0 or M < 1 or abs(M - round(M)) > 1e-9:
-        raise ValueError(f"global_batch_tokens={global_batch_tokens!r} must give each of the {dp} data-parallel "
+    M = global_batch_tokens / data / mb
+    if M < 1 or abs(M - round(M)) > 1e-9:
+        raise ValueError(f"global_batch_tokens={global_batch_tokens!r} must give each of the {data} data-parallel "
                          f"replicas a whole number (>= 1) of microbatches of {mb:g} tokens")
-    M = round(M)
-    hw = _groups(hw, n_chips)
+    if slices > 1 and (not fsdp or data % slices or chip.kind != "tpu" or not chip.dcn_bandwidth):
+        raise ValueError(f"slices={slices} needs FSDP inside each TPU slice (fsdp=True, a chip with a DCN figure) "
+                         f"and must divide the {data} data-parallel replicas")
+    lay = Layout(dp=slices if fsdp else data, fsdp=data // slices if fsdp else 1, tp=tp, pp=pp, cp=cp, ep=ep,
+                 virtual_stages=virtual_stages, microbatches=round(M))
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
+    s = StepContext(model, chip, collective_hardware(hw, n_chips), lay, n_chips, global_batch_tokens, seq_len, mb,
+                    round(M), recompute, dtype, sp, flash_attention, efficiency, eff)
     ideal = efficiency == "ideal"
-
-    # Compute: hardware FLOPs (model + recompute), at peak or at the achievable matmul rate; a flash kernel's
-    # attention FLOPs at its own measured rate.
-    C = chip.peak_flops(dtype) * (1 if ideal else eff.compute(dtype))
-    C_attention = C if ideal or not flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
-    model_flops = model.flops_per_token(seq_len) * global_batch_tokens / n_chips
-    hw_flops = model.flops_per_token(seq_len, remat=REMAT_OF[recompute]) * global_batch_tokens / n_chips
-    attention_flops = 3 * model.attention_flops_per_token(seq_len / 2) * global_batch_tokens / n_chips
-    t_compute = (model_flops - attention_flops) / C + attention_flops / C_attention
-    t_recompute = (hw_flops - model_flops) / C
-
-    # Tensor parallelism: per layer and microbatch, fwd 2 + bwd 2 (+2 recomputed forward) all-reduces.
-    act = mb / cp * model.D * 2  # one [tokens, D] bf16 activation of a microbatch on one stage
-    calls = (4 + (2 if recompute == "full" else 0)) * model.L / pp * M
-    ag, rs = _collective("all_gather", hw, tp, act, 1, efficiency), _collective("reduce_scatter", hw, tp, act, 1,
-                                                                               efficiency)
-    ar = _collective("all_reduce", hw, tp, act, 1, efficiency)
-    t_tp = calls * (ag + rs if sp else ar)
-
-    # Context parallelism: each layer passes the K/V blocks round the ring (fwd, and twice in the bwd).
-    kv = mb / cp * 2 * model.K * model.H * 2 / tp
-    t_cp = 3 * model.L / pp * M * _collective("all_gather", hw, cp, kv * cp, tp, efficiency)
-
-    # Expert parallelism: each MoE layer dispatches and combines its tokens (k copies) forward and backward.
-    t_ep = 4 * model.moe_layers / pp * M * all_to_all_seconds(hw, act, ep, model.k) if ep > 1 else 0.0
-
-    # Data parallelism over dp·cp chips (weights shared): reduce-scatter the gradients at their width
-    # (`grad_bytes`: fp32 by default, as Megatron's and Llama 3's runs reduce them), all-gather bf16 weights.
-    shard = model.param_count() / (tp * pp) * 2  # one model shard's bf16 weights
-    grads = shard / 2 * grad_bytes
-    group = dp * cp
-    t_rs = _collective("reduce_scatter", hw, group, grads, tp * pp, efficiency)
-    t_ag = _collective("all_gather", hw, group, shard, tp * pp, efficiency)
-    if fsdp:  # weights gathered once per step and kept; each microbatch's gradients reduce-scattered
-        t_rs = M * t_rs
-
-    memory = training_memory(model, seq_len, tp, pp, cp, dp, mb, M, virtual_stages, ep, recompute, fsdp, sp,
-                             flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes)
-    per_chip = sum(memory.values())
+    memory = training_memory(model, seq_len, tp, pp, cp, data // slices, mb, s.M, virtual_stages, ep, recompute,
+                             fsdp, sp, flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
+                             reshard_after_forward=reshard_after_forward)
+    peak = chip.peak_flops(dtype)
     if ideal:
-        comms = {"tp": t_tp, "cp": t_cp, "ep": t_ep, "dp": t_rs + t_ag}
-        step = max(t_compute + t_recompute, *comms.values())
-        breakdown = {"compute": t_compute, "recompute": t_recompute}
+        breakdown = compute_term(s, peak, peak)
+        comms = {"tp": tp_term(s, peak, False)[0], "cp": cp_term(s, 0.0, True)[0], "ep": ep_term(s),
+                 "dp": dp_term(s, grad_bytes, reshard_after_forward, None)[0] + dcn_term(s, grad_bytes, None)[0]}
+        step = max(sum(breakdown.values()), *comms.values())
         hidden = comms
     else:
-        W = chip.hbm_bandwidth * eff.hbm
-        t_elem = _elementwise_bytes(model, mb / cp, seq_len // cp, tp, recompute, sp, flash_attention) \
-            * model.L / pp * M / W
-        # The last stage also runs the unembedding and the loss: its share of the head's FLOPs beyond the
-        # average stage's, and the cross-entropy's passes over the [tokens, V/t] logits. Every stage waits for it.
-        head = model.flops_per_token(seq_len) - model.flops_per_token(seq_len, logits=False)
-        replica_tokens = global_batch_tokens / (dp * cp)
-        t_last = (head * replica_tokens / tp * (pp - 1) / pp / C
-                  + CROSS_ENTROPY_BYTES * replica_tokens * model.V / tp / W)
-        if balanced_stages and pp > 1:  # the last stage holds one layer fewer: the head and loss take its place
-            t_last = max(0.0, t_last - (t_compute + t_recompute + t_elem) / (model.L / pp))
-        busy_compute = t_compute + t_recompute + t_elem + t_last
-        tp_exposed = t_tp if not tp_overlap else model.L / pp * M * _tp_exposed_with_overlap(
-            model, mb / cp, tp, C, sp, recompute == "full", ag, rs, ar)
-        cp_exposed = max(0.0, t_cp - attention_flops / C_attention) if cp_overlap else t_cp
-        busy = busy_compute + tp_exposed + cp_exposed + t_ep
-        bubble = busy * (pp - 1) / (virtual_stages * M) if pp > 1 else 0.0
-        send_bytes = act / (tp if sp else 1)
-        nic = (hw.node_egress / hw.gpus_per_node if isinstance(hw, GpuCluster) else chip.ici_bandwidth) * eff.network
-        latency = eff.latency_network if isinstance(hw, GpuCluster) else eff.latency_node
-        t_sends = 2 * (pp - 1) * virtual_stages * (send_bytes / nic + latency) if pp > 1 else 0.0
-        per_microbatch = busy / M
-        if fsdp:  # layer by layer: a layer's weights gathered before its first forward (then kept), its gradients
-            # reduce-scattered after each microbatch's backward, each call hidden only behind that layer's compute
-            layers = model.L / pp
-            per_layer = per_microbatch / layers
-            ag = _collective("all_gather", hw, group, shard / layers, tp * pp, efficiency)
-            rs = _collective("reduce_scatter", hw, group, grads / layers, tp * pp, efficiency)
-            t_ag, t_rs = layers * ag, layers * M * rs
-            dp_exposed = layers * (max(0.0, ag - per_layer / 3) + M * max(0.0, rs - per_layer * 2 / 3))
-        else:  # gradients reduce during the last backward, weights gather during the first forward
-            dp_exposed = max(0.0, t_rs - per_microbatch * 2 / 3) + max(0.0, t_ag - per_microbatch / 3)
-        # Adam on this chip's shard: read gradient, master weight and moments, write them back and the bf16 copy.
-        t_opt = shard / 2 / group * (grad_bytes + 2 * (master_bytes + 8) + 2) / W
-        breakdown = {"compute": t_compute, "recompute": t_recompute, "elementwise": t_elem, "last stage": t_last,
-                     "tp": tp_exposed,
-                     "cp": cp_exposed, "ep": t_ep, "bubble": bubble, "pp sends": t_sends, "dp": dp_exposed,
-                     "optimizer": t_opt}
-        hidden = {"tp": t_tp - tp_exposed, "cp": t_cp - cp_exposed,
-                  "dp": t_rs + t_ag - dp_exposed}
+        breakdown, hidden = _calibrated(s, tp_overlap, cp_overlap, balanced_stages, grad_bytes, master_bytes,
+                                        reshard_after_forward)
         step = sum(breakdown.values())
+    model_flops = model.flops_per_token(seq_len) * global_batch_tokens / n_chips
     return Prediction(
         step_time=step,
         tokens_per_second_per_chip=global_batch_tokens / step / n_chips,
-        mfu=model_flops / (step * chip.peak_flops(dtype)),
-        memory_per_chip=per_chip,
-        fits=per_chip <= chip.hbm_bytes,
+        mfu=model_flops / (step * peak),
+        memory_per_chip=sum(memory.values()),
+        fits=sum(memory.values()) <= chip.hbm_bytes,
         breakdown=breakdown,
         hidden=hidden,
         memory=memory,
-        layout={"tp": tp, "pp": pp, "cp": cp, "dp": dp, "ep": ep, "fsdp": fsdp, "microbatches": M,
-                "virtual_stages": virtual_stages, "recompute": recompute, "dtype": dtype},
+        layout=lay,
+        settings={"fsdp": fsdp, "slices": slices, "reshard_after_forward": reshard_after_forward if fsdp else None,
+                  "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,
     )
+
+
+def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bool, grad_bytes: float,
+                master_bytes: float, reshard: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """The calibrated step's critical path, term by term, and the collectives' hidden seconds."""
+    eff, chip, lay = s.eff, s.chip, s.layout
+    C = chip.peak_flops(s.dtype) * eff.compute(s.dtype)
+    C_attention = C if not s.flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
+    W = chip.hbm_bandwidth * eff.hbm
+    flops = compute_term(s, C, C_attention)
+    share = layer_efficiency(s.model, s.mb / lay.cp, chip, lay.tp, lay.ep)
+    gemm = (flops["compute"] + flops["recompute"]) * (1 / share - 1)
+    elementwise = elementwise_term(s, W)
+    core = sum(flops.values()) + gemm + elementwise
+    last = last_stage_term(s, C, W, core, balanced)
+    tp_all, tp_exposed = tp_term(s, C * share, tp_overlap)
+    cp_all, cp_exposed = cp_term(s, flops["attention"], cp_overlap)
+    ep = ep_term(s)
+    fixed = fixed_term(s)
+    busy = core + last + tp_exposed + cp_exposed + ep + fixed
+    dp_all, dp_exposed = dp_term(s, grad_bytes, reshard, busy / s.M)
+    dcn_all, dcn_exposed = dcn_term(s, grad_bytes, busy / s.M)
+    hidden = {"tp": tp_all - tp_exposed, "cp": cp_all - cp_exposed, "dp": dp_all - dp_exposed,
+              "dcn": dcn_all - dcn_exposed}
+    interference = eff.interference * min(sum(hidden.values()), core)
+    bubble = (busy + interference) * (lay.pp - 1) / (lay.virtual_stages * s.M) if lay.pp > 1 else 0.0
+    breakdown = {**flops, "gemm shape": gemm, "elementwise": elementwise, "last stage": last, "fixed": fixed,
+                 "interference": interference, "tp": tp_exposed, "cp": cp_exposed, "ep": ep, "bubble": bubble,
+                 "pp sends": sends_term(s), "dp": dp_exposed, "dcn": dcn_exposed,
+                 "optimizer": optimizer_term(s, grad_bytes, master_bytes, W)}
+    breakdown["framework"] = sum(breakdown.values()) * (1 / eff.framework_share(s.dtype) - 1)
+    return breakdown, hidden

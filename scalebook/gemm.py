@@ -1,0 +1,68 @@
+"""GEMM efficiency by shape: the share of a chip's best matmul rate a matmul of a given size reaches.
+
+A chip's calibrated matmul factor (MAMF) is measured at its best, large shape. A smaller output loses to two
+effects that NVIDIA's "Matrix Multiplication Background User's Guide" describes:
+
+- tile quantization: the output [M, N] is computed in tiles of tm x tn; a partial tile at an edge costs a whole
+  one, so the useful share is M·N / (ceil(M/tm)·tm · ceil(N/tn)·tn);
+- wave quantization: a GPU runs one tile per SM at a time, so T tiles on S SMs take ceil(T/S) waves, and the
+  last one leaves SMs idle: T / (ceil(T/S)·S).
+
+cuBLAS chooses among several tile shapes (`GPU_TILES`); we take the best for each shape, as its heuristics aim
+to. A TPU's MXU pads the output to multiples of its systolic array (`Chip.mxu_size`) and its one or two cores run
+the tiles in sequence, so only padding counts there. The contraction dimension K sets neither effect.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .hardware.chips import Chip, get_chip
+from .models import TransformerConfig
+from .units import check_int, checks, is_a
+
+__all__ = ["GPU_TILES", "quantization", "layer_efficiency"]
+
+# Output tiles (rows x columns) of cuBLAS's Hopper and Ampere kernels, after NVIDIA's matmul performance guide.
+GPU_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+
+
+def _tile_share(M: int, N: int, tm: int, tn: int, sms: int) -> float:
+    """Useful share of one tile shape: padding at the edges times the last wave's idle SMs (sms = 0: no waves)."""
+    rows, cols = math.ceil(M / tm), math.ceil(N / tn)
+    padding = M * N / (rows * tm * cols * tn)
+    if not sms:
+        return padding
+    tiles = rows * cols
+    return padding * tiles / (math.ceil(tiles / sms) * sms)
+
+
+@checks(M="count", N="count")
+def quantization(M: int, N: int, chip: Chip | str) -> float:
+    """Return the share (0, 1] of `chip`'s best matmul rate an [M, K] x [K, N] matmul keeps after tile and wave
+    quantization (best over `GPU_TILES` on a GPU; MXU padding on a TPU; 1 on a chip with neither figure)."""
+    chip = get_chip(chip)
+    if chip.kind == "tpu" and chip.mxu_size:
+        return _tile_share(M, N, chip.mxu_size, chip.mxu_size, 0)
+    if chip.kind != "gpu" or not chip.cores:
+        return 1.0
+    return max(_tile_share(M, N, tm, tn, chip.cores) for tm, tn in GPU_TILES)
+
+
+@checks(model=is_a(TransformerConfig), tokens="size", tp="count", ep="count")
+def layer_efficiency(model: TransformerConfig, tokens: float, chip: Chip | str, tp: int = 1, ep: int = 1) -> float:
+    """Return the FLOP-weighted share of the best matmul rate a layer's weight matmuls keep for `tokens` rows on
+    one of `tp` tensor-parallel chips: QKV [D -> (N+2K)·H/tp], the output projection [N·H/tp -> D], the MLP's
+    up (and gate) [D -> F/tp] and down [F/tp -> D] projections (M = the rows, N = each output width). An MoE's
+    experts (width `F_expert`) each see the k/E share of the tokens of the `ep` chips that split them."""
+    M = max(1, round(tokens))
+    tp, ep = check_int("tp", tp), check_int("ep", ep)
+    mlp = 2 if model.gated else 1
+    F = (model.F_expert or model.F) if model.is_moe else model.F
+    expert_rows = max(1, round(tokens * ep * model.k / model.E)) if model.is_moe else M
+    shapes = ((M, (model.N + 2 * model.K) * model.H / tp, model.D), (M, model.D, model.N * model.H / tp),
+              (expert_rows, mlp * F / tp, model.D), (expert_rows, model.D, F / tp))
+    active = model.k if model.is_moe else 1  # experts each token's MLP FLOPs run through
+    flops = [n * k * (active if i >= 2 else 1) for i, (_, n, k) in enumerate(shapes)]
+    shares = [quantization(rows, max(1, round(n)), chip) for rows, n, _ in shapes]
+    return sum(flops) / sum(f / q for f, q in zip(flops, shares))
