@@ -247,7 +247,7 @@ def _results(efficiency: str) -> tuple[dict[str, Any], ...]:
                "bound": _faster(run.metric, ideal, run.published) if run.metric not in
                ("params_optimizer_gib", "activations_gib") else None,
                "source": run.source, "check": run.check, "calibration point": run.calibration_point,
-               "disagreement": run.disagreement, "status": run.status, "family": run.family}
+               "disagreement": run.disagreement, "status": run.status, "family": run.family, "chips": run.n_chips}
         value = ideal if efficiency == "ideal" else predict(run, efficiency)
         if efficiency != "ideal":
             row[efficiency] = value
