@@ -109,7 +109,8 @@ def join_negative_values(argv: list[str], options: set[str]) -> list[str]:
 # The Python parameters behind the options whose names differ: an error raised by the package names the parameter,
 # and the command line names the option instead.
 PARAMETER_OPTIONS = {"batch_tokens": "--batch", "seq_len": "--seq", "n_chips": "--chips", "gpus": "--chips",
-                      "nbytes": "--bytes", "efficiency": "--efficiency", "top_k": "--top-k"}
+                      "nbytes": "--bytes", "efficiency": "--efficiency", "top_k": "--top-k",
+                      "microbatch_tokens": "--microbatch", "global_batch_tokens": "--batch"}
 
 
 def sub_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@
     scalebook shard "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]" --chip v5p --mesh 4x4x4 --sizes I=1024,J=4096,K=8192
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook plan llama3-70b h100 256 --tokens 4Mi --seq 8192 --efficiency calibrated [--fsdp | --no-fsdp]
+                   [--recompute none|selective|full] [--microbatch 8Ki] [--tp 8] [--pp 4] [--cp 1] [--ep 1]
     scalebook plan --model llama3-70b --cluster h100-superpod --chips 4096 --batch 4Mi
     scalebook plan --model llama3-70b --chip h100 --chips 1000 --batch 4Mi   # a GPU: its default cluster
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
@@ -48,6 +49,7 @@ from .notebooks import sync
 from .roofline import critical_batch, matmul
 from .sharding import sharded_matmul
 from .tables import Table
+from .training.footprint import RECOMPUTE
 from .training.planner import plan
 from .units import DTYPE_BYTES, JAX_DTYPES, check_int, fmt_rate, fmt_time
 
@@ -91,9 +93,14 @@ def _is_gpu(chip: str | None) -> bool:
     return chip is not None and get_chip(chip).kind == "gpu"
 
 
+def _node_size(chip: Chip | str) -> int:
+    """GPUs in one NVLink node of GPU `chip`'s usual system (8 in a DGX, 72 in an NVL72 rack)."""
+    return GpuCluster(chip, gpus=1).gpus_per_node
+
+
 def _default_cluster(chip: str, gpus: int) -> tuple[GpuCluster, str]:
     """The usual system of GPU `chip` holding `gpus` GPUs in whole nodes, and a line saying it was built."""
-    node = GpuCluster(chip, gpus=1).gpus_per_node
+    node = _node_size(chip)
     cluster = GpuCluster(chip, gpus=max(node, -(-gpus // node) * node))
     return cluster, f"(--chip {chip} is a GPU: using its default cluster, {cluster})"
 
@@ -107,7 +114,7 @@ def _devices(n: int, chip: Chip) -> str:
     """'8 GPUs in 1 NVLink node' on GPUs, '8 chips' on TPUs ('1 GPU', '1 chip' for one)."""
     if chip.kind != "gpu":
         return f"{n} chip{'s' * (n != 1)}"
-    node = GpuCluster(chip, gpus=1).gpus_per_node
+    node = _node_size(chip)
     nodes = -(-n // node)
     return f"{n} GPU{'s' * (n != 1)} in {nodes} NVLink node{'s' * (nodes != 1)} (of {node})"
 
@@ -204,7 +211,8 @@ def _plan(args: argparse.Namespace) -> str:
     else:
         hardware = args.chip
     result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq, efficiency=args.efficiency,
-                  fsdp=args.fsdp)
+                  fsdp=args.fsdp, recompute=args.recompute, microbatch_tokens=args.microbatch, tp=args.tp,
+                  pp=args.pp, cp=args.cp, ep=args.ep)
     unit = _unit(result.chip)
     bound = "" if args.efficiency == "calibrated" else f"MFU {result.mfu:.1%} is a bound (ideal), not a forecast"
     memory = f"memory per {unit}: {feasibility(result.memory_per_chip, result.chip.hbm_bytes)}"
@@ -247,7 +255,7 @@ def _serve(args: argparse.Namespace) -> str:
                                  efficiency=args.efficiency)
     first = inference.prefill(model, chip, n, context, param_bytes=b, kv_bytes=b, efficiency=args.efficiency)
     rate = step.tokens_per_second / n
-    link = "ICI" if unit == "chip" else "NVLink" if n <= GpuCluster(chip, gpus=1).gpus_per_node else "network"
+    link = "ICI" if unit == "chip" else "NVLink" if n <= _node_size(chip) else "network"
     bound = link if step.bound == "ici" else step.bound
     lines = [_numbers(args.efficiency, chip), where,
              f"batch               {batch} sequence{'s' * (batch != 1)} of {context} tokens ({fit} fit)",
@@ -354,6 +362,13 @@ def _parser() -> argparse.ArgumentParser:
                             "book's strategies, an ideal bound)")
     train.add_argument("--fsdp", default=None, action=argparse.BooleanOptionalAction,
                        help="with --efficiency: only FSDP (--fsdp) or only ZeRO-1 (--no-fsdp); default both")
+    train.add_argument("--recompute", default=None, type=one_of(RECOMPUTE), metavar="RECOMPUTE",
+                       help="activation recomputation: none, selective or full (default: searched)")
+    train.add_argument("--microbatch", default=None, type=size,
+                       help="with --efficiency: tokens per microbatch, e.g. 8Ki (default: one sequence)")
+    for degree, what in (("tp", "tensor"), ("pp", "pipeline"), ("cp", "context"), ("ep", "expert")):
+        train.add_argument(f"--{degree}", default=None, type=count,
+                           help=f"fix the {what}-parallel degree (default: searched; cp and ep need --efficiency)")
     train.set_defaults(run=_plan)
     serve = sub.add_parser("serve", help="topology, batch, decode step, first-token time and cost of serving")
     serve.add_argument("model_name", nargs="?", metavar="MODEL", help="a preset, e.g. llama3-70b (or --model)")

@@ -42,7 +42,6 @@ BAD = [
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=-1,J=2,K=3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=1e30,J=2,K=3"],
     ["chips", "--vendor", "amd"], ["chips", "--vend", "google"], ["nonsense"], [],
-    ["plan", "llama3-8b", "v5e", "256", "--tokens", "1Mi", "--efficiency", "calibrated"],
 ]
 
 # Bad invocations of the practitioner's options (issue #33), each with the option or argument its line must name.
@@ -62,11 +61,15 @@ NAMED_BAD = [
     (["plan", "llama3-70b", "h100x", "256", "--tokens", "4Mi"], "--chip"),
     (["plan", "llama3-70b", "h100-superpod", "100000", "--tokens", "4Mi"], "--chips"),
     ([*PLAN_POS, "--seq", "3"], "--seq"), ([*PLAN_POS, "--seq", "3"], "--batch"),
+    *[([*PLAN_POS, option, b], option) for option in ("--tp", "--pp", "--cp", "--ep", "--microbatch")
+      for b in BAD_NUMBERS],
+    *[([*PLAN_POS, "--recompute", b], "--recompute") for b in ["partial", "", "Full", "nan"]],
+    ([*PLAN_POS, "--cp", "2"], "--cp"), ([*PLAN_POS, "--efficiency", "calibrated", "--ep", "2"], "--ep"),
+    ([*PLAN_POS, "--efficiency", "calibrated", "--microbatch", "5000"], "--batch"),
     *[([*SERVE_POS, option, b], option) for option in ("--chips", "--batch", "--context") for b in BAD_NUMBERS],
     *[([*SERVE_POS, "--efficiency", b], "--efficiency") for b in ["idael", "", "nan", "bound"]],
     ([*SERVE_POS, "--chips", "8", "--batch", "100000"], "--batch"),
     ([*SERVE_POS, "--context", "100000000"], "--context"), ([*SERVE_POS, "--chips", "1"], "--chips"),
-    (["serve", "llama3-70b", "v5e", "--efficiency", "calibrated"], "--efficiency"),
     ([*SERVE_POS, "--model", "llama3-8b"], "--model"), ([*SERVE_POS, "--chip", "v5e"], "--chip"),
     (["serve", "llama3-70b"], "--chip"), (["serve"], "--model"), ([*SERVE_POS, "--dtype", "fp3"], "--dtype"),
     *[([*NO_SUBMISSIONS, "--out", b], "--out") for b in ["/no/such/folder/g.csv", "/dev/null/g.csv", "", "/tmp"]],

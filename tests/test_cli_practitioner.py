@@ -29,6 +29,13 @@ def test_llama3_70b_on_256_h100_is_planned_as_the_python_api_plans_it(capsys):
     assert "numbers: calibrated" in out
 
 
+def test_fixed_degrees_recompute_and_microbatch_reach_the_planner(capsys):
+    out = run([*LLAMA_256_H100, "--tp", "8", "--pp", "4", "--recompute", "full", "--microbatch", "16Ki"], capsys)
+    p = sb.training.plan("llama3-70b", sb.GpuCluster("h100", gpus=256), 256, 4 * 2**20, seq_len=8192,
+                         efficiency="calibrated", tp=8, pp=4, recompute="full", microbatch_tokens=16 * 2**10)
+    assert (p.tp, p.pp) == (8, 4) and str(p).replace(" per chip", " per GPU") in out
+
+
 def test_the_positional_and_the_option_forms_agree(capsys):
     options = run(["plan", "--model", "llama3-70b", "--chip", "h100", "--chips", "256", "--batch", "4Mi", "--seq",
                    "8192", "--efficiency", "calibrated"], capsys)

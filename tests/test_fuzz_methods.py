@@ -82,6 +82,11 @@ M: Recipes = {
     "hardware.chips.Chip.replace": (lambda: dict(self=_v5e(), hbm_bandwidth=1e12, ici_links=4),
                                     {"hbm_bandwidth": "?size", "ici_links": "?count"}),
     "hardware.chips.Chip.source": (lambda: dict(self=_v5e(), field_name="hbm_bytes"), {"field_name": "name"}),
+    "hardware.chips.Efficiency.compute": (lambda: dict(self=sb.hardware.chips.Efficiency()), {"dtype": "name"}),
+    "hardware.chips.Efficiency.collective": (lambda: dict(self=sb.hardware.chips.Efficiency(), kind="all_gather"),
+                                             {"kind": "name"}),
+    "hardware.chips.Efficiency.framework_share": (lambda: dict(self=sb.hardware.chips.Efficiency()),
+                                                 {"dtype": "name"}),
     "hardware.topology.TpuMesh.shape_str": (lambda: dict(sizes={"X": 4, "Y": 4}),
                                             {"sizes": [{"X": 0}, {"X": NAN}, {"X": 2.5}, 3, "abc", None]}),
     "hardware.topology.TpuMesh.total_flops": (lambda: dict(self=_mesh()), {"dtype": "name"}),
@@ -152,14 +157,6 @@ M: Recipes = {
     "widgets.core.Explorer.refresh": (lambda: dict(self=_explorer()), {}),
     "widgets.core.Explorer.snapshot_html": (lambda: dict(self=_explorer()), {}),
 }
-
-M.update({
-    "hardware.chips.Efficiency.compute": (lambda: dict(self=sb.hardware.chips.Efficiency()), {"dtype": "name"}),
-    "hardware.chips.Efficiency.collective": (lambda: dict(self=sb.hardware.chips.Efficiency(), kind="all_gather"),
-                                             {"kind": "name"}),
-    "hardware.chips.Efficiency.framework_share": (lambda: dict(self=sb.hardware.chips.Efficiency()),
-                                                 {"dtype": "name"}),
-})
 
 
 def test_every_public_method_has_a_recipe():
