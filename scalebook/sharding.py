@@ -379,6 +379,10 @@ def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) 
     dtype = check_kind("dtype", dtype, "dtype")
     for dim, n in sizes.items():
         check_int(dim, n, 1, MAX_DIM)
+    unused = sorted(set(sizes) - set(A.dim_names) - set(B.dim_names))
+    if unused:
+        raise ValueError(f"{unused[0]}={sizes[unused[0]]!r} sizes a dimension that expr={expr!r} does not have; "
+                         f"its dimensions: {sorted(set(A.dim_names) | set(B.dim_names))}")
     for spec in (A, B, C):
         local_shape(spec, mesh, sizes)
     (J,) = set(A.dim_names) & set(B.dim_names)

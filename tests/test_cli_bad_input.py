@@ -41,6 +41,7 @@ BAD = [
     ["serve", "--model", "llama3-8b", "--chip", "v5e", "--dtype", "int3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=-1,J=2,K=3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=1e30,J=2,K=3"],
+    ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=8,J=8,K=8,Q=5"],
     ["chips", "--vendor", "amd"], ["chips", "--vend", "google"], ["nonsense"], [],
 ]
 
