@@ -203,6 +203,9 @@ def _plan(args: argparse.Namespace) -> str:
     if bool(args.chip) == bool(args.cluster):
         raise ValueError("give either --chip (a TPU, or a GPU for its default cluster) or --cluster (a GPU system "
                          "such as h100-superpod)")
+    if args.fsdp is not None and args.efficiency is None:
+        raise ValueError(f"--{'' if args.fsdp else 'no-'}fsdp picks between FSDP and ZeRO-1 among published layouts: "
+                         "give --efficiency ideal or calibrated too (the book's strategies try FSDP themselves)")
     note = ""
     if args.cluster:
         hardware = get_cluster(args.cluster, max(args.chips, get_cluster(args.cluster).gpus))

@@ -66,6 +66,7 @@ NAMED_BAD = [
       for b in BAD_NUMBERS],
     *[([*PLAN_POS, "--recompute", b], "--recompute") for b in ["partial", "", "Full", "nan"]],
     ([*PLAN_POS, "--cp", "2"], "--cp"), ([*PLAN_POS, "--efficiency", "calibrated", "--ep", "2"], "--ep"),
+    ([*PLAN_POS, "--fsdp"], "--fsdp"), ([*PLAN_POS, "--no-fsdp"], "--no-fsdp"),  # without --efficiency: ignored
     ([*PLAN_POS, "--efficiency", "calibrated", "--microbatch", "5000"], "--batch"),
     *[([*SERVE_POS, option, b], option) for option in ("--chips", "--batch", "--context") for b in BAD_NUMBERS],
     *[([*SERVE_POS, "--efficiency", b], "--efficiency") for b in ["idael", "", "nan", "bound"]],
