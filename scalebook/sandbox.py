@@ -5,23 +5,44 @@ util-linux `unshare` and `_enter` below (new mount, pid, network, ipc and uts na
 
 The autograder runs every submitted notebook through `run`. Inside the sandbox the program sees:
 
-- the system (`/usr`, `/etc`), the Python installation and the virtual environment, all read-only;
+- the system (`/usr`, `/etc`, `/bin`, `/lib*`; not `/opt`), the Python installation and the virtual environment,
+  all read-only;
 - the `scalebook` package read-only, *without* its answer key (`scalebook/problems` is simply not there);
+- nothing else of the course, wherever it lives: the checkout holding the package (its `solutions/`, `tests/`
+  ...) and the folders the caller names in `hide` (the grader's course root, submissions and gradebook) are
+  covered by empty folders where a system folder would expose them (a course under `/usr/local`, `/usr/src`
+  or `/etc`);
 - a private, size-capped, in-memory home (its working directory, holding the files it was given), /tmp
   and /dev/shm;
 - one writable file of the grader's, the answer channel, at `ANSWERS` (size-capped by RLIMIT_FSIZE);
-- nothing else: no other submission, no `solutions/`, no output folder, no network (loopback only),
-  a clean environment, its own process ids (it cannot see or signal the grader's processes).
+- `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom` and `/dev/tty`, working;
+- no other submission, no output folder, no network (loopback only), a clean environment, its own process
+  ids (it cannot see or signal the grader's processes).
 
-It runs as an unprivileged uid (as root: a fresh uid of its own; as anyone else: 65534 in its own user
-namespace), with no capabilities and no way to regain them; its address space (memory cap), task count
-(process cap, per sandbox since its uid or user namespace is its own) and file sizes are limited with
-rlimits. Everything it started dies with it: the sandbox's process 1 is the program itself, and when it
-exits, or the grader kills it at the time limit, the kernel kills every other process in its pid namespace.
+It runs as an unprivileged uid (as root: a fresh uid from `UIDS`; as anyone else: 65534 in its own user
+namespace), with no capabilities and no way to regain them, and it cannot create user namespaces (a seccomp
+filter in both backends refuses `unshare` and `clone` with CLONE_NEWUSER; bubblewrap as non-root also passes
+`--disable-userns`). Everything it started dies with it: the sandbox's process 1 is the program itself, and
+when it exits, or the grader kills it at the time limit, the kernel kills every other process in its pid
+namespace.
+
+What caps what, per backend and machine (`describe` says which applied here):
+
+- a cgroup of its own, when this process may create one (root, or a delegated cgroup; cgroup v2, or v1
+  hierarchies per controller): the CPU time of the whole sandbox (`Limits.cpus`, so many busy processes
+  cannot starve a neighbour), its memory (`Limits.memory`, including what its tmpfs files, memfd files and
+  kernel objects such as inodes hold) and its task count (`Limits.processes`);
+- rlimits through `prlimit`, always: address space and task count per process, file size, no core files.
+  Without a cgroup they are all there is: no CPU share, and memory is capped per process only, not for the
+  whole sandbox; `describe` names what is missing;
+- scratch folders: size-capped tmpfs in both backends; their inode count is capped (`Limits.inodes`, tmpfs
+  `nr_inodes`) by the namespaces backend, while bubblewrap (which has no option for it) leaves inodes to the
+  memory cgroup.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
@@ -29,39 +50,48 @@ import re
 import secrets
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Limits", "SandboxResult", "backend", "available", "plan", "run", "hold_lifeline", "kill_group",
-           "HOME", "ANSWERS"]
+__all__ = ["Limits", "SandboxResult", "backend", "available", "describe", "plan", "run", "hold_lifeline",
+           "kill_group", "HOME", "ANSWERS", "UIDS"]
 
 HOME = "/home/student"
 ANSWERS = "/run/scalebook/answers.jsonl"
 LIFELINE = "SCALEBOOK_LIFELINE"  # names the fd that reads end-of-file when the grader is gone
 _NOBODY = "65534"
-# Root's sandboxes run as a random uid from this range, which no account on the machine uses.
-_FIRST_UID, _UIDS = 1_000_000, 1_000_000
+# Root's sandboxes run as a random uid from this range, which no account on the machine uses. A caller may
+# narrow it (a test, to know which processes are its own).
+UIDS = range(1_000_000, 2_000_000)
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one sandboxed run may use: `memory` (bytes of address space per process), `processes` (tasks,
-    threads included, in the whole sandbox), `file_size` (bytes, the largest file it may write) and
-    `scratch` (bytes, the size of each of its in-memory folders: home, /tmp, /dev/shm)."""
+    """What one sandboxed run may use: `memory` (bytes: of the whole sandbox where a cgroup applies, and of
+    address space per process always), `processes` (tasks, threads included, in the whole sandbox), `cpus`
+    (CPU-seconds per second for the whole sandbox, where a cgroup applies), `file_size` (bytes, the largest
+    file it may write), `scratch` (bytes, the size of each of its in-memory folders: home, /tmp, /dev/shm)
+    and `inodes` (files in each of them, where the backend can cap it)."""
 
     memory: int = 6 * 2**30
     processes: int = 512
     file_size: int = 64 * 2**20
     scratch: int = 256 * 2**20
+    cpus: float = 1.0
+    inodes: int = 16_384
 
     def __post_init__(self) -> None:
-        for name in ("memory", "processes", "file_size", "scratch"):
+        for name in ("memory", "processes", "file_size", "scratch", "inodes"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool) or not 0.01 <= self.cpus <= 4096:
+            raise ValueError(f"Limits.cpus must be a number of CPUs between 0.01 and 4096, got {self.cpus!r}")
 
     def prlimit(self) -> list[str]:
         """The `prlimit` command line that applies these limits to the program it starts."""
@@ -71,10 +101,12 @@ class Limits:
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """How a sandboxed run ended: its exit code (None when killed at the time limit) and the tail of its output."""
+    """How a sandboxed run ended: its exit code (None when killed at the time limit), the tail of its output,
+    and what could not be capped for it (empty when a cgroup capped CPU, memory and processes)."""
 
     returncode: int | None
     output: str
+    uncapped: str = ""
 
     @property
     def timed_out(self) -> bool:
@@ -109,6 +141,166 @@ def available() -> str | None:
     return None
 
 
+# Control groups: one per sandbox, in every hierarchy that holds the cpu, memory or pids controller.
+_CAPS = {"cpu": "CPU share", "memory": "memory of the whole sandbox", "pids": "processes of the whole sandbox"}
+
+
+def _cgroup_homes() -> dict[str, tuple[str, int]]:
+    """{controller: (this process's cgroup folder in the hierarchy holding that controller, cgroup version)}
+    for the controllers of `_CAPS` that are mounted and enabled here."""
+    own: dict[str, str] = {}
+    with open("/proc/self/cgroup", encoding="utf-8") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            for name in names.split(",") if names else [""]:
+                own[name] = path
+    homes: dict[str, tuple[str, int]] = {}
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            fields, (fstype, _, options) = left.split(), right.split()[:3]
+            names = [""] if fstype == "cgroup2" else options.split(",") if fstype == "cgroup" else []
+            for name in names:
+                if name not in own or os.path.relpath(own[name], fields[3]).startswith(".."):
+                    continue
+                home = os.path.normpath(os.path.join(fields[4], os.path.relpath(own[name], fields[3])))
+                if name:
+                    if name in _CAPS:
+                        homes.setdefault(name, (home, 1))
+                    continue
+                try:
+                    with open(f"{home}/cgroup.controllers", encoding="utf-8") as c:
+                        enabled = c.read().split()
+                except OSError:
+                    continue
+                homes.update({c: (home, 2) for c in enabled if c in _CAPS and c not in homes})
+    return homes
+
+
+def _cgroup_settings(controller: str, version: int, limits: Limits) -> list[tuple[str, str, bool]]:
+    """(file, value, required) that cap `controller` at `limits` in a cgroup of `version`."""
+    period = 100_000
+    quota = max(1000, round(limits.cpus * period))
+    table = {
+        ("cpu", 1): [("cpu.cfs_period_us", str(period), True), ("cpu.cfs_quota_us", str(quota), True)],
+        ("cpu", 2): [("cpu.max", f"{quota} {period}", True)],
+        ("memory", 1): [("memory.limit_in_bytes", str(limits.memory), True),
+                        ("memory.memsw.limit_in_bytes", str(limits.memory), False)],
+        ("memory", 2): [("memory.max", str(limits.memory), True), ("memory.swap.max", "0", False)],
+        ("pids", 1): [("pids.max", str(limits.processes), True)],
+        ("pids", 2): [("pids.max", str(limits.processes), True)],
+    }
+    return table[controller, version]
+
+
+def _make_cgroups(limits: Limits, name: str) -> tuple[list[str], str]:
+    """Create the cgroup `name` below this process's own in each hierarchy, capped at `limits`; return the
+    folders a sandbox joins and what could not be capped ('' when everything was)."""
+    why = "no such controller mounted here"
+    try:
+        homes = _cgroup_homes()
+    except OSError as err:
+        homes, why = {}, f"no cgroup information ({err.strerror})"
+    folders: list[str] = []
+    missing = {c: why for c in _CAPS if c not in homes}
+    for home, version in sorted(set(homes.values())):
+        controllers = [c for c, where in homes.items() if where == (home, version)]
+        folder = f"{home}/{name}"
+        try:
+            if version == 2:  # a child gets a controller only when its parent hands it down
+                with open(f"{home}/cgroup.subtree_control", "w", encoding="utf-8") as f:
+                    f.write(" ".join(f"+{c}" for c in controllers))
+            os.mkdir(folder)
+        except OSError as err:
+            missing.update(dict.fromkeys(controllers, f"cgroup v{version} {home}: {err.strerror}"))
+            continue
+        folders.append(folder)
+        for controller in controllers:
+            try:
+                for file, value, required in _cgroup_settings(controller, version, limits):
+                    if required or os.path.exists(f"{folder}/{file}"):
+                        with open(f"{folder}/{file}", "w", encoding="utf-8") as f:
+                            f.write(value)
+            except OSError as err:
+                missing[controller] = f"cgroup v{version} {file}: {err.strerror}"
+    return folders, "; ".join(f"{_CAPS[c]} ({why})" for c, why in sorted(missing.items()))
+
+
+def _remove_cgroups(folders: list[str]) -> None:
+    """Kill whatever is left in each cgroup folder, then remove it."""
+    for folder in folders:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with open(f"{folder}/cgroup.procs", encoding="utf-8") as f:
+                    for pid in f.read().split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+
+
+_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+
+
+def _join(folders: list[str]) -> list[str]:
+    """The command prefix that moves the program into `folders` (cgroups) before it starts anything."""
+    return ["sh", "-c", _JOIN, "sh", *folders, "--"] if folders else []
+
+
+@functools.lru_cache(maxsize=8)
+def describe(limits: Limits = Limits()) -> str:
+    """What caps a sandbox here, in words: the cgroup caps that apply, or what only the rlimits cover."""
+    folders, missing = _make_cgroups(limits, f"scalebook-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    _remove_cgroups(folders)
+    inodes = "inodes per scratch folder" if backend() == "namespaces" else "inodes through the memory cgroup"
+    if not missing:
+        return f"cgroup caps: CPU {limits.cpus:g}, memory, processes; {inodes}"
+    return f"not capped here: {missing}; rlimits per process instead"
+
+
+# A seccomp filter (classic BPF over struct seccomp_data) that refuses new user namespaces: unshare and clone
+# with CLONE_NEWUSER get EPERM, clone3 ENOSYS (its flags sit in memory a filter cannot read; the C library
+# then falls back to clone), and so does any call through another ABI (x32, i386).
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_NR = {"x86_64": {"clone": 56, "unshare": 272, "clone3": 435}, "aarch64": {"clone": 220, "unshare": 97, "clone3": 435}}
+_CLONE_NEWUSER = 0x10000000
+
+
+def seccomp_filter() -> bytes:
+    """The compiled filter (struct sock_filter[]) that refuses user namespaces on this machine's architecture."""
+    machine = os.uname().machine
+    if machine not in _AUDIT_ARCH:
+        raise OSError(f"no seccomp filter for architecture {machine!r} (known: {', '.join(_AUDIT_ARCH)})")
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    nr = _NR[machine]
+    program = [
+        (ld, 0, 0, 4),  # 0: the architecture
+        (jeq, 0, 9, _AUDIT_ARCH[machine]),  # 1: another ABI -> 11
+        (ld, 0, 0, 0),  # 2: the syscall number
+        (jge, 7, 0, 0x40000000),  # 3: x32 -> 11
+        (jeq, 7, 0, nr["clone3"]),  # 4: -> 12
+        (jeq, 2, 0, nr["unshare"]),  # 5: -> 8
+        (jeq, 1, 0, nr["clone"]),  # 6: -> 8
+        (ret, 0, 0, allow),  # 7
+        (ld, 0, 0, 16),  # 8: the low half of the first argument, the flags
+        (jset, 1, 0, _CLONE_NEWUSER),  # 9: -> 11
+        (ret, 0, 0, allow),  # 10
+        (ret, 0, 0, eperm),  # 11
+        (ret, 0, 0, enosys),  # 12
+    ]
+    return b"".join(struct.pack("=HBBI", *op) for op in program)
+
+
 # A sandbox's filesystem is a plan of steps, built on an empty root in order, each (kind, *arguments, target);
 # each backend carries it out.
 Step = tuple[str, ...]
@@ -117,7 +309,7 @@ Step = tuple[str, ...]
 def _system_mounts() -> list[Step]:
     """Read-only binds of the system directories; merged-/usr symlinks (/lib -> usr/lib) kept as symlinks."""
     steps: list[Step] = []
-    for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"):
+    for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             steps.append(("symlink", os.readlink(top), top))
         elif os.path.isdir(top):
@@ -130,40 +322,73 @@ def _parents(path: str) -> list[Step]:
     return [("dir", str(parent)) for parent in reversed(Path(path).parents[:-1])]
 
 
-def _python_mounts() -> list[Step]:
-    """Read-only binds of the interpreter, the virtual environment and scalebook minus its answer key."""
+def _package() -> str:
     import scalebook
 
-    package = Path(scalebook.__file__).resolve().parent
+    return str(Path(scalebook.__file__).resolve().parent)
+
+
+def _python_roots() -> list[str]:
+    """The interpreter's installation and the virtual environment, outside the system folders."""
     roots = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)}
-    steps: list[Step] = []
-    for root in sorted(roots):
-        if not root.startswith(("/usr/", "/etc/")) and root != "/usr":
-            steps += _parents(root) + [("ro-bind", root, root)]
-    # The package is bound entry by entry, leaving out the key; a package inside the venv is hidden by an
-    # empty unreadable directory over it instead.
-    if any(str(package).startswith(root + os.sep) for root in roots):
-        return steps + [("tmpfs", "0000", "4096", str(package / "problems"))]
-    steps += _parents(str(package)) + [("dir", str(package))]
-    return steps + [("ro-bind", str(package / e), str(package / e)) for e in sorted(os.listdir(package))
+    return sorted(r for r in roots if not r.startswith(("/usr/", "/etc/")) and r != "/usr")
+
+
+def _python_mounts() -> list[Step]:
+    """Read-only binds of the interpreter's installation and the virtual environment."""
+    return [step for root in _python_roots() for step in _parents(root) + [("ro-bind", root, root)]]
+
+
+def _package_mounts() -> list[Step]:
+    """scalebook minus its answer key: the package's folder is an empty tmpfs holding read-only binds of its
+    entries, all but `problems`."""
+    package = _package()
+    steps = _parents(package) + [("tmpfs", "0755", str(2**20), package)]
+    return steps + [("ro-bind", f"{package}/{e}", f"{package}/{e}") for e in sorted(os.listdir(package))
                     if e != "problems"]
 
 
-def plan(files: dict[str, int], answers: Path, limits: Limits) -> list[Step]:
-    """The filesystem of a sandbox holding `files` ({name: readable fd}) in `HOME` and `answers` at `ANSWERS`."""
+def _under(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _masks(steps: list[Step], hide: list[str]) -> list[Step]:
+    """Cover each folder of `hide` that a bind in `steps` exposes with an empty one (a file with /dev/null,
+    unreadable there); a folder holding the interpreter's installation is covered entry by entry around it."""
+    bound = [s[-1] for s in steps if s[0] in ("ro-bind", "bind")]
+    needed = _python_roots()
+    masks: list[Step] = []
+    todo = sorted({os.path.realpath(p) for p in hide if _under(os.path.realpath(p), bound)})
+    while todo:
+        path = todo.pop()
+        if path in needed or not os.path.lexists(path):
+            continue
+        if any(_under(n, [path]) for n in needed):
+            todo += [f"{path}/{e}" for e in os.listdir(path)]
+        elif os.path.isdir(path) and not os.path.islink(path):
+            masks.append(("tmpfs", "0755", "4096", path))
+        elif not os.path.islink(path):
+            masks.append(("ro-bind", "/dev/null", path))
+    return masks
+
+
+def plan(files: dict[str, int], answers: Path, limits: Limits, hide: tuple[str, ...] = ()) -> list[Step]:
+    """The filesystem of a sandbox holding `files` ({name: readable fd}) in `HOME` and `answers` at `ANSWERS`,
+    with the checkout holding the package and the folders of `hide` out of sight."""
     steps = _system_mounts() + [("proc", "/proc"), ("dev", "/dev")]
     steps += [("tmpfs", "1777", str(limits.scratch), path) for path in ("/tmp", "/dev/shm", HOME)]
     steps += _python_mounts()  # after the private /tmp, so a package or venv kept under /tmp stays visible
+    checkout = str(Path(_package()).parent)
+    steps += _masks(steps, [*hide, *([] if _under(checkout, _python_roots()) else [checkout])])
+    steps += _package_mounts()  # last: over a mask of the checkout that holds it
     steps += [("file", str(fd), f"{HOME}/{name}") for name, fd in files.items()]
     return steps + _parents(ANSWERS) + [("bind", str(answers), ANSWERS), ("remount-ro", "/")]
 
 
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a sandboxed program: a few fixed variables, and `env`."""
-    import scalebook
-
     return {"HOME": HOME, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
-            "PYTHONPATH": str(Path(scalebook.__file__).resolve().parents[1]),  # this scalebook, wherever it is
+            "PYTHONPATH": str(Path(_package()).parent),  # this scalebook, wherever it is
             "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             "JAX_PLATFORMS": "cpu", "MPLBACKEND": "Agg", **(env or {})}
 
@@ -179,11 +404,12 @@ def _drop(uid: int) -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--pdeathsig=SIGKILL", "--"]
 
 
-def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: int) -> list[str]:
+def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: int, seccomp: int) -> list[str]:
     """The bwrap command line that carries out `steps` and runs `argv` in `HOME` as `uid` (when root; as
-    anyone else, a user namespace maps its uid 65534 onto the caller, and the task count is per namespace)."""
+    anyone else, a user namespace maps its uid 65534 onto the caller, and the task count is per namespace),
+    under the seccomp filter read from fd `seccomp`."""
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+            "--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox", "--seccomp", str(seccomp)]
     if os.geteuid() != 0:
         args += ["--unshare-user", "--uid", _NOBODY, "--gid", _NOBODY, "--disable-userns", "--cap-drop", "ALL"]
     for kind, *rest in steps:
@@ -210,36 +436,52 @@ def unshare_command(spec: Path) -> list[str]:
             str(spec), environment()["PYTHONPATH"]]
 
 
-def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, timeout: float,
-        env: dict[str, str] | None = None, kind: str | None = None) -> SandboxResult:
-    """Run `argv` in a fresh sandbox whose home holds copies of `files` ({name: host path}, symlinks refused);
-    kill its whole process tree after `timeout` seconds. `answers` is the host file it sees, writable, at
-    `ANSWERS`; `env` adds variables to its clean environment; `kind` is the backend (default `backend()`)."""
+def _open_copies(files: dict[str, bytes], folder: Path) -> dict[str, int]:
+    """Write each of `files` ({name: content}) into `folder` and open it for reading: {name: fd}."""
+    fds = {}
+    for i, (name, content) in enumerate(files.items()):
+        path = folder / f"file-{i}"
+        path.write_bytes(content)
+        fds[name] = os.open(path, os.O_RDONLY)
+    return fds
+
+
+def run(argv: list[str], files: dict[str, bytes], answers: Path, limits: Limits, timeout: float,
+        env: dict[str, str] | None = None, kind: str | None = None, hide: tuple[str, ...] = ()) -> SandboxResult:
+    """Run `argv` in a fresh sandbox whose home holds `files` ({name: content}); kill its whole process tree
+    after `timeout` seconds. `answers` is the host file it sees, writable, at `ANSWERS`; `env` adds variables
+    to its clean environment; `kind` is the backend (default `backend()`); `hide` names host folders it must
+    not see even where a system folder holds them."""
     kind = kind or backend()
-    fds: dict[str, int] = {}
     # The sandbox holds the read end of a pipe whose write end only this process holds: if the grader dies,
     # the pipe reads end-of-file and a program that calls `hold_lifeline` exits, taking its pid namespace.
     lifeline, keep = os.pipe()
     env = {**(env or {}), LIFELINE: str(lifeline)}
+    fds: dict[str, int] = {}
+    folders: list[str] = []
     try:
-        for name, path in files.items():
-            fds[name] = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory(prefix="scalebook-sandbox-") as tmp:
-            uid = _FIRST_UID + secrets.randbelow(_UIDS)  # its own uid, so its own task count
+            fds = _open_copies(files, Path(tmp))
+            (Path(tmp) / "seccomp").write_bytes(seccomp_filter())
+            fds[""] = os.open(Path(tmp) / "seccomp", os.O_RDONLY)
+            uid = secrets.choice(UIDS)  # its own uid, so its own task count
             if os.geteuid() == 0:
                 os.chown(answers, uid, uid)
-            steps = plan(fds, answers, limits)
+            steps = plan({n: fd for n, fd in fds.items() if n}, answers, limits, hide)
             argv = limits.prlimit() + argv
             if kind == "namespaces":
                 spec = Path(tmp) / "spec.json"
                 spec.write_text(json.dumps({"steps": steps, "root": str(Path(tmp) / "root"), "env": environment(env),
-                                            "argv": _drop(uid) + argv}))
+                                            "argv": _drop(uid) + argv, "inodes": limits.inodes,
+                                            "seccomp": str(Path(tmp) / "seccomp")}))
                 (Path(tmp) / "root").mkdir()
                 command = unshare_command(spec)
             else:
-                command = bwrap_command(steps, argv, environment(env), uid)
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                                    pass_fds=(*fds.values(), lifeline), start_new_session=True)
+                command = bwrap_command(steps, argv, environment(env), uid, fds[""])
+            folders, uncapped = _make_cgroups(limits, f"scalebook-{os.getpid()}-{secrets.token_hex(6)}")
+            proc = subprocess.Popen(_join(folders) + command, stdin=subprocess.DEVNULL, stdout=err,
+                                    stderr=subprocess.STDOUT, pass_fds=(*fds.values(), lifeline),
+                                    start_new_session=True)
             try:
                 returncode: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -247,8 +489,9 @@ def run(argv: list[str], files: dict[str, Path], answers: Path, limits: Limits, 
             finally:
                 _kill_sandbox(proc)
             err.seek(max(0, err.seek(0, os.SEEK_END) - 4096))
-            return SandboxResult(returncode, err.read().decode("utf-8", "replace"))
+            return SandboxResult(returncode, err.read().decode("utf-8", "replace"), uncapped)
     finally:
+        _remove_cgroups(folders)
         for fd in (*fds.values(), lifeline, keep):
             os.close(fd)
 
@@ -312,8 +555,6 @@ _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: tuple[str, ...], data: str = "") -> None:
     """mount(2), through libc (the standard library has no binding)."""
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     bits = sum(_MS[f] for f in flags)
     if libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(), bits,
@@ -322,14 +563,16 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: tuple[str
         raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
 
 
-def _bind(source: str, target: str, read_only: bool) -> None:
+def _bind(source: str, target: str, read_only: bool, device: bool = False) -> None:
+    """Bind `source` on `target` (created), nosuid, and nodev unless it is a `device` meant to be opened."""
     if os.path.isdir(source):
         os.makedirs(target, exist_ok=True)
-    else:
+    elif not os.path.exists(target):  # a file under a read-only bind (a mask) is there already
         os.makedirs(os.path.dirname(target), exist_ok=True)
         open(target, "a").close()
     _mount(source, target, None, ("bind", "rec"))
-    _mount(None, target, None, ("remount", "bind", "nosuid", "nodev") + (("rdonly",) if read_only else ()))
+    flags = ("remount", "bind", "nosuid") + (() if device else ("nodev",)) + (("rdonly",) if read_only else ())
+    _mount(None, target, None, flags)
 
 
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # syscall numbers (glibc has no wrapper)
@@ -338,8 +581,6 @@ _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # syscall numbers (glibc has no wr
 def _pivot_root(root: str) -> None:
     """Make `root` the root of this mount namespace and detach the old one: unlike chroot, nothing is left
     to climb back to, even for a process that gains CAP_SYS_CHROOT in a user namespace of its own."""
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     os.chdir(root)
     os.mkdir(".old")
@@ -351,15 +592,28 @@ def _pivot_root(root: str) -> None:
     os.rmdir("/.old")
 
 
+def _install_seccomp(program: bytes) -> None:
+    """Load the seccomp filter `program` for this process and whatever it executes (prctl, as root)."""
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = Fprog(len(program) // 8, ctypes.addressof(code))
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
 def _enter(spec_path: str) -> None:
     """pid 1 of an `unshare` sandbox, root in new mount, pid, net, ipc and uts namespaces: build the plan's
-    filesystem on a tmpfs, pivot into it, bring up loopback, and exec the program as its own uid."""
+    filesystem on a tmpfs, pivot into it, bring up loopback, and exec the program as its own uid under the
+    seccomp filter."""
     import fcntl
     import socket
-    import struct
 
     spec = json.loads(Path(spec_path).read_text())
     root = spec["root"]
+    program = Path(spec["seccomp"]).read_bytes()
     _mount("tmpfs", root, "tmpfs", ("nosuid", "nodev"), "mode=0755")
     for kind, *rest in spec["steps"]:
         at = root + rest[-1]
@@ -372,7 +626,8 @@ def _enter(spec_path: str) -> None:
             os.chmod(at, 0o755)
         elif kind == "tmpfs":
             os.makedirs(at, exist_ok=True)
-            _mount("tmpfs", at, "tmpfs", ("nosuid", "nodev"), f"mode={rest[0]},size={rest[1]}")
+            _mount("tmpfs", at, "tmpfs", ("nosuid", "nodev"),
+                   f"mode={rest[0]},size={rest[1]},nr_inodes={spec['inodes']}")
         elif kind == "file":
             with os.fdopen(int(rest[0]), "rb") as src, open(at, "wb") as dst:
                 shutil.copyfileobj(src, dst)
@@ -384,7 +639,7 @@ def _enter(spec_path: str) -> None:
             os.makedirs(at, exist_ok=True)
             _mount("tmpfs", at, "tmpfs", ("nosuid",), "mode=0755")
             for device in _DEVICES:
-                _bind(f"/dev/{device}", f"{at}/{device}", read_only=False)
+                _bind(f"/dev/{device}", f"{at}/{device}", read_only=False, device=True)
             for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                                  ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
                 os.symlink(target, f"{at}/{name}")
@@ -394,4 +649,5 @@ def _enter(spec_path: str) -> None:
         fcntl.ioctl(sock, 0x8914, struct.pack("16sH14s", b"lo", 0x1 | 0x8 | 0x40, b""))
     socket.sethostname("sandbox")
     os.chdir(HOME)
+    _install_seccomp(program)
     os.execvpe(spec["argv"][0], spec["argv"], spec["env"])

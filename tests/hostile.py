@@ -1,4 +1,4 @@
-"""A class of hostile submissions for the autograder, written by code: every attack of issue #18 and more.
+"""A class of hostile submissions for the autograder, written by code: every attack of issues #18 and #33.
 
 Each hostile notebook is the blank one (every `sb.check` answered `...`) plus cells that try to cheat or to
 hurt others, placed after the checks so a forged record would be the last word. A sandbox that leaks shows
@@ -7,8 +7,14 @@ as marks: the key and the solutions, if reachable, are used to answer everything
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from scalebook.autograde import question_points
@@ -16,15 +22,20 @@ from scalebook.autograde import question_points
 PROBLEM_SET = "01_rooflines"
 QIDS = [f"01.{n}" for n in range(1, 12)]  # at least these; the blank notebook checks every question of the set
 NAMES = ("a b", "a_b", "=1+2", "@SUM(A1)", "-2+3")  # collide as file names, or run in a spreadsheet
-MARKER = "scalebook-hostile-survivor"  # in the command line of every process a submission tries to leave behind
 
 
-def notebook(*cells: str, kernel: str = "python3", language: str = "python") -> str:
-    """A notebook of code `cells` with the given kernelspec, as JSON text."""
+def marker(out: Path) -> str:
+    """What the command line of every process a submission of the class graded into `out` tries to leave
+    behind carries: one grading run's mark, not another's."""
+    return f"scalebook-hostile-survivor {out}"
+
+
+def notebook(*cells: str, kernel: str = "python3", language: str = "python", display: str = "") -> str:
+    """A notebook of code `cells` with the given kernelspec, as JSON text (any string, lone surrogates too)."""
     return json.dumps({
         "cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
                    "source": source} for i, source in enumerate(cells)],
-        "metadata": {"kernelspec": {"name": kernel, "language": language, "display_name": kernel}},
+        "metadata": {"kernelspec": {"name": kernel, "language": language, "display_name": display or kernel}},
         "nbformat": 4, "nbformat_minor": 5})
 
 
@@ -33,11 +44,12 @@ def blank(qids: list[str]) -> list[str]:
     return ["import scalebook as sb", *[f"sb.check({q!r}, ...)" for q in qids]]
 
 
-def attacks(root: Path, subs: Path, out: Path) -> dict[str, list[str]]:
-    """{student: hostile cells}; `root` is the repository, `subs` the submissions folder, `out` the gradebook."""
+def attacks(root: Path, subs: Path, out: Path, memory_capped: bool = True) -> dict[str, list[str]]:
+    """{student: hostile cells}; `root` is the repository, `subs` the submissions folder, `out` the gradebook;
+    the attack on the machine's memory is left out unless a cgroup caps each sandbox's (`memory_capped`)."""
     solutions = root / "solutions" / f"{PROBLEM_SET}.ipynb"
     victim = subs / f"ada__{PROBLEM_SET}.ipynb"
-    survivor = f"import time, pathlib; time.sleep(600); pathlib.Path({str(out)!r}).write_text('pwned')  # {MARKER}"
+    survivor = f"import time, pathlib; time.sleep(600); pathlib.Path({str(out)!r}).write_text('pwned')  # {marker(out)}"
     return {
         "keyholder": [  # the answer key, imported or read
             "from scalebook.problems import list_problems\nfor p in list_problems('01.'):\n"
@@ -95,7 +107,8 @@ def attacks(root: Path, subs: Path, out: Path) -> dict[str, list[str]]:
         ],
         "forker": [  # fifty children left sleeping
             "import os, sys\nfor _ in range(50):\n    if os.fork() == 0:\n"
-            f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)  # {MARKER}'])",
+            "        os.execv(sys.executable, [sys.executable, '-c',\n"
+            f"                  'import time; time.sleep(600)  # {marker(out)}'])",
         ],
         "forkbomb": [  # forks until the process cap says no
             "import os, time\nn = 0\ntry:\n    while n < 100000:\n        if os.fork() == 0:\n"
@@ -112,18 +125,77 @@ def attacks(root: Path, subs: Path, out: Path) -> dict[str, list[str]]:
             "import os\npath = os.environ['SCALEBOOK_GRADE_ANSWERS']\ntry:\n    os.remove(path)\n"
             "except OSError as err:\n    print(err)\nopen(path, 'w').close()",
         ],
+        "spinner": [  # 150 busy processes for 30 s, to starve the notebook beside it
+            "import os, time\nend = time.monotonic() + 30\nfor _ in range(150):\n    if os.fork() == 0:\n"
+            "        while time.monotonic() < end:\n            pass\n        os._exit(0)\n"
+            "for _ in range(150):\n    os.wait()",
+        ],
+        "filer": [  # files without end in the scratch folders: their inodes
+            "n = 0\ntry:\n    while n < 300_000:\n        open(f'/tmp/{n}', 'w').close()\n        n += 1\n"
+            "except OSError:\n    print('stopped after', n)",
+        ],
+        **({"glutton": [  # the machine's memory, through many processes, memfd files and /dev/shm
+            "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        try:\n"
+            "            block = b'x' * (1536 * 2**20)\n            time.sleep(20)\n        finally:\n"
+            "            os._exit(0)\nfiles = []\ntry:\n    for i in range(40):\n"
+            "        fd = os.memfd_create(f'm{i}')\n        os.write(fd, b'y' * (60 * 2**20))\n"
+            "        files.append(fd)\n    open('/dev/shm/fill', 'wb').write(b'z' * 2**30)\nexcept OSError as err:\n"
+            "    print(err)\nfor _ in range(5):\n    os.wait()",
+        ]} if memory_capped else {}),
     }
 
 
-def write_class(root: Path, subs: Path, out: Path, honest: list[str]) -> dict[str, str]:
+CONTROL = "e\x1b[2J\x07\r\u202etxt.exe"  # ESC, BEL, CR and the right-to-left override, in a name
+MARKUP = "<img src=x onerror=alert(1)> [x](javascript:alert(1)) *b*"  # HTML and Markdown, in a name
+
+
+def nest(top: Path, depth: int, name: str = "a") -> None:
+    """Make `depth` folders `name` one inside the other under `top`, through folder descriptors, so the chain
+    may outgrow the system's path limit."""
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+
+
+def _is_folder(name: str, fd: int) -> bool:
+    return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+
+
+def unnest(top: Path) -> None:
+    """Remove a tree of any depth (made by `nest`, say) without recursion or long paths: descend through
+    folder descriptors, and remove each folder's files, then the folder, once it holds no folder."""
+    stack = [(os.open(top, os.O_RDONLY | os.O_DIRECTORY), "")]
+    while stack:
+        fd, _ = stack[-1]
+        inner = next((e for e in os.listdir(fd) if _is_folder(e, fd)), None)
+        if inner is not None:
+            stack.append((os.open(inner, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd), inner))
+            continue
+        for name in os.listdir(fd):
+            os.unlink(name, dir_fd=fd)
+        os.close(fd)
+        _, name = stack.pop()
+        if stack:
+            os.rmdir(name, dir_fd=stack[-1][0])
+    os.rmdir(top)
+
+
+def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_capped: bool = True) -> dict[str, str]:
     """Fill `subs` with honest (the solutions of the `honest` problem sets), blank, broken and hostile
-    submissions; return {file name: expected status} for the files whose status is known in advance (the
-    rest must score what the blank notebook scores)."""
+    submissions and folder layouts; return {file name: expected status} for the files whose status is known
+    in advance (the rest must score what the blank notebook scores)."""
     for name in honest:
         (subs / f"ada__{name}.ipynb").write_bytes((root / "solutions" / f"{name}.ipynb").read_bytes())
     cells = blank(list(question_points(PROBLEM_SET, root)))
     (subs / f"bo__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
-    for student, attack in attacks(root, subs, out).items():
+    for student, attack in attacks(root, subs, out, memory_capped).items():
         (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, *attack))
     for student in NAMES:  # awkward names only need their rows: files that are not notebooks run nothing
         (subs / f"{student}__{PROBLEM_SET}.ipynb").write_text("not a notebook")
@@ -140,9 +212,69 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str]) -> dict[st
     (subs / "answers").symlink_to(root / "solutions", target_is_directory=True)
     os.mkfifo(subs / f"pipe__{PROBLEM_SET}.ipynb")
     (subs / "homework.txt").write_text("wrong file")
+    (subs / f"surrogate__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, display="\ud800\x00\x1b[31m"))
+    (subs / f"hebrew__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, kernel="\ud800\x1b]0;pwned\x07",
+                                                                language="julia\u202e"))
+    (subs / f"{CONTROL}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
+    (subs / f"{MARKUP}__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
+    (subs / "mallory").mkdir()  # Mallory's folder, a file in it in Alice's name
+    (subs / "mallory" / f"alice__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, f"# {MARKUP}"))
+    (subs / "twice").mkdir()  # two files of one student and set: the latest counts
+    (subs / "twice" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
+    (subs / f"twice__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, "while True:\n    pass"))
+    os.utime(subs / f"twice__{PROBLEM_SET}.ipynb", (1e9, 1e9))
+    (subs / f"vic__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))  # and its second name, a hard link
+    os.link(subs / f"vic__{PROBLEM_SET}.ipynb", subs / f"linker__{PROBLEM_SET}.ipynb")
+    nest(subs / "nested", 1100)  # deeper than any recursion
+    nest(subs / "longpath", 20, "l" * 250)  # longer than the system's path limit
     return {**{f"{name}__{PROBLEM_SET}.ipynb": "corrupt" for name in NAMES},
             f"cy/{PROBLEM_SET}.ipynb": "timeout", f"di__{PROBLEM_SET}.ipynb": "corrupt",
             f"deep__{PROBLEM_SET}.ipynb": "corrupt", f"julia__{PROBLEM_SET}.ipynb": "not python (julia-1.9)",
             f"passwd__{PROBLEM_SET}.ipynb": "symlink refused", f"copycat__{PROBLEM_SET}.ipynb": "symlink refused",
             "answers": "symlink refused", f"pipe__{PROBLEM_SET}.ipynb": "special file refused",
-            "homework.txt": "unrecognised", f"shouter__{PROBLEM_SET}.ipynb": "graded"}
+            "homework.txt": "unrecognised", f"shouter__{PROBLEM_SET}.ipynb": "graded",
+            f"surrogate__{PROBLEM_SET}.ipynb": "graded",
+            f"hebrew__{PROBLEM_SET}.ipynb": r"not python (\ud800\x1b]0;pwned\x07)",
+            f"mallory/alice__{PROBLEM_SET}.ipynb": "misnamed", f"twice__{PROBLEM_SET}.ipynb": "superseded",
+            f"twice/{PROBLEM_SET}.ipynb": "graded", f"vic__{PROBLEM_SET}.ipynb": "hard link refused",
+            f"linker__{PROBLEM_SET}.ipynb": "hard link refused", "nested/a": "folder refused",
+            f"longpath/{'l' * 250}": "folder refused"}
+
+
+def _running(text: str) -> bool:
+    """Whether a live process carries `text` in its command line."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@contextlib.contextmanager
+def neighbour(root: Path, base: Path) -> Iterator[Callable[[], bool]]:
+    """Another `scalebook grade` run (of the course at `root`, in `base`), alive inside the block: its one
+    notebook leaves a process sleeping in its sandbox, marked as that run's survivor. Yields a function that
+    says whether that process still lives; at the end the run is killed, and its sandbox with it."""
+    subs, out = base / "submissions", base / "gradebook.csv"
+    subs.mkdir(parents=True)
+    sleeper = f"import time; time.sleep(900)  # {marker(out)}"
+    (subs / f"nel__{PROBLEM_SET}.ipynb").write_text(notebook(
+        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {sleeper!r}])\ntime.sleep(900)"))
+    grader = subprocess.Popen([sys.executable, "-c", "import sys; from scalebook.cli import main; sys.exit(main())",
+                               "grade", str(subs), "--out", str(out), "--timeout", "900"], cwd=root,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _running(marker(out)) and grader.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _running(marker(out)), "the neighbouring grading run did not start its notebook"
+        yield lambda: _running(marker(out))
+    finally:
+        os.killpg(grader.pid, 9)
+        grader.wait()
+        deadline = time.monotonic() + 10
+        while _running(marker(out)) and time.monotonic() < deadline:
+            time.sleep(0.2)

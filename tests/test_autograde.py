@@ -7,10 +7,13 @@ import csv
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,23 +33,37 @@ CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "\udcff\udcfe"]
 
 
 def _digest(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """{relative path: content hash, link target or file kind} of everything under `folder`, links unfollowed."""
-    found = {}
-    for parent, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d != "__pycache__" and d not in skip]
-        for name in dirs + files:
-            path = Path(parent) / name
+    """{relative path: content hash, link target or file kind} of everything under `folder`, links unfollowed,
+    walked without recursion; a path the system cannot name (over its length limit) is recorded as such."""
+    found, todo = {}, [folder]
+    while todo:
+        parent = todo.pop()
+        try:
+            names = os.listdir(parent)
+        except OSError as err:
+            found[str(parent.relative_to(folder))] = f"unlistable: {err.strerror}"
+            continue
+        for name in names:
+            path = parent / name
             rel = str(path.relative_to(folder))
-            mode = path.lstat().st_mode
-            if rel in skip or stat.S_ISDIR(mode) and not path.is_symlink():
+            if name == "__pycache__" or rel in skip:
+                continue
+            try:
+                mode = path.lstat().st_mode
+            except OSError as err:
+                found[rel] = f"unreadable: {err.strerror}"
+                continue
+            if stat.S_ISDIR(mode):
+                todo.append(path)
                 continue
             found[rel] = (hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(mode) else
                           f"-> {os.readlink(path)}" if stat.S_ISLNK(mode) else f"mode {stat.S_IFMT(mode)}")
     return found
 
 
-def _survivors() -> list[str]:
-    """Command lines of live processes a submission started (its marker) or that run as a sandbox's uid."""
+def _survivors(uids: range, marker: str) -> list[str]:
+    """Command lines of live processes of one grading run: those that carry its `marker` (every process a
+    hostile submission of that run tries to leave behind does) or that run as one of its sandbox `uids`."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -54,7 +71,7 @@ def _survivors() -> list[str]:
             uid = int(Path(f"/proc/{pid}/status").read_text().split("\nUid:")[1].split()[0])
         except (OSError, IndexError, ValueError):
             continue
-        if hostile.MARKER in cmdline or uid >= sandbox._FIRST_UID:
+        if marker in cmdline or uid in uids:
             found.append(f"{pid} uid {uid}: {cmdline}")
     return found
 
@@ -64,14 +81,35 @@ import sys
 from pathlib import Path
 from scalebook import sandbox
 from scalebook.autograde import grade
-subs, out, root = map(Path, sys.argv[1:])
-grade(subs, out, root=root, timeout=20, jobs=2, limits=sandbox.Limits(processes=256))
+subs, out, root = map(Path, sys.argv[1:4])
+sandbox.UIDS = range(int(sys.argv[4]), int(sys.argv[4]) + 100_000)  # this run's own uids
+print(grade(subs, out, root=root, timeout=float(sys.argv[5]), jobs=2, limits=sandbox.Limits(processes=256)))
 """
+LIMITS = sandbox.Limits(processes=256)
+REFERENCE = 0.1  # seconds the workload of `_slowness` takes on a quiet 2-core machine of 2025
+
+
+def _slowness() -> float:
+    """How many times slower than REFERENCE this machine runs a fixed CPU workload now (at least 1): the
+    median of three runs, taken when the class is graded, so that its time limits follow the machine."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        sum(i * i for i in range(2_000_000))
+        times.append(time.perf_counter() - start)
+    return max(1.0, sorted(times)[1] / REFERENCE)
+
+
+def cell_limit() -> float:
+    """Seconds per cell for the class: 60 on a quiet machine (the heaviest honest cell, JAX's, takes about
+    10 s there with one CPU), scaled by `_slowness` on a busy one."""
+    return 60 * _slowness()
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    """One grading run of the whole class (honest, blank, broken, hostile), shared by the tests below.
+    """One grading run of the whole class (honest, blank, broken, hostile), shared by the tests below, with
+    another grading run alive beside it (a teacher's, or a second `make test`) that it must not disturb.
 
     The grader runs on a copy of the repository's package and solutions (PYTHONPATH), so that their hashes
     before and after see only what grading did, not the edits of someone working in the checkout meanwhile.
@@ -87,38 +125,81 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     out = grades / "gradebook.csv"
     (grades / "notes.txt").write_text("the teacher's notes")
     (grades / "last-year.csv").write_text("student,total\nzed,22\n")
-    expected = hostile.write_class(root, subs, out, HONEST)
+    capped = "memory of the whole" not in sandbox.describe()
+    expected = hostile.write_class(root, subs, out, HONEST, memory_capped=capped)
     watched = {"submissions": (subs, ()), "package": (root / "scalebook", ()),
                "solutions": (root / "solutions", ()), "output": (grades, ("gradebook.csv", "feedback"))}
     before = {name: _digest(*where) for name, where in watched.items()}
-    start = time.monotonic()
-    ran = subprocess.run([sys.executable, "-c", GRADE, str(subs), str(out), str(root)], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=base, timeout=900)
+    uids = range(first := 3_000_000 + 100_000 * secrets.randbelow(10_000), first + 100_000)
+    limit = cell_limit()
+    with hostile.neighbour(root, base / "neighbour") as alive:
+        start = time.monotonic()
+        ran = subprocess.run([sys.executable, "-c", GRADE, str(subs), str(out), str(root), str(first), str(limit)],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=base,
+                             timeout=3600)
+        seconds = time.monotonic() - start
+        deadline = time.monotonic() + 5  # the kernel needs a moment to reap a killed pid namespace
+        while (survivors := _survivors(uids, hostile.marker(out))) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        neighbour_alive = alive()
     assert ran.returncode == 0, ran.stderr[-3000:]
-    seconds = time.monotonic() - start
-    deadline = time.monotonic() + 5  # the kernel needs a moment to reap a killed pid namespace
-    while (survivors := _survivors()) and time.monotonic() < deadline:
-        time.sleep(0.2)
     after = {name: _digest(*where) for name, where in watched.items()}
     with open(out, newline="", encoding="utf-8") as f:
         rows = {r["file"]: r for r in csv.DictReader(f)}
-    return SimpleNamespace(subs=subs, out=out, rows=rows, expected=expected, before=before, after=after,
-                           survivors=survivors, seconds=seconds)
+    yield SimpleNamespace(subs=subs, out=out, rows=rows, expected=expected, before=before, after=after,
+                          survivors=survivors, seconds=seconds, limit=limit, capped=capped,
+                          neighbour_alive=neighbour_alive, summary=ran.stdout)
+    for deep in ("nested", "longpath"):
+        hostile.unnest(subs / deep)
 
 
 def _row(graded: SimpleNamespace, student: str, problem_set: str = hostile.PROBLEM_SET) -> dict[str, str]:
-    name = f"{student}__{problem_set}.ipynb".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return graded.rows[name if name[:1] not in "=+-@" else "'" + name]
+    return graded.rows[autograde._text(f"{student}__{problem_set}.ipynb")]
 
 
 @pytest.mark.slow
 def test_every_file_found_gets_exactly_one_row(graded):
-    entries = [e for e in os.listdir(graded.subs) if e != "cy"] + [f"cy/{e}" for e in os.listdir(graded.subs / "cy")]
-    assert len(graded.rows) == len(entries) > 30
+    entries = [f"{e}/{f}" if (graded.subs / e).is_dir() and not (graded.subs / e).is_symlink() else e
+               for e in os.listdir(graded.subs) for f in (os.listdir(graded.subs / e) if (graded.subs / e).is_dir()
+                                                          and not (graded.subs / e).is_symlink() else [""])]
+    assert sorted(graded.rows) == sorted(map(autograde._text, entries)) and len(entries) > 40
     for name, status in graded.expected.items():
         assert graded.rows[autograde._text(name)]["status"] == status, name
-    assert {r["sandbox"] for r in graded.rows.values()} == {sandbox.backend()}
+    assert {r["sandbox"] for r in graded.rows.values()} == {f"{sandbox.backend()}; {sandbox.describe(LIMITS)}"}
     assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded"} == {""}
+
+
+@pytest.mark.slow
+def test_the_student_is_named_by_one_place_and_the_latest_file_counts(graded):
+    mallory = graded.rows[f"mallory/alice__{hostile.PROBLEM_SET}.ipynb"]
+    assert mallory["student"] == "mallory" and int(mallory["total"]) == 0
+    assert "alice" not in {r["student"] for r in graded.rows.values()}
+    assert not list((graded.out.parent / "feedback").glob("alice-*"))
+    superseded = graded.rows[f"twice__{hostile.PROBLEM_SET}.ipynb"]
+    assert superseded["student"] == "twice" and superseded["detail"].endswith(f"{hostile.PROBLEM_SET}.ipynb")
+
+
+@pytest.mark.slow
+def test_no_text_of_a_submission_reaches_a_terminal_spreadsheet_or_page_raw(graded):
+    csv_text = graded.out.read_text(encoding="utf-8")
+    feedback = "".join(p.read_text(encoding="utf-8") for p in (graded.out.parent / "feedback").iterdir())
+    for text in (csv_text.replace("\r\n", "\n"), feedback, graded.summary):
+        assert not any(ch in text for ch in "\x00\x07\x1b\r\u202e\ufffd"), "a control character passed raw"
+    assert not re.search(r"(?<!\\)[<>]|\]\(javascript|(?<!\\)\*b", feedback), "markup passed unescaped"
+    assert "\\<img src\\=x" in feedback  # escaped, still readable
+
+
+@pytest.mark.slow
+def test_the_terminal_shows_a_student_per_row_and_fits(graded):
+    lines = graded.summary.splitlines()
+    assert max(map(len, lines[:-2])) <= 120
+    assert sum(line.startswith("ada ") for line in lines) == 1
+    assert all(hostile.PROBLEM_SET not in line for line in lines[1:])  # the per-question table is in the CSV
+
+
+@pytest.mark.slow
+def test_a_neighbouring_grading_run_is_left_alone(graded):
+    assert graded.neighbour_alive
 
 
 @pytest.mark.slow
@@ -208,8 +289,10 @@ def test_check_in_grading_mode_only_hands_out_plain_data(tmp_path, monkeypatch):
 
 
 def test_names_are_escaped_and_feedback_files_unique():
-    assert autograde._text("=1+2") == "'=1+2" and autograde._text("\tx") == "'\tx"
+    assert autograde._text("=1+2") == "'=1+2" and autograde._text("\tx") == "\\x09x"
     assert autograde._text("ada") == "ada" and autograde._text("\udcffb") == "\\xffb"
+    assert autograde._clean("a\x1b[2J\r\x00\x07\u202eb\ud800") == "a\\x1b[2J\\x0d\\x00\\x07\\u202eb\\ud800"
+    assert autograde._markdown("<img src=x> [a](b) *c*") == "\\<img src\\=x\\> \\[a\\]\\(b\\) \\*c\\*"
     names = {autograde._feedback_name(s) for s in ("a b", "a_b", "a/b", "../a", "\udcff")}
     assert len(names) == 5 and all("/" not in n and not n.startswith(".") for n in names)
 
@@ -217,10 +300,140 @@ def test_names_are_escaped_and_feedback_files_unique():
 def test_submissions_are_found_flat_or_per_student_and_links_are_refused(tmp_path):
     (tmp_path / "eve").mkdir()
     (tmp_path / "eve" / "02_tpus.ipynb").write_text("{}")
+    (tmp_path / "eve" / "old").mkdir()
     (tmp_path / "fay__03_sharding.ipynb").write_text("{}")
     (tmp_path / "gus__03_sharding.ipynb").symlink_to(tmp_path / "fay__03_sharding.ipynb")
+    (tmp_path / "hal__03_sharding.ipynb").write_text("{}")
+    os.link(tmp_path / "hal__03_sharding.ipynb", tmp_path / "ivy__03_sharding.ipynb")
+    (tmp_path / "mallory").mkdir()
+    (tmp_path / "mallory" / "alice__02_tpus.ipynb").write_text("{}")
+    (tmp_path / "03_sharding.ipynb").write_text("{}")
     found = {(s.student, s.problem_set, s.refused) for s in find_submissions(tmp_path)}
-    assert found == {("eve", "02_tpus", ""), ("fay", "03_sharding", ""), ("gus", "03_sharding", "symlink refused")}
+    assert found == {("eve", "02_tpus", ""), ("eve", None, "folder refused"), ("fay", "03_sharding", ""),
+                     ("gus", "03_sharding", "symlink refused"), ("hal", "03_sharding", "hard link refused"),
+                     ("ivy", "03_sharding", "hard link refused"), ("mallory", None, "misnamed"),
+                     ("03_sharding", None, "unrecognised")}
+
+
+def test_one_file_per_student_and_set_counts_the_latest(tmp_path):
+    (tmp_path / "eve").mkdir()
+    for path, when in ((tmp_path / "eve" / "02_tpus.ipynb", 2e9), (tmp_path / "eve__02_tpus.ipynb", 1e9),
+                       (tmp_path / "eve__03_sharding.ipynb", 1e9)):
+        path.write_text("{}")
+        os.utime(path, (when, when))
+    found = {str(s.path.relative_to(tmp_path)): (s.refused, s.why) for s in find_submissions(tmp_path)}
+    assert found == {"eve/02_tpus.ipynb": ("", ""), "eve__03_sharding.ipynb": ("", ""),
+                     "eve__02_tpus.ipynb": ("superseded", "the latest file counts: 02_tpus.ipynb")}
+
+
+def test_a_tree_of_any_depth_or_path_length_is_walked_without_harm(tmp_path):
+    hostile.nest(tmp_path / "deep", 1100)
+    hostile.nest(tmp_path / "long", 20, "l" * 250)
+    try:
+        found = {str(s.path.relative_to(tmp_path)): s.refused for s in find_submissions(tmp_path)}
+    finally:
+        hostile.unnest(tmp_path / "deep")
+        hostile.unnest(tmp_path / "long")
+    assert found == {"deep/a": "folder refused", f"long/{'l' * 250}": "folder refused"}
+
+
+def test_a_file_that_vanishes_or_turns_into_a_pipe_gets_its_row_at_once(tmp_path):
+    for name in ("gone", "pipe"):
+        (tmp_path / f"{name}__01_rooflines.ipynb").write_text(hostile.notebook("1"))
+    submissions = find_submissions(tmp_path)
+    (tmp_path / "gone__01_rooflines.ipynb").unlink()
+    (tmp_path / "pipe__01_rooflines.ipynb").unlink()
+    os.mkfifo(tmp_path / "pipe__01_rooflines.ipynb")
+    results: list = []
+    worker = threading.Thread(target=lambda: results.extend(autograde.grade_one(s, ROOT, sandboxed=False)
+                                                            for s in submissions), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert [r.status for r in results] == ["vanished", "special file refused"]
+    assert autograde._found(tmp_path / "never__01_rooflines.ipynb", "never", False).refused == "vanished"
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_gradebook_costs_a_constant_per_row(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for i in range(300):
+        (subs / f"s{i % 30}__{i % 100:02d}_set{i}.ipynb").write_text("junk")
+    rewrites = []
+    real = autograde._write_atomic
+    monkeypatch.setattr(autograde, "_write_atomic", lambda path, text: rewrites.append(path) or real(path, text))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    assert len(_csv_rows(tmp_path / "g.csv")) == 300
+    assert len(rewrites) == 1 + 1 + 30  # the header, the CSV at the end, each student's feedback at the end
+
+
+def test_a_row_that_cannot_be_written_becomes_that_rows_status(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for student in ("ada", "bo", "cy"):
+        (subs / f"{student}__notes.txt").write_text("junk")
+    real = autograde._feedback_section
+
+    def failing(result):
+        if result.submission.student == "bo" and result.status != "grader error":
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        return real(result)
+
+    monkeypatch.setattr(autograde, "_feedback_section", failing)
+    table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
+    assert rows["bo"]["status"] == "grader error" and "writing its row" in rows["bo"]["detail"]
+    assert rows["ada"]["status"] == rows["cy"]["status"] == "unrecognised" and len(table.rows) == 4
+
+
+def test_a_lone_surrogate_in_a_notebook_is_its_rows_business(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__01_rooflines.ipynb").write_text(hostile.notebook("1", kernel="\ud800", language="julia\ud800"))
+    (subs / "bo__01_rooflines.ipynb").write_text(hostile.notebook("1", display="\ud800\x1b"))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, timeout=60)
+    rows = _csv_rows(tmp_path / "g.csv")
+    assert [r["status"] for r in rows] == ["not python (\\ud800)", "graded"]
+    assert all(p.read_text(encoding="utf-8") for p in (tmp_path / "feedback").iterdir())
+
+
+MEASURE = """
+import resource, sys
+from pathlib import Path
+from scalebook.autograde import grade
+grade(Path(sys.argv[1]), Path(sys.argv[2]), root=Path(sys.argv[3]), sandboxed=False, timeout=60)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    junk = ",".join(["{}"] * 11_000_000)  # eleven million objects: about 700 MiB once parsed
+    text = '{"cells": [], "metadata": {"junk": [' + junk + ']}, "nbformat": 4, "nbformat_minor": 5}'
+    assert 30 * 2**20 < len(text) <= autograde.MAX_NOTEBOOK
+    (subs / "ada__01_rooflines.ipynb").write_text(text)
+    ran = subprocess.run([sys.executable, "-c", MEASURE, str(subs), str(tmp_path / "g.csv"), str(ROOT)],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    peak = int(ran.stdout.split()[-1])
+    assert peak < 250 * 2**20, f"the grader peaked at {peak / 2**20:.0f} MiB"
+
+
+def test_the_summary_is_a_row_per_student_and_a_column_per_set():
+    def result(student: str, problem_set: str, total: int, status: str = "graded") -> autograde.Result:
+        sub = autograde.Submission(student, problem_set, Path(f"{student}__{problem_set}.ipynb"))
+        return autograde.Result(sub, status, points={"q": total}, possible={"q": 12})
+
+    sets = [f"{n:02d}_set" for n in range(14)]
+    table = autograde.summary([result(s, p, 7) for s in ("ada", "bo\x1b[2J") for p in sets] +
+                              [result("ada", sets[0], 3, "superseded"), result("cy", sets[1], 0, "timeout")], "t")
+    assert [r["student"] for r in table.rows] == ["(points possible)", "ada", "bo\\x1b[2J", "cy"]
+    assert table.rows[0]["00"] == 12 and table.rows[1]["total"] == 7 * 14 and table.rows[3]["01"] == "0!"
+    assert max(map(len, str(table).splitlines())) <= 120
 
 
 def test_points_are_the_stars_of_each_heading():
@@ -260,8 +473,9 @@ def test_without_a_sandbox_every_row_says_so_and_force_overwrites(tmp_path):
     subs.mkdir()
     (subs / "homework.txt").write_text("wrong file")
     (tmp_path / "g.csv").write_text("old")
-    table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, force=True)
-    assert [(r["status"], r["sandbox"]) for r in table.rows] == [("unrecognised", "none (--no-sandbox)")]
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, force=True)
+    rows = _csv_rows(tmp_path / "g.csv")
+    assert [(r["status"], r["sandbox"]) for r in rows] == [("unrecognised", "none (--no-sandbox)")]
 
 
 def test_a_grader_failure_on_one_file_becomes_its_row(tmp_path, monkeypatch):
@@ -274,9 +488,10 @@ def test_a_grader_failure_on_one_file_becomes_its_row(tmp_path, monkeypatch):
         raise OSError("disk on fire")
 
     monkeypatch.setattr(autograde, "_execute", broken)
-    table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
-    assert [r["status"] for r in table.rows] == ["grader error", "corrupt"]
-    assert "disk on fire" in table.rows[0]["detail"]
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    rows = _csv_rows(tmp_path / "g.csv")
+    assert [r["status"] for r in rows] == ["grader error", "corrupt"]
+    assert "disk on fire" in rows[0]["detail"]
 
 
 def test_the_cli_refuses_to_overwrite_and_says_so(tmp_path, capsys):

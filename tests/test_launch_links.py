@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,19 @@ import pytest
 from scalebook import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def visible(root: Path, folder: str) -> list[Path]:
+    """The files directly in `root/folder` that git does not ignore, tracked or not: no Jupyter checkpoint
+    folder, no editor backup, nothing a reader's tools leave behind."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", folder],
+                            cwd=root, capture_output=True, check=True).stdout
+    return sorted(p for name in listed.decode().split("\0") if name and (p := root / name).parent == root / folder
+                  and p.is_file())
+
+
 CONFIG = notebooks.read_config(ROOT)
-SOURCES = sorted(p for folder in notebooks.FOLDERS for p in (ROOT / folder).glob("*.md"))
+SOURCES = [p for folder in notebooks.FOLDERS for p in visible(ROOT, folder) if p.suffix == ".md"]
 FILES = [*SOURCES, *(p.with_suffix(".ipynb") for p in SOURCES), ROOT / "README.md"]
 
 
@@ -51,9 +63,12 @@ def test_the_website_launch_buttons_come_from_the_same_setting():
 
 @pytest.fixture
 def moved(tmp_path: Path) -> Path:
-    """A copy of the notebooks and the README with repository.url pointed elsewhere, then synced."""
+    """A copy of the notebooks and the README (what git sees of them) with repository.url pointed elsewhere,
+    then synced."""
     for folder in notebooks.FOLDERS:
-        shutil.copytree(ROOT / folder, tmp_path / folder)
+        (tmp_path / folder).mkdir()
+        for path in visible(ROOT, folder):
+            shutil.copy(path, tmp_path / folder)
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     config = (ROOT / "_config.yml").read_text(encoding="utf-8")
     (tmp_path / "_config.yml").write_text(config.replace(CONFIG.url, "https://github.com/example-org/book"))
@@ -65,7 +80,7 @@ def moved(tmp_path: Path) -> Path:
 def test_pointing_the_setting_elsewhere_moves_every_link(moved: Path):
     new = notebooks.read_config(moved)
     assert new.slug == "example-org/book"
-    files = [*(p for folder in notebooks.FOLDERS for p in (moved / folder).glob("*")), moved / "README.md"]
+    files = [*(p for folder in notebooks.FOLDERS for p in (moved / folder).iterdir()), moved / "README.md"]
     left = [str(p.relative_to(moved)) for p in files if CONFIG.slug in p.read_text(encoding="utf-8")]
     assert not left, f"still naming {CONFIG.slug}: {left}"
     for md in (moved / "chapters").glob("*.md"):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,6 +70,25 @@ print(any(os.path.exists(p) for p in sys.argv[1:]))
 import subprocess
 found["escaped"] = subprocess.run([sys.executable, "-c", ESCAPE, *sys.argv[1:]], capture_output=True,
                                   text=True).stdout.strip()
+USERNS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print("created" if libc.unshare(0x10000000) == 0 else os.strerror(ctypes.get_errno()))
+"""
+found["userns"] = subprocess.run([sys.executable, "-c", USERNS], capture_output=True, text=True).stdout.strip()
+with open("/dev/null", "w") as f:
+    f.write("x")
+with open("/dev/urandom", "rb") as f:
+    found["urandom"] = len(f.read(16))
+found["devnull"] = subprocess.run([sys.executable, "-c", "print(1)"], stdout=subprocess.DEVNULL,
+                                  stdin=subprocess.DEVNULL).returncode
+found["files"] = 0
+try:
+    while found["files"] < 3000:
+        open(f"/tmp/f{found['files']}", "w").close()
+        found["files"] += 1
+except OSError:
+    pass
 n = 0
 try:
     while n < 1000:
@@ -96,11 +117,12 @@ def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     targets = [str(secret), str(ROOT / "solutions" / "01_rooflines.md"), "/proc/1/root" + str(secret),
                f"/proc/{os.getpid()}/cwd/solutions/01_rooflines.md",
                str(ROOT / "scalebook" / "problems" / "__init__.py")]
-    ran = sandbox.run(["python", "probe.py", *targets], {"probe.py": tmp / "probe.py"}, answers,
-                      sandbox.Limits(processes=32), timeout=60, env={"OUT": sandbox.ANSWERS}, kind=request.param)
+    ran = sandbox.run(["python", "probe.py", *targets], {"probe.py": PROBE.encode()}, answers,
+                      sandbox.Limits(processes=32, inodes=2000), timeout=60, env={"OUT": sandbox.ANSWERS},
+                      kind=request.param)
     assert ran.returncode == 0, ran.output
     assert secret.read_text() == "{}"
-    return json.loads(answers.read_text())
+    return {**json.loads(answers.read_text()), "kind": request.param}
 
 
 def test_the_sandbox_sees_only_its_own_files(probe):
@@ -123,18 +145,35 @@ def test_memory_and_process_caps_hold(probe):
     assert 10 < probe["forks"] < 32
 
 
+def test_no_user_namespace_can_be_made_inside(probe):
+    assert probe["userns"] == "Operation not permitted"
+
+
+def test_the_devices_honest_code_uses_work(probe):
+    assert probe["urandom"] == 16 and probe["devnull"] == 0
+
+
+def test_the_scratch_folders_cap_their_file_count(probe):
+    if probe["kind"] == "bubblewrap":
+        assert "inodes through the memory cgroup" in sandbox.describe() or "memory of the whole" in \
+            sandbox.describe(), "bubblewrap has no inode option: the memory cgroup must bound inodes, or say so"
+    else:
+        assert probe["files"] < 2000
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_time_limit_kills_the_whole_tree(tmp_path, kind):
+    mark = f"time.sleep(300)  # {secrets.token_hex(8)}"  # this test's processes, not another run's
     (tmp_path / "stay.py").write_text("import os, subprocess, sys, time\n"
-                                      "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+                                      f"subprocess.Popen([sys.executable, '-c', 'import time; {mark}'],"
                                       " start_new_session=True)\ntime.sleep(300)\n")
     (tmp_path / "answers").touch()
     start = time.monotonic()
-    ran = sandbox.run(["python", "stay.py"], {"stay.py": tmp_path / "stay.py"}, tmp_path / "answers",
+    ran = sandbox.run(["python", "stay.py"], {"stay.py": (tmp_path / "stay.py").read_bytes()}, tmp_path / "answers",
                       sandbox.Limits(), timeout=3, kind=kind)
     assert ran.timed_out and time.monotonic() - start < 30
     time.sleep(0.5)
-    assert not any("time.sleep(300)" in Path(f"/proc/{p}/cmdline").read_bytes().decode("utf-8", "replace")
+    assert not any(mark in Path(f"/proc/{p}/cmdline").read_bytes().decode("utf-8", "replace")
                    for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline"))
 
 
@@ -148,20 +187,21 @@ import sys
 from pathlib import Path
 from scalebook import sandbox
 program = ("from scalebook import sandbox; sandbox.hold_lifeline(); import subprocess, sys, time; "
-           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # lifeline-orphan'], "
+           f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # {sys.argv[3]}'], "
            "start_new_session=True); time.sleep(300)")
 sandbox.run(["python", "-c", program], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=300, kind=sys.argv[2])
 '''
 
 
-def _orphans() -> list[str]:
+def _orphans(mark: str) -> list[str]:
+    """Processes that carry `mark` (one test's own orphan), other than its grader."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"lifeline-orphan" in cmdline and b"GRADER" not in cmdline and b"program = " not in cmdline:
+        if mark.encode() in cmdline and b"program = " not in cmdline:
             found.append(pid)
     return found
 
@@ -169,14 +209,114 @@ def _orphans() -> list[str]:
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_grader_killed_mid_run_leaves_nothing_running(tmp_path, kind):
     (tmp_path / "answers").touch()
-    grader = subprocess.Popen([sys.executable, "-c", GRADER, str(tmp_path / "answers"), kind])
+    mark = f"lifeline-orphan-{secrets.token_hex(8)}"
+    grader = subprocess.Popen([sys.executable, "-c", GRADER, str(tmp_path / "answers"), kind, mark])
     deadline = time.monotonic() + 30
-    while not _orphans() and time.monotonic() < deadline:
+    while not _orphans(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _orphans(), "the sandboxed program did not start"
+    assert _orphans(mark), "the sandboxed program did not start"
     grader.kill()
     grader.wait()
     deadline = time.monotonic() + 5
-    while _orphans() and time.monotonic() < deadline:
+    while _orphans(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _orphans() == []
+    assert _orphans(mark) == []
+
+
+HOGS = r'''
+import json, os, time
+def child(work):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            work()
+        except MemoryError:
+            os._exit(3)
+        os._exit(0)
+    return pid
+def hold():
+    block = bytearray(160 * 2**20)
+    time.sleep(3)
+def spin():
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        pass
+start = time.monotonic()
+holders, spinners = [child(hold) for _ in range(4)], [child(spin) for _ in range(3)]
+held = sum(os.waitpid(p, 0)[1] == 0 for p in holders)
+for p in spinners:
+    os.waitpid(p, 0)
+times = os.times()
+with open(os.environ["OUT"], "w") as f:
+    json.dump({"held": held, "cpu": times.children_user + times.children_system,
+               "wall": time.monotonic() - start}, f)
+'''
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
+    limits = sandbox.Limits(memory=400 * 2**20, cpus=0.5)
+    if "not capped" in (how := sandbox.describe(limits)):
+        pytest.skip(f"this machine gives the grader no cgroup: {how}")
+    (tmp_path / "answers").touch()
+    ran = sandbox.run(["python", "-c", HOGS], {}, tmp_path / "answers", limits, timeout=120,
+                      env={"OUT": sandbox.ANSWERS}, kind=kind)
+    assert ran.returncode == 0 and ran.uncapped == "", ran.output
+    found = json.loads((tmp_path / "answers").read_text())
+    assert found["held"] < 4  # four processes of 160 MiB each do not fit in 400 MiB together
+    assert found["cpu"] < 0.5 * found["wall"] + 0.5  # three busy processes get half a CPU between them
+
+
+def test_the_cgroups_are_removed_after_the_run(tmp_path):
+    (tmp_path / "answers").touch()
+    before = {home: set(os.listdir(home)) for home, _ in sandbox._cgroup_homes().values()}
+    sandbox.run(["python", "-c", "pass"], {}, tmp_path / "answers", sandbox.Limits(), timeout=60)
+    after = {home: set(os.listdir(home)) for home, _ in sandbox._cgroup_homes().values()}
+    assert {h: {e for e in names - before[h] if e.startswith(f"scalebook-{os.getpid()}-")}
+            for h, names in after.items()} == {h: set() for h in after}
+
+
+COURSE = r'''
+import json, sys
+from pathlib import Path
+from scalebook import sandbox
+course = Path(sys.argv[1])
+targets = [course / "solutions" / "01_rooflines.md", course / "scalebook" / "problems" / "__init__.py",
+           course / "tests" / "test_problems_rooflines.py", course / "notes.md"]
+probe = ("import json, os, sys\nfound = {'read': []}\nfor p in sys.argv[1:]:\n    try:\n"
+         "        open(p, 'rb').read(1)\n        found['read'].append(p)\n    except OSError:\n        pass\n"
+         "try:\n    import scalebook.problems\n    found['key'] = 'imported'\nexcept ImportError:\n"
+         "    found['key'] = 'hidden'\nimport scalebook\nfound['package'] = scalebook.__file__\n"
+         "found['listing'] = sorted(os.listdir(sys.argv[5]))\n"
+         "open(os.environ['OUT'], 'w').write(json.dumps(found))")
+answers = Path(sys.argv[2])
+ran = sandbox.run(["python", "-c", probe, *map(str, targets), str(course)], {}, answers, sandbox.Limits(),
+                  timeout=60, env={"OUT": sandbox.ANSWERS}, kind=sys.argv[3])
+print(ran.returncode, ran.output[-2000:])
+'''
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("base", ["/opt", "/usr/local", "/usr/src", "/etc"])
+def test_the_key_stays_hidden_wherever_the_course_lives(tmp_path, base, kind):
+    if not os.access(base, os.W_OK):
+        pytest.skip(f"{base} is not writable here, so no course can be put there")
+    course = Path(tempfile.mkdtemp(prefix="scalebook-course-", dir=base))
+    try:
+        shutil.copytree(ROOT / "scalebook", course / "scalebook", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "solutions", course / "solutions")
+        (course / "tests").mkdir()
+        shutil.copy(ROOT / "tests" / "test_problems_rooflines.py", course / "tests")
+        (course / "notes.md").write_text("the teacher's notes")
+        course.chmod(0o755)
+        (tmp_path / "answers").touch()
+        ran = subprocess.run([sys.executable, "-c", COURSE, str(course), str(tmp_path / "answers"), kind],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(course)},
+                             cwd=tmp_path, timeout=120)
+        assert ran.stdout.startswith("0 "), ran.stdout + ran.stderr
+        found = json.loads((tmp_path / "answers").read_text())
+    finally:
+        shutil.rmtree(course)
+    assert found["package"] == str(course / "scalebook" / "__init__.py")
+    assert found["read"] == [] and found["key"] == "hidden"
+    assert found["listing"] == ["scalebook"]
