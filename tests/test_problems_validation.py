@@ -1,5 +1,6 @@
 """Problem set 13 (how good are these numbers): the answer key agrees with hand computations from the published
-figures (gpt-fast's decode speeds, Llama 3's 430 TFLOP/s per GPU, Korthikanti's 22B run)."""
+figures (gpt-fast's decode speeds, Llama 3's 430 TFLOP/s per GPU, Korthikanti's 22B run, TensorRT-LLM's
+short prompt)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ HAND: dict[str, float] = {
     "13.5": 6 * 405_853_388_800 * 2**24 / (8192 * 430e12),  # 6 FLOPs per parameter per token
     "13.6": 15 / (32 + 15),  # 16 stages; 8192 / (8 x 16) = 64 replicas share 2048 sequences: 32 microbatches
     "13.7": 18 * 22_373_013_504 / 8,  # 18 bytes per parameter over TP 8
-    "13.8": 8,  # the calibrated plan: TP 8 x PP 8 (v = 4) x ZeRO-1 DP 256 (tests/test_predict.py asserts the layout)
+    "13.8": 8,  # the calibrated plan: TP 8 x PP 8 (v = 4) x ZeRO-1 DP 256, full recompute, 43.5 GB per GPU
+    "13.9": 164.6e-6 * 32 / 7e-3,  # H100 layer_overhead (chips.toml) x 32 layers over TensorRT-LLM's 7 ms
 }
 
 test_problem = hand_answer_test("13.", HAND)

@@ -17,6 +17,7 @@ from . import problem
 GPT_FAST = "gpt-fast Llama-2-70B TP{}"  # batch-1 decode of Llama-2-70B in bf16 on n A100s, tokens/s
 LLAMA3_8K = "Llama 3 405B, 8,192 H100, TP8 PP16"
 KORTHIKANTI_22B = "Korthikanti 22B params + optimizer"
+TTFT_7B_128 = "TRT-LLM Llama-2-7B fp8 TP1, TTFT 128"  # TensorRT-LLM first-token latency, ms
 BYTES_PER_PARAM = 18  # mixed precision with Adam: bf16 weights and grads, fp32 master, two fp32 moments, slack
 
 
@@ -91,3 +92,12 @@ def planner_pipeline_depth() -> int:
     """Pipeline stages of the calibrated plan for 405B on 16,384 H100s, 16M-token batches of 8,192-token sequences."""
     return plan("llama3-405b", GpuCluster("h100", gpus=16384), 16384, 16 * 2**20, seq_len=8192,
                 efficiency="calibrated").pp
+
+
+@problem("13.9", title="How much of a short prompt is fixed cost", unit="")
+def short_prompt_fixed_share() -> float:
+    """The H100's per-layer fixed cost (read off GPT-J's 128-token rows) times Llama-2-7B's layers, over the
+    published 7 ms first-token latency of its 128-token prompt."""
+    run = _run(TTFT_7B_128)
+    overhead = get_chip(run.hardware).efficiency("calibrated").layer_overhead
+    return overhead * run.model.L / (run.published * 1e-3)
