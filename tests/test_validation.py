@@ -118,6 +118,7 @@ def test_a_new_miss_beyond_35_percent_fails_whatever_the_data_file_says():
     beyond = v.summary()["beyond 35%"]
     assert len(beyond) == 21 + 1, beyond  # the 21 test rows above, and Llama 3's 128k-context development row
     assert "Llama 3 405B, 16,384 H100, TP8 CP16 PP16, 128k context" in beyond
+    assert [row["run"] for row in v.disagreements().rows] == beyond
 
 
 def test_first_token_latencies_of_the_tensorrt_llm_page():
