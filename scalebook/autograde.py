@@ -38,6 +38,7 @@ escapes everywhere, a leading `= + - @` quoted in the CSV, Markdown and HTML syn
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import json
@@ -134,23 +135,28 @@ def _entries(folder: Path) -> tuple[list[str], str]:
         return [], f"{err.strerror} (errno {err.errno})"
 
 
-def _found(path: Path, student: str, in_folder: bool) -> Submission:
-    """The Submission of one entry at the top (`in_folder` False) or in `student`'s folder."""
+def _found(path: Path, owner: str | None) -> Submission:
+    """The Submission of one entry: at the top of the submissions (`owner` None: its name names the
+    student) or in the folder of student `owner`."""
     kind, why, mtime = _lstat(path)
     if kind == "folder":
         kind, why = "folder refused", "a student's folder holds notebooks, not folders"
-    match = (_IN_FOLDER if in_folder else _FLAT).match(path.name)
+    match = (_FLAT if owner is None else _IN_FOLDER).match(path.name)
+    if owner is not None:
+        student = owner
+    elif match:
+        student = match["student"]
+    else:
+        student = path.name.split("__")[0] if "__" in path.name else path.stem
     if kind == "file" and match is None:
         kind, why = (("misnamed", "in a student's folder, name the file NN_slug.ipynb (the folder names the "
-                      "student)") if in_folder and _FLAT.match(path.name) else
+                      "student)") if owner is not None and _FLAT.match(path.name) else
                      ("unrecognised", "name it <student>__NN_slug.ipynb, or NN_slug.ipynb in <student>/"))
-    if match and not in_folder:
-        student = match["student"]
     return Submission(student, match["set"] if match else None, path, "" if kind == "file" else kind, why, mtime)
 
 
-def _latest_counts(found: list[Submission]) -> list[Submission]:
-    """Mark every submission but the latest of each student and problem set as superseded."""
+def _latest_counts(found: list[Submission], folder: Path) -> list[Submission]:
+    """Mark every submission in `folder` but the latest of each student and problem set as superseded."""
     latest: dict[tuple[str, str], Submission] = {}
     for s in found:
         key = (s.student, s.problem_set or "")
@@ -162,7 +168,7 @@ def _latest_counts(found: list[Submission]) -> list[Submission]:
         counted = latest.get((s.student, s.problem_set or ""), s)
         if counted is not s and not s.refused:
             s = Submission(s.student, s.problem_set, s.path, "superseded",
-                           f"the latest file counts: {counted.path.name}", s.mtime)
+                           f"the latest file counts: {counted.path.relative_to(folder)}", s.mtime)
         marked.append(s)
     return marked
 
@@ -182,13 +188,13 @@ def find_submissions(folder: Path) -> list[Submission]:
         path = folder / name
         kind, why, mtime = _lstat(path)
         if kind != "folder":
-            found.append(_found(path, name.split("__")[0] if "__" in name else Path(name).stem, in_folder=False))
+            found.append(_found(path, None))
             continue
         inner, why = _entries(path)
         if why:
             found.append(Submission(name, None, path, "unreadable folder", why, mtime))
-        found += [_found(path / n, name, in_folder=True) for n in inner]
-    return _latest_counts(found)
+        found += [_found(path / n, name) for n in inner]
+    return _latest_counts(found, folder)
 
 
 def question_points(problem_set: str, root: Path) -> dict[str, int]:
@@ -279,7 +285,7 @@ def _read_once(path: Path) -> tuple[str, str, bytes]:
     except FileNotFoundError:
         return "vanished", "the file was gone when it was read", b""
     except OSError as err:
-        return ("symlink refused", "links are not followed", b"") if err.errno == 40 else (
+        return ("symlink refused", "links are not followed", b"") if err.errno == errno.ELOOP else (
             "unreadable", f"{err.strerror} (errno {err.errno})", b"")
     with os.fdopen(fd, "rb", buffering=0) as f:
         info = os.fstat(fd)
@@ -315,7 +321,7 @@ def _check_notebook(path: str) -> tuple[int, str]:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, UnicodeDecodeError, MemoryError):
         return 5, "not a readable notebook"
     if not language.lower().startswith("python"):
-        return 6, name[:40].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        return 6, name[:40].encode("unicode_escape").decode("ascii")  # one line of ASCII, whatever it holds
     return 0, ""
 
 

@@ -35,9 +35,10 @@ What caps what, per backend and machine (`describe` says which applied here):
 - rlimits through `prlimit`, always: address space and task count per process, file size, no core files.
   Without a cgroup they are all there is: no CPU share, and memory is capped per process only, not for the
   whole sandbox; `describe` names what is missing;
-- scratch folders: size-capped tmpfs in both backends; their inode count is capped (`Limits.inodes`, tmpfs
-  `nr_inodes`) by the namespaces backend, while bubblewrap (which has no option for it) leaves inodes to the
-  memory cgroup.
+- scratch folders: size-capped tmpfs in both backends, with an inode cap (`Limits.inodes`, tmpfs `nr_inodes`)
+  wherever the grader is root: bubblewrap has no option for it, so as root its writable scratch folders are
+  tmpfs mounted beforehand in a private mount namespace (`scratch_command`); bubblewrap as another user
+  leaves inodes to the memory cgroup, if there is one (`describe` says).
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ def describe(limits: Limits = Limits()) -> str:
     """What caps a sandbox here, in words: the cgroup caps that apply, or what only the rlimits cover."""
     folders, missing = _make_cgroups(limits, f"scalebook-probe-{os.getpid()}-{secrets.token_hex(4)}")
     _remove_cgroups(folders)
-    inodes = "inodes per scratch folder" if backend() == "namespaces" else "inodes through the memory cgroup"
+    inodes = ("inodes through the memory cgroup" if backend() == "bubblewrap" and os.geteuid() != 0 else
+              f"{limits.inodes} inodes per scratch folder")
     if not missing:
         return f"cgroup caps: CPU {limits.cpus:g}, memory, processes; {inodes}"
     return f"not capped here: {missing}; rlimits per process instead"
@@ -376,7 +378,7 @@ def plan(files: dict[str, int], answers: Path, limits: Limits, hide: tuple[str, 
     """The filesystem of a sandbox holding `files` ({name: readable fd}) in `HOME` and `answers` at `ANSWERS`,
     with the checkout holding the package and the folders of `hide` out of sight."""
     steps = _system_mounts() + [("proc", "/proc"), ("dev", "/dev")]
-    steps += [("tmpfs", "1777", str(limits.scratch), path) for path in ("/tmp", "/dev/shm", HOME)]
+    steps += _parents(HOME) + [("tmpfs", "1777", str(limits.scratch), path) for path in ("/tmp", "/dev/shm", HOME)]
     steps += _python_mounts()  # after the private /tmp, so a package or venv kept under /tmp stays visible
     checkout = str(Path(_package()).parent)
     steps += _masks(steps, [*hide, *([] if _under(checkout, _python_roots()) else [checkout])])
@@ -404,10 +406,13 @@ def _drop(uid: int) -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--pdeathsig=SIGKILL", "--"]
 
 
-def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: int, seccomp: int) -> list[str]:
+def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: int, seccomp: int,
+                  scratch: dict[str, str] | None = None) -> list[str]:
     """The bwrap command line that carries out `steps` and runs `argv` in `HOME` as `uid` (when root; as
     anyone else, a user namespace maps its uid 65534 onto the caller, and the task count is per namespace),
-    under the seccomp filter read from fd `seccomp`."""
+    under the seccomp filter read from fd `seccomp`. `scratch` ({sandbox path: host folder}) binds folders
+    prepared by `scratch_command` in place of those writable tmpfs steps."""
+    scratch = scratch or {}
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox", "--seccomp", str(seccomp)]
     if os.geteuid() != 0:
@@ -415,6 +420,8 @@ def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: 
     for kind, *rest in steps:
         if kind == "dir":
             args += ["--perms", "0755", "--dir", rest[0]]
+        elif kind == "tmpfs" and rest[2] in scratch:
+            args += ["--bind", scratch[rest[2]], rest[2]]
         elif kind == "tmpfs":
             args += ["--perms", rest[0], "--size", rest[1], "--tmpfs", rest[2]]
         elif kind == "file":
@@ -425,6 +432,19 @@ def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: 
     for key, value in env.items():
         args += ["--setenv", key, value]
     return args + ["--"] + (_drop(uid) if os.geteuid() == 0 else []) + argv
+
+
+_SCRATCH = ('size=$1 inodes=$2; shift 2; while [ "$1" != -- ]; do mount -t tmpfs -o '
+            '"size=$size,nr_inodes=$inodes,mode=1777,nosuid,nodev" scratch "$1" || exit 125; shift; done; shift; '
+            'exec "$@"')
+
+
+def scratch_command(folders: list[str], limits: Limits) -> list[str]:
+    """The command prefix (root only) that mounts a tmpfs capped in size and inodes on each host folder of
+    `folders`, in a private mount namespace that lives as long as the program it then runs: bubblewrap's own
+    tmpfs option takes no inode cap, so its writable scratch folders are bound from these."""
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _SCRATCH, "sh", str(limits.scratch),
+            str(limits.inodes), *folders, "--"]
 
 
 def unshare_command(spec: Path) -> list[str]:
@@ -476,6 +496,12 @@ def run(argv: list[str], files: dict[str, bytes], answers: Path, limits: Limits,
                                             "seccomp": str(Path(tmp) / "seccomp")}))
                 (Path(tmp) / "root").mkdir()
                 command = unshare_command(spec)
+            elif os.geteuid() == 0:
+                scratch = {s[-1]: f"{tmp}/scratch-{i}" for i, s in enumerate(steps) if s[:2] == ("tmpfs", "1777")}
+                for folder in scratch.values():
+                    os.mkdir(folder)
+                command = scratch_command(list(scratch.values()), limits) + bwrap_command(
+                    steps, argv, environment(env), uid, fds[""], scratch)
             else:
                 command = bwrap_command(steps, argv, environment(env), uid, fds[""])
             folders, uncapped = _make_cgroups(limits, f"scalebook-{os.getpid()}-{secrets.token_hex(6)}")

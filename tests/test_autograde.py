@@ -176,7 +176,7 @@ def test_the_student_is_named_by_one_place_and_the_latest_file_counts(graded):
     assert "alice" not in {r["student"] for r in graded.rows.values()}
     assert not list((graded.out.parent / "feedback").glob("alice-*"))
     superseded = graded.rows[f"twice__{hostile.PROBLEM_SET}.ipynb"]
-    assert superseded["student"] == "twice" and superseded["detail"].endswith(f"{hostile.PROBLEM_SET}.ipynb")
+    assert superseded["student"] == "twice" and superseded["detail"].endswith(f"twice/{hostile.PROBLEM_SET}.ipynb")
 
 
 @pytest.mark.slow
@@ -213,6 +213,8 @@ def test_the_solutions_earn_full_marks(graded, problem_set):
 @pytest.mark.slow
 @pytest.mark.parametrize("student", CHEATERS)
 def test_every_cheat_scores_what_the_blank_notebook_scores(graded, student):
+    if student == "glutton" and not graded.capped:
+        pytest.skip(f"no cgroup caps a sandbox's memory here, so the attack on it is not run: {sandbox.describe()}")
     blank = _row(graded, "bo")
     assert blank["status"] == "graded" and int(blank["total"]) == 0
     row = _row(graded, student)
@@ -323,7 +325,7 @@ def test_one_file_per_student_and_set_counts_the_latest(tmp_path):
         os.utime(path, (when, when))
     found = {str(s.path.relative_to(tmp_path)): (s.refused, s.why) for s in find_submissions(tmp_path)}
     assert found == {"eve/02_tpus.ipynb": ("", ""), "eve__03_sharding.ipynb": ("", ""),
-                     "eve__02_tpus.ipynb": ("superseded", "the latest file counts: 02_tpus.ipynb")}
+                     "eve__02_tpus.ipynb": ("superseded", "the latest file counts: eve/02_tpus.ipynb")}
 
 
 def test_a_tree_of_any_depth_or_path_length_is_walked_without_harm(tmp_path):
@@ -350,7 +352,7 @@ def test_a_file_that_vanishes_or_turns_into_a_pipe_gets_its_row_at_once(tmp_path
     worker.start()
     worker.join(timeout=60)
     assert [r.status for r in results] == ["vanished", "special file refused"]
-    assert autograde._found(tmp_path / "never__01_rooflines.ipynb", "never", False).refused == "vanished"
+    assert autograde._found(tmp_path / "never__01_rooflines.ipynb", None).refused == "vanished"
 
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
