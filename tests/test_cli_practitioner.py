@@ -2,6 +2,8 @@
 numbers, each answer says whether it is a bound (ideal) or calibrated, and GPU output speaks of GPUs and NVLink."""
 
 import re
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,18 @@ def test_serve_at_a_batch_that_fits_and_one_that_does_not(capsys):
     assert f"batch               8 sequences of 8192 tokens ({fit} fit)" in out
     assert cli.main(["serve", "llama3-8b", "v5e", "--chips", "4", "--batch", str(fit + 1)]) == 2
     assert f"--batch={fit + 1}: only {fit} sequences" in capsys.readouterr().err
+
+
+README_COMMANDS = [shlex.split(line.split("  #")[0])[1:] for line in
+                   (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+                   if line.startswith("scalebook ") and not line.startswith(("scalebook bench", "scalebook grade"))]
+
+
+@pytest.mark.parametrize("argv", README_COMMANDS, ids=[" ".join(a) for a in README_COMMANDS])
+def test_the_readme_s_commands_run(capsys, argv):
+    """The README's command-line section stays true: each command it shows answers (JAX's bench aside)."""
+    run(argv, capsys)
+
+
+def test_the_readme_shows_the_practitioner_s_commands():
+    assert len(README_COMMANDS) >= 8 and {a[0] for a in README_COMMANDS} >= {"chips", "plan", "serve", "collective"}
