@@ -238,7 +238,8 @@ def classify(fn: Callable[..., Any], kwargs: dict[str, Any], param: str,
     return (problem or "accepted"), short(result)
 
 
-def summary(what: str, n_cases: int, n_callables: int, outcomes: Mapping[str, int]) -> str:
+def summary(what: str, n_cases: int, n_callables: int, outcomes: Mapping[str, int],
+            callables: str = "public callables") -> str:
     """The one line a fuzz prints: how many bad calls, over how many callables, and each outcome's count."""
-    return (f"\n{what}: {n_cases} bad calls over {n_callables} public callables: "
+    return (f"\n{what}: {n_cases} bad calls over {n_callables} {callables}: "
             + ", ".join(f"{k} {outcomes.get(k, 0)}" for k in OUTCOMES))

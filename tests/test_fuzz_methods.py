@@ -193,7 +193,7 @@ def fuzz(recipes: Recipes) -> tuple[int, Counter[str], list[str]]:
 def test_fuzz_one_bad_argument_at_a_time(capsys):
     n_cases, outcomes, failures = fuzz(M)
     with capsys.disabled():
-        print(summary("method fuzz", n_cases, len(M), outcomes))
+        print(summary("method fuzz", n_cases, len(M), outcomes, "public methods"))
     assert n_cases >= 300
     assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures)
 
