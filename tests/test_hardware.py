@@ -1,9 +1,15 @@
 """Chip specs: every number the book prints, forgiving names, and a source for every figure."""
 
+import datetime
+import math
+
 import pytest
 
 import scalebook as sb
-from scalebook.hardware import chip_for_device_kind, chip_names
+from scalebook import collectives, inference
+from scalebook.hardware import GpuCluster, chip_for_device_kind, chip_names
+from scalebook.hardware.chips import PRINTED_UNITS
+from scalebook.hardware.gpu import INFINITY_FABRIC, NVLINK
 
 # (chip, HBM bytes, HBM B/s, bf16 FLOP/s, int8 OP/s, ICI one-way B/s): How To Scale Your Model, ch. 2 tables.
 TPU_TABLE = [
@@ -39,11 +45,12 @@ def test_tpu_io_and_topology_figures():
 
 
 # (chip, HBM bytes, HBM B/s, bf16 FLOP/s, SMs): ch. 12 tables (H100 HBM 3.35e12 from ch. 1, B200 bf16 2.25e15 text).
+# B200's HBM is NVIDIA's usable 180 GB (HGX specification; issue #31), not the book's 192 GB physical total.
 GPU_TABLE = [
     ("a100", 80e9, 2.0e12, 3.1e14, 108),
     ("h100", 80e9, 3.35e12, 9.89e14, 132),
     ("h200", 141e9, 4.8e12, 9.89e14, 132),
-    ("b200", 192e9, 8.0e12, 2.25e15, 148),
+    ("b200", 180e9, 8.0e12, 2.25e15, 148),
 ]
 
 
@@ -63,7 +70,8 @@ def test_gpu_nvlink_egress_per_generation():
 
 def test_every_listed_chip_is_present():
     assert set(chip_names()) == {"v2", "v3", "v4p", "v5p", "v5e", "v6e", "tpu7x",
-                                 "v100", "a100", "h100", "h100-hbm2e", "h200", "h800", "b200", "gb200"}
+                                 "v100", "a100", "h100", "h100-hbm2e", "h200", "h800", "b200", "gb200",
+                                 "b300", "gb300", "mi300x", "mi325x", "mi355x"}
 
 
 @pytest.mark.parametrize("name", chip_names())
@@ -120,9 +128,10 @@ def test_peak_flops_by_dtype():
 
 def test_list_chips_table():
     table = sb.list_chips()
-    assert len(table) == 15
+    assert len(table) == 20
     assert "TPU v5e" in str(table) and "<table>" in table._repr_html_()
     assert len(sb.list_chips(vendor="google")) == 7
+    assert len(sb.list_chips(vendor="amd")) == 3
 
 
 def test_replace_builds_a_variant_and_rejects_unknown_fields():
@@ -130,3 +139,99 @@ def test_replace_builds_a_variant_and_rejects_unknown_fields():
     assert fast.critical_intensity() == pytest.approx(120.1, rel=1e-3)
     with pytest.raises(ValueError, match="hbm_bw"):
         sb.get_chip("v5e").replace(hbm_bw=1)
+
+
+# ---- December-2026 hardware (issue #31) ----
+NEW_CHIPS = ["b300", "gb300", "mi300x", "mi325x", "mi355x"]
+
+# (chip, bf16 FLOP/s dense, HBM bytes, HBM B/s, one-way scale-up egress B/s): chips.toml's `read` tables.
+NEW_TABLE = [
+    ("b300", 2.25e15, 270e9, 8.0e12, 9.0e11),     # HGX B300: 36 PFLOPS sparse / 8; 270 GB usable; 1.8 TB/s bidi
+    ("gb300", 2.5e15, 279e9, 8.0e12, 9.0e11),     # NVL72: 180 PFLOPS dense / 72; 576 TB/s / 72; 130 TB/s / 72 / 2
+    ("mi300x", 1.3074e15, 192e9, 5.3e12, 4.48e11),  # AMD: 1307.4 TFLOPS; 7 Infinity Fabric links of 64 GB/s each way
+    ("mi325x", 1.3074e15, 256e9, 6.0e12, 4.48e11),
+    ("mi355x", 2.5e15, 288e9, 8.0e12, 5.355e11),  # 7 links of 153 GB/s bidirectional
+]
+
+
+@pytest.mark.parametrize("name, bf16, hbm, hbm_bw, egress", NEW_TABLE)
+def test_december_2026_chips_carry_their_datasheet_numbers(name, bf16, hbm, hbm_bw, egress):
+    chip = sb.get_chip(name)
+    assert (chip.bf16_flops, chip.hbm_bytes, chip.hbm_bandwidth, chip.nvlink_bandwidth) == (bf16, hbm, hbm_bw, egress)
+    assert chip.kind == "gpu" and chip.vendor in ("nvidia", "amd")
+
+
+@pytest.mark.parametrize("name", NEW_CHIPS)
+def test_every_figure_of_a_new_chip_says_what_was_printed_and_when(name):
+    chip = sb.get_chip(name)
+    figures = [f for f in ("bf16_flops", "fp8_flops", "int8_flops", "fp4_flops", "hbm_bytes", "hbm_bandwidth",
+                           "nvlink_bandwidth") if getattr(chip, f) is not None]
+    for field in figures:
+        reading = chip.readings[field]
+        assert reading.on == datetime.date(2026, 12, 4), field
+        assert reading.unit in PRINTED_UNITS and len(reading.source) > 10
+
+
+@pytest.mark.parametrize("alias, name", [("Blackwell Ultra", "NVIDIA B300"), ("GB300 NVL72", "NVIDIA GB300"),
+                                         ("AMD Instinct MI300X", "AMD MI300X"), ("mi355x", "AMD MI355X")])
+def test_new_chips_by_their_common_names(alias, name):
+    assert sb.get_chip(alias).name == name
+
+
+def test_new_chip_calibration_is_measured_only_where_mamf_measured_it():
+    """MAMF (ml-engineering): B300 1769 of 2250, MI300X 668.4 and MI325X 784.9 of AMD's 1307.4, MI355X 1565 of
+    AMD's dense 2500; GB300 has no measurement and copies GB200's 0.729, marked assumed."""
+    measured = {"b300": 1769 / 2250, "mi300x": 668.4 / 1307.4, "mi325x": 784.9 / 1307.4, "mi355x": 1565 / 2500}
+    for name, fraction in measured.items():
+        eff = sb.get_chip(name).efficiency("calibrated")
+        assert eff.matmul == pytest.approx(fraction, abs=6e-4)
+        assert "matmul" not in eff.assumed and "hbm" in eff.assumed and "collectives" in eff.assumed
+    gb300 = sb.get_chip("gb300").efficiency("calibrated")
+    assert gb300.matmul == sb.get_chip("gb200").efficiency("calibrated").matmul and "matmul" in gb300.assumed
+
+
+def test_existing_calibrated_factors_are_unchanged():
+    assert sb.get_chip("b200").efficiency("calibrated").matmul == 0.776
+    assert sb.get_chip("gb200").efficiency("calibrated").matmul == 0.729
+    assert sb.get_chip("h100").efficiency("calibrated").collective("all_reduce") == 0.82
+
+
+def test_blackwell_ultra_and_amd_fabrics():
+    """B300 and GB300 are NVLink 5 (18 links of 50 GB/s each way); AMD parts are a switchless Infinity Fabric
+    mesh of 7 links (64 GB/s each way on CDNA 3, 76.5 on CDNA 4)."""
+    assert GpuCluster("b300", gpus=8).nvlink is NVLINK["5.0"] and GpuCluster("gb300", gpus=72).nvlink is NVLINK["5.0"]
+    assert GpuCluster("gb300", gpus=72).gpus_per_node == 72 and GpuCluster("gb300", gpus=72).node_egress == 7.2e12
+    assert GpuCluster("b300", gpus=1024).node_egress == 800e9  # one 800 Gb/s ConnectX-8 per GPU
+    mi300x, mi355x = GpuCluster("mi300x", gpus=8), GpuCluster("mi355x", gpus=8)
+    assert mi300x.mesh and mi355x.mesh and not GpuCluster("b300", gpus=8).mesh
+    assert mi300x.nvlink is INFINITY_FABRIC["CDNA 3"] and mi300x.nvswitches is None
+    assert mi300x.node_bandwidth == 8 * 448e9
+
+
+def test_a_mesh_gives_a_smaller_group_only_its_own_links():
+    """AllGather of 1 GB: 8 MI300X use 7 links of 64 GB/s each (7/8 GB / 448 GB/s = 1.95 ms); 4 of them only
+    3 links (3/4 GB / 192 GB/s = 3.91 ms); behind an NVSwitch 4 B300 keep their whole 900 GB/s."""
+    node = GpuCluster("mi300x", gpus=8)
+    assert sb.all_gather(node, None, 1e9).time == pytest.approx(1e9 * 7 / 8 / 448e9)
+    assert sb.all_gather(node.subset(4), None, 1e9).time == pytest.approx(1e9 * 3 / 4 / 192e9)
+    assert sb.all_gather(GpuCluster("b300", gpus=4), None, 1e9).time == pytest.approx(1e9 * 3 / 4 / 900e9)
+
+
+@pytest.mark.parametrize("name", NEW_CHIPS)
+def test_new_chips_are_priced_by_every_model(name):
+    """roofline, collectives on a GpuCluster, decode_step and predict: finite, positive, ideal <= calibrated."""
+    chip = sb.get_chip(name)
+    gemm = sb.roofline.matmul(8192, 8192, 8192, chip)
+    assert math.isfinite(gemm.time) and gemm.time > 0 and gemm.bound == "compute"
+    cluster = GpuCluster(name, gpus=64)
+    for kind in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"):
+        ideal = collectives.collective(kind, cluster, None, 1e9)
+        real = collectives.collective(kind, cluster, None, 1e9, efficiency="calibrated")
+        assert 0 < ideal.time <= real.time and math.isfinite(real.time)
+    decode = [inference.decode_step("llama3-70b", chip, 8, 64, 4096, efficiency=e).time
+              for e in ("ideal", "calibrated")]
+    assert 0 < decode[0] <= decode[1] and math.isfinite(decode[1])
+    steps = [sb.training.predict("llama3-70b", cluster, 64, 4 * 2**20, 8192, tp=8, efficiency=e)
+             for e in ("ideal", "calibrated")]
+    assert 0 < steps[0].step_time <= steps[1].step_time and math.isfinite(steps[1].step_time)
+    assert 0 < steps[1].mfu <= steps[0].mfu <= 1

@@ -58,6 +58,13 @@ HAND: dict[str, float] = {
     "02.21": 2**34 * 15 / 16 / (2 * 4.5e10),
     # 8 sublanes x 128 lanes x 4 ALUs x 1.75 GHz.
     "02.22": 8 * 128 * 4 * 1.75e9,
+    # --- December-2026 chips: TPU7x (Google's TPU7x page: 4614 TFLOPs fp8, 7380 GB/s; the book: 4.61e15, 7.4e12) ---
+    # fp8 peak over HBM bandwidth.
+    "02.23": 4.61e15 / 7.4e12,
+    # X wraps (a full 4x4x4 cube): a bidirectional ring, V / W_bidi = 2·8192·32768 bytes / (2 x 9e10 B/s).
+    "02.24": 2 * 8192 * 32768 / (2 * 9e10),
+    # Google: 1200 GB/s per chip both ways over 6 ports = 1e11 B/s per link one way: V / (2 x 1e11).
+    "02.25": 2 * 8192 * 32768 / (2 * (1200e9 / 6 / 2)),
 }
 
 test_references_match_hand_computations = hand_answer_test("02.", HAND)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -112,6 +113,48 @@ def _collective_fractions(name: str, value: object) -> object:
 
 IDEAL = Efficiency()
 
+# The units a source prints a figure in, as multiples of the SI base unit (chips.toml's `read` tables).
+PRINTED_UNITS: dict[str, float] = {
+    "TFLOP/s": 1e12, "PFLOP/s": 1e15, "TOP/s": 1e12, "POP/s": 1e15,
+    "GB": 1e9, "GiB": 2.0**30, "TB": 1e12, "TiB": 2.0**40,
+    "GB/s": 1e9, "TB/s": 1e12, "Gb/s": 1e9 / 8, "Tb/s": 1e12 / 8,
+}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One figure as its source printed it, the day it was read, and how a `Chip` field follows from it.
+
+    `printed` in `unit` (a key of `PRINTED_UNITS`: GB and GiB apart); `basis` 'dense' or 'sparse' (2:4 sparsity,
+    twice the dense rate); `direction` 'one-way' or 'bidirectional' (both directions summed); `chips`: how many
+    chips the figure covers (72 for an NVL72 rack, 8 for an HGX board); `ports`: how many links a per-chip figure
+    covers when the field is per link; `links`: how many links the field sums when the figure is per link.
+    `flag` says why the field keeps another number (the book's) instead. `source` is the reference text.
+    """
+
+    field: str
+    printed: float
+    unit: str
+    source: str
+    on: datetime.date | None = None
+    basis: str = "dense"
+    direction: str = "one-way"
+    chips: int = 1
+    ports: int = 1
+    links: int = 1
+    flag: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, field=_SPEC_FIELDS, printed="size", unit=tuple(PRINTED_UNITS), source="text",
+                     basis=("dense", "sparse"), direction=("one-way", "bidirectional"), chips="count",
+                     ports="count", links="count", flag="?text")
+
+    @property
+    def value(self) -> float:
+        """The field's quantity this figure gives: SI units, dense, one-way, per chip (per link for ICI)."""
+        halve = (2 if self.basis == "sparse" else 1) * (2 if self.direction == "bidirectional" else 1)
+        return self.printed * PRINTED_UNITS[self.unit] / halve / self.chips / self.ports * self.links
+
 
 _CHIP_SIZES = ("bf16_flops", "fp16_flops", "fp8_flops", "int8_flops", "fp4_flops", "fp32_flops", "hbm_bytes",
                "hbm_bandwidth", "ici_bandwidth", "nvlink_bandwidth", "dcn_bandwidth", "pcie_bandwidth", "clock_hz",
@@ -129,8 +172,12 @@ class Chip:
     """One accelerator chip. Every number is in SI units; `None` means the figure is not known.
 
     FLOP/s fields are dense peak rates per chip. `ici_bandwidth` is the ONE-WAY bandwidth of one ICI
-    link in bytes/s (`ici_bidirectional` doubles it); `nvlink_bandwidth` is a GPU's one-way NVLink
-    egress in bytes/s. `sources` maps each field to where its number comes from.
+    link in bytes/s (`ici_bidirectional` doubles it); `nvlink_bandwidth` is a GPU's one-way scale-up
+    egress in bytes/s: NVLink on NVIDIA parts, the sum of the Infinity Fabric links to the other GPUs of
+    its node on AMD parts. `sources` maps each field to where its number comes from; `readings` maps a field
+    to a `Reading`: the figure as its source printed it (dense or sparse, GB or GiB, per link or per chip,
+    one-way or bidirectional, per GPU or per rack), the day it was read, and a `flag` where the field keeps
+    the book's number instead (chips.toml's `read` tables). Those records never change a field's units.
     """
 
     name: str
@@ -234,6 +281,12 @@ class Chip:
             parts.append(f"{fmt_bytes(self.hbm_bytes)} HBM at {fmt_rate(self.hbm_bandwidth, 'B/s')}")
         return f"Chip({self.name!r}: {', '.join(parts)})"
 
+    @property
+    def readings(self) -> dict[str, Reading]:
+        """The figures behind this chip's fields as their sources printed them, by field (chips.toml's `read`
+        table of the chip of this name; empty for a chip built by hand)."""
+        return _load()[2].get(self.name, {})
+
     def source(self, field_name: str) -> str:
         """Return the source of one of this chip's numbers ('' when the number is not known)."""
         return self.sources.get(check_choice("field_name", field_name, _SPEC_FIELDS), "")
@@ -243,10 +296,11 @@ class Chip:
 
 
 @cache
-def _load() -> tuple[dict[str, Chip], dict[str, str]]:
+def _load() -> tuple[dict[str, Chip], dict[str, str], dict[str, dict[str, Reading]]]:
     data = load("hardware/chips.toml")
     refs: dict[str, str] = data["sources"]
     chips: dict[str, Chip] = {}
+    readings: dict[str, dict[str, Reading]] = {}
     for key, spec in data["chips"].items():
         spec = dict(spec)
         default_ref = spec.pop("source")
@@ -258,11 +312,13 @@ def _load() -> tuple[dict[str, Chip], dict[str, str]]:
             factors = dict(spec.pop("calibrated"))
             cited = factors.pop("sources")
             spec["calibration"] = Efficiency(sources={k: refs[v] for k, v in cited.items()}, **factors)
+        readings[spec["name"]] = {name: Reading(field=name, **{**entry, "source": refs[entry.get(
+            "source", overrides.get(name, default_ref))]}) for name, entry in spec.pop("read", {}).items()}
         for name in ("aliases", "device_kinds", "max_slice", "host_shape"):
             if name in spec:
                 spec[name] = tuple(spec[name])
         chips[key] = Chip(sources=sources, **spec)
-    return chips, refs
+    return chips, refs, readings
 
 
 def _normalise(name: str) -> str:

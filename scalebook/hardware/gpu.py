@@ -1,11 +1,12 @@
 """GPU clusters: NVLink nodes joined by a fat tree of switches (How To Scale Your Model, ch. 12).
 
 A node is N GPUs fully connected through NVSwitches, each GPU sending `gpu_bandwidth` bytes/s into the
-node (its NVLink egress, one way). Above the node, a fat tree: each level groups `degree` units of the
-level below (nodes into scalable units, units into a spine ...), and each unit can push `bandwidth`
-bytes/s through that level. A collective over G GPUs spans the levels needed to hold them, and its time is
-set by the tightest level: bytes · max_i (D_i - 1) / (D_i · W_i), with D_i the number of units it joins at
-level i.
+node (its NVLink egress, one way), or, on AMD Instinct platforms, N GPUs joined pairwise by point-to-point
+Infinity Fabric links with no switch (a full mesh: a collective over g of them uses g - 1 links per GPU).
+Above the node, a fat tree: each level groups `degree` units of the level below (nodes into scalable units,
+units into a spine ...), and each unit can push `bandwidth` bytes/s through that level. A collective over G
+GPUs spans the levels needed to hold them, and its time is set by the tightest level:
+bytes · max_i (D_i - 1) / (D_i · W_i), with D_i the number of units it joins at level i.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from ..tables import Table
 from ..units import check_fields, check_int, checks, closest, fmt_rate
 from .chips import Chip, get_chip
 
-__all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "SUPERPOD", "NVL72", "PRESETS",
-           "get_cluster", "fat_tree_switches"]
+__all__ = ["resolve", "FatTreeLevel", "GpuCluster", "LevelSpan", "NvLink", "NVLINK", "INFINITY_FABRIC", "SUPERPOD",
+           "NVL72", "PRESETS", "get_cluster", "fat_tree_switches"]
 
 
 @dataclass(frozen=True)
 class NvLink:
-    """One NVLink / NVSwitch generation: link bandwidth one way (B/s), links per GPU, ports per NVSwitch,
-    NVSwitches in an 8-GPU node."""
+    """One scale-up fabric generation: NVLink / NVSwitch (link bandwidth one way in B/s, links per GPU, ports
+    per NVSwitch, NVSwitches in an 8-GPU node), or, with `switched=False`, a switchless full mesh such as AMD
+    Infinity Fabric (one link to each other GPU of the node; no switch ports, no switches)."""
 
     generation: str
     switch_generation: str
@@ -34,6 +36,7 @@ class NvLink:
     links_per_gpu: int
     switch_ports: int
     switches_per_node: int
+    switched: bool = True
 
     @property
     def gpu_bandwidth(self) -> float:
@@ -53,9 +56,17 @@ NVLINK = {
     "4.0": NvLink("4.0", "3.0", "Hopper", 25e9, 18, 64, 4),
     "5.0": NvLink("5.0", "4.0", "Blackwell", 50e9, 18, 72, 2),
 }
+# AMD Infinity Fabric (xGMI) on 8-GPU Instinct platforms: seven links per GPU, one to each other GPU, no switch;
+# AMD's 'Peak Infinity Fabric Link Bandwidth' (128 GB/s CDNA 3, 153 GB/s CDNA 4) read as bidirectional (chips.toml,
+# mlengineering_xgmi).
+INFINITY_FABRIC = {
+    "CDNA 3": NvLink("Infinity Fabric (CDNA 3)", "none", "CDNA 3", 64e9, 7, 0, 0, switched=False),
+    "CDNA 4": NvLink("Infinity Fabric (CDNA 4)", "none", "CDNA 4", 76.5e9, 7, 0, 0, switched=False),
+}
 _GENERATION_OF = {"NVIDIA A100": "3.0", "NVIDIA H100": "4.0", "NVIDIA H100 96 GB HBM2e (500 W)": "4.0",
                   "NVIDIA H200": "4.0", "NVIDIA H800": "4.0",
-                  "NVIDIA B200": "5.0", "NVIDIA GB200": "5.0"}
+                  "NVIDIA B200": "5.0", "NVIDIA GB200": "5.0", "NVIDIA B300": "5.0", "NVIDIA GB300": "5.0",
+                  "AMD MI300X": "CDNA 3", "AMD MI325X": "CDNA 3", "AMD MI355X": "CDNA 4"}
 
 
 class LevelSpan(NamedTuple):
@@ -98,8 +109,11 @@ class GpuCluster:
 
     `GpuCluster("h100", gpus=1024)` is an H100 DGX SuperPod; left as None, the node size, the GPU's one-way
     NVLink egress (`gpu_bandwidth`), the node's NIC egress (`node_egress`), the NVSwitches per node and their
-    bandwidth, and the levels come from the chip's usual system (SuperPod for A100/H100/H200/H800/B200,
-    NVL72 racks for GB200). `sharp`: the switches can reduce in the network (SHARP / NVLS).
+    bandwidth, and the levels come from the chip's usual system (SuperPod for A100/H100/H200/H800/B200, the same
+    tree at 800 Gb/s per GPU for B300, NVL72 racks for GB200 and GB300, 8-GPU Infinity Fabric nodes for AMD
+    MI300X/MI325X/MI355X). `sharp`: the switches can reduce in the network (SHARP / NVLS). On AMD nodes
+    (`mesh`) there is no switch: a collective over g GPUs of a node has g - 1 links per GPU, not the whole
+    egress.
     """
 
     chip: Chip | str
@@ -154,8 +168,22 @@ class GpuCluster:
 
     @property
     def nvlink(self) -> NvLink | None:
-        """The NVLink / NVSwitch generation of the cluster's GPUs (None for a GPU before NVLink 3)."""
+        """The scale-up fabric of the cluster's GPUs: an NVLink generation or Infinity Fabric (None for a GPU
+        before NVLink 3)."""
         return _nvlink_of(self.chip)
+
+    @property
+    def mesh(self) -> bool:
+        """Whether a node is a switchless full mesh (AMD Infinity Fabric): each GPU owns one link per peer."""
+        return self.nvlink is not None and not self.nvlink.switched
+
+    def _node_link_bandwidth(self, members: int) -> float:
+        """Bytes/s one GPU can push, one way, to the other `members` - 1 GPUs of its node taking part in one
+        collective: its whole egress through NVSwitches; on a full mesh only the links to those peers."""
+        if not self.mesh:
+            return self.gpu_bandwidth
+        per_link = self.gpu_bandwidth / self.nvlink.links_per_gpu
+        return min(self.gpu_bandwidth, per_link * max(members - 1, 1))
 
     @property
     def collective_bandwidth(self) -> float:
@@ -165,8 +193,12 @@ class GpuCluster:
 
     @property
     def node_bandwidth(self) -> float:
-        """Bytes/s a node's NVLink fabric carries, one way: the smaller of its GPUs' egress and its switches'."""
-        return min(self.gpus_per_node * self.gpu_bandwidth, self.nvswitches * self.nvswitch_bandwidth)
+        """Bytes/s a node's NVLink fabric carries, one way: the smaller of its GPUs' egress and its switches'
+        (a switchless node: its GPUs' egress)."""
+        egress = self.gpus_per_node * self.gpu_bandwidth
+        if self.nvswitches is None or self.nvswitch_bandwidth is None:
+            return egress
+        return min(egress, self.nvswitches * self.nvswitch_bandwidth)
 
     @property
     def node_bisection(self) -> float:
@@ -207,6 +239,8 @@ class GpuCluster:
                 break
             size = min(group, below * degree)
             joined = max(1, size // inner)
+            if below == 1:
+                W = self._node_link_bandwidth(joined)
             out.append(LevelSpan(name, joined // members, W, below, X // members))
             below, members = size, joined
         return out
@@ -235,7 +269,7 @@ class GpuCluster:
             if below >= self.gpus:
                 break
             rows.append({"level": name, "GPUs": min(self.gpus, below * degree), "degree": degree,
-                         "switches": switches or "", "switch B/s": switches * switch_bw or None,
+                         "switches": switches or "", "switch B/s": (switches or 0) * (switch_bw or 0) or None,
                          "cable B/s": degree * W, "per unit below": W, "per GPU": W / below})
             below *= degree
         rate = lambda v: "" if v is None else fmt_rate(v, "B/s")  # noqa: E731
@@ -255,33 +289,51 @@ SUPERPOD = (FatTreeLevel("leaf", 32, 400e9, switches=8, switch_bandwidth=3.2e12)
             FatTreeLevel("core", 16, 51.2e12))
 # GB200 NVL72 racks (ch. 12, appendix A): 72 GPUs per NVLink domain, 3.6 TB/s out of each; a SuperPod of 8.
 NVL72 = (FatTreeLevel("spine", 8, 3.6e12), FatTreeLevel("core", 16, 28.8e12))
+# Blackwell Ultra (B300, GB300) pairs each GPU with an 800 Gb/s ConnectX-8 instead of 400 Gb/s (chips.toml:
+# nvidia_hgx_b300, nvidia_nvl72_ra): the same trees with every level's bandwidth doubled.
+_FASTER_NICS = {"NVIDIA B300": 2, "NVIDIA GB300": 2}
+_RACKS = ("NVIDIA GB200", "NVIDIA GB300")
 
 
 def _nvlink_of(chip: Chip) -> NvLink | None:
-    """The NVLink generation a GPU uses (None before NVLink 3)."""
-    return NVLINK.get(_GENERATION_OF.get(chip.name, ""))
+    """The scale-up fabric a GPU uses: its NVLink generation or Infinity Fabric (None before NVLink 3)."""
+    generation = _GENERATION_OF.get(chip.name, "")
+    return NVLINK.get(generation) or INFINITY_FABRIC.get(generation)
+
+
+def _scaled(levels: tuple[FatTreeLevel, ...], factor: float) -> tuple[FatTreeLevel, ...]:
+    """The same fat tree with every level's and switch's bandwidth multiplied by `factor`."""
+    return tuple(replace(lv, bandwidth=lv.bandwidth * factor, switch_bandwidth=lv.switch_bandwidth * factor)
+                 for lv in levels)
 
 
 def _defaults(chip: Chip) -> dict:
     """The usual system of a GPU (ch. 12): DGX nodes of 8 with 400 GB/s of NICs under the SuperPod tree, or
-    GB200 NVL72 racks with 3.6 TB/s out, with the NVSwitches of the GPU's NVLink generation."""
+    NVL72 racks with 3.6 TB/s out, with the NVSwitches of the GPU's NVLink generation; Blackwell Ultra doubles
+    the NICs. AMD's 8-GPU Instinct platforms have no switch (a full Infinity Fabric mesh) and, like a DGX, one
+    400 Gb/s NIC per GPU under the same tree (an assumption: their fat trees are built by each operator)."""
     nvlink = _nvlink_of(chip)
-    switches = dict(nvswitches=nvlink.switches_per_node if nvlink else 0,
-                    nvswitch_bandwidth=nvlink.switch_bandwidth if nvlink else 0.0)
-    if chip.name == "NVIDIA GB200":
-        return dict(gpus_per_node=72, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=3.6e12, levels=NVL72,
-                    nvswitches=18, nvswitch_bandwidth=nvlink.switch_bandwidth)
-    return dict(gpus_per_node=8, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=400e9, levels=SUPERPOD,
-                **switches)
+    # A switchless node (Infinity Fabric, or no NVLink at all) has no NVSwitch: None, not zero switches.
+    switches = dict(nvswitches=(nvlink.switches_per_node if nvlink else 0) or None,
+                    nvswitch_bandwidth=(nvlink.switch_bandwidth if nvlink else 0.0) or None)
+    factor = _FASTER_NICS.get(chip.name, 1)
+    if chip.name in _RACKS:
+        return dict(gpus_per_node=72, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=3.6e12 * factor,
+                    levels=_scaled(NVL72, factor), nvswitches=18, nvswitch_bandwidth=nvlink.switch_bandwidth)
+    return dict(gpus_per_node=8, gpu_bandwidth=chip.nvlink_bandwidth, node_egress=400e9 * factor,
+                levels=_scaled(SUPERPOD, factor), **switches)
 
 
-# Named systems from ch. 12: (chip, GPUs it usually has).
+# Named systems from ch. 12 and their Blackwell Ultra successors: (chip, GPUs it usually has).
 PRESETS = {
     "h100-superpod": ("h100", 1024),
     "b200-superpod": ("b200", 1024),
     "gb200-nvl72": ("gb200", 72),
     "gb200-superpod": ("gb200", 576),
     "h800-deepseek": ("h800", 2048),
+    "b300-superpod": ("b300", 1024),
+    "gb300-nvl72": ("gb300", 72),
+    "gb300-superpod": ("gb300", 576),
 }
 
 

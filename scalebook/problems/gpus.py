@@ -182,3 +182,24 @@ def book_llama70_training_time() -> float:
 def book_megatron_70b_tokens() -> float:
     """Tokens per GPU of the 70B configuration: 384 sequences of 4096 tokens on 768 H100s, 16-way model parallel."""
     return check_parallelism(GpuCluster("h100", gpus=768), 384 * 4096, tp=16)["tokens/GPU"]
+
+
+# --- December-2026 chips (issue #31): Blackwell Ultra and an Infinity Fabric mesh, after the book's problems ---
+@problem("12.26", title="A thin fp8 matmul on a B300", unit="s")
+def b300_thin_fp8_matmul() -> float:
+    """Roofline time of fp8[128, 8192] x fp8[8192, 28672] on one B300 (bound by HBM)."""
+    return matmul(128, 8192, 28672, "b300", "fp8").time
+
+
+@problem("12.27", title="A gradient AllReduce inside one GB300 NVL72 rack", unit="s")
+def gb300_rack_all_reduce() -> float:
+    """AllReduce of 1.4e10 bytes (bf16 gradients of a 7B model) over the 72 GPUs of one GB300 NVL72 rack."""
+    return all_reduce(get_cluster("gb300-nvl72"), None, 1.4e10).time
+
+
+@problem("12.28", title="Four-way tensor parallelism: an Infinity Fabric mesh against NVSwitch", unit="x")
+def mesh_against_switch_tp4() -> float:
+    """How many times longer a 1 GB AllGather over 4 GPUs takes on half an MI355X node (a switchless mesh: 3 of
+    its 7 links) than on half a B300 node (its whole NVLink egress through the NVSwitches)."""
+    return (all_gather(GpuCluster("mi355x", gpus=4), None, 1e9).time
+            / all_gather(GpuCluster("b300", gpus=4), None, 1e9).time)

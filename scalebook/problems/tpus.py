@@ -6,6 +6,7 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
+from ..collectives import all_gather
 from ..hardware.chips import get_chip
 from ..hardware.topology import TpuMesh
 from ..roofline import critical_batch, critical_intensity, crossover_batch, estimate
@@ -184,3 +185,29 @@ def book_gather_into_corner() -> float:
 def book_v5p_vpu_flops() -> float:
     """Peak VPU FLOP/s of one v5p TensorCore."""
     return _vpu_flops("v5p")
+
+
+# --- December-2026 chips (issue #31): TPU7x (Ironwood), after the book's own problems ---
+# The array of problems 02.24 and 02.25: bf16[8192, 32768], gathered along X of a TPU7x 4x4x4 cube.
+IRONWOOD_ARRAY = 2 * 8192 * 32768
+
+
+@problem("02.23", title="Ironwood's critical intensity in fp8", unit="FLOPs/byte")
+def tpu7x_fp8_critical_intensity() -> float:
+    """FLOPs per byte of HBM traffic a TPU7x needs to be compute-bound in fp8: 4.61e15 FLOP/s over 7.4e12 B/s."""
+    return critical_intensity("tpu7x", "fp8")
+
+
+@problem("02.24", title="An AllGather along one axis of an Ironwood cube", unit="s")
+def tpu7x_cube_all_gather() -> float:
+    """AllGather of bf16[8192, 32768] along X of a TPU7x 4x4x4 cube (wraparound: a bidirectional ring of 4)."""
+    return all_gather(TpuMesh("tpu7x", X=4, Y=4, Z=4), "X", IRONWOOD_ARRAY).time
+
+
+@problem("02.25", title="The same AllGather at Google's link figure", unit="s")
+def tpu7x_all_gather_at_googles_links() -> float:
+    """Problem 02.24 with each ICI link at what Google's 1.2 TB/s bidirectional per chip over 6 ports gives one
+    way (1.0e11 B/s) instead of the book's 9e10 (chips.toml records both, flagged)."""
+    chip = get_chip("tpu7x")
+    google = chip.replace(ici_bandwidth=chip.readings["ici_bandwidth"].value)
+    return all_gather(TpuMesh(google, X=4, Y=4, Z=4), "X", IRONWOOD_ARRAY).time
