@@ -302,7 +302,8 @@ def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip:
         pod = math.prod(chip.max_slice or (n_chips,))
         if n_chips > pod:
             raise ValueError(f"n_chips={n_chips}: the predicted search lays out one {chip.name} slice (at most "
-                             f"{pod} chips); across slices, plan without efficiency (the book's DCN model)")
+                             f"{pod} chips); across slices only the book's model (efficiency None) plans data "
+                             "parallelism over DCN")
         hw, max_tp = chip, 16
     sharding = (False, True) if fsdp is None else (fsdp,)
     recomputes = ("selective", "full") if recompute is None else (recompute,)
