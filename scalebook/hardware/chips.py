@@ -393,7 +393,7 @@ def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Ta
             "HBM BW": c.hbm_bandwidth,
             "critical intensity": c.critical_intensity(c.default_dtype) if c.hbm_bandwidth else None,
             "ICI link (one-way)": c.ici_bandwidth,
-            "NVLink egress": c.nvlink_bandwidth,
+            "scale-up egress": c.nvlink_bandwidth,
             "PCIe": c.pcie_bandwidth,
         }
         for c in chips
@@ -402,7 +402,8 @@ def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Ta
     formats = {
         "bf16 FLOP/s": rate, "int8 OP/s": lambda v: fmt_rate(v, "OP/s"), "HBM": fmt_bytes,
         "HBM BW": lambda v: fmt_rate(v, "B/s"), "ICI link (one-way)": lambda v: fmt_rate(v, "B/s"),
-        "NVLink egress": lambda v: fmt_rate(v, "B/s"), "PCIe": lambda v: fmt_rate(v, "B/s"),
+        "scale-up egress": lambda v: fmt_rate(v, "B/s"), "PCIe": lambda v: fmt_rate(v, "B/s"),
         "critical intensity": lambda v: f"{v:.0f}",
     }
-    return Table(rows, formats=formats, title="Accelerator specs (dense peaks; one-way link bandwidths)")
+    return Table(rows, formats=formats,
+                 title="Accelerator specs (dense peaks; one-way bandwidths; scale-up: NVLink or Infinity Fabric)")
