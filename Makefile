@@ -49,13 +49,18 @@ test-site: book
 lint: venv
 	$(BIN)/ruff check scalebook tests benchmarks
 
-## sync: regenerate install cells, exercises, README chapter table and the .ipynb twins from the .md sources
+## sync: regenerate install cells, exercises, README chapter table and the .ipynb twins from the .md sources,
+## and errata.md from the errata and the upstream ledger
 sync: venv
 	$(BIN)/python -m scalebook.notebooks sync
+	$(BIN)/python -m scalebook.errata sync
 
-## check-sync: fail when a twin, an exercise or the README table is stale, or a twin has outputs
+## check-sync: fail when a twin, an exercise or the README table is stale, or a twin has outputs; when the
+## upstream ledger has fallen behind its pin (a commit between pin and head unclassified); when errata.md is stale
 check-sync: venv
 	$(BIN)/python -m scalebook.notebooks check
+	$(BIN)/python -m scalebook.upstream check
+	$(BIN)/python -m scalebook.errata check
 
 ## exercises: derive exercises/ from solutions/ (part of sync)
 exercises: sync

@@ -38,7 +38,7 @@ __all__ = [
     "units", "hardware", "roofline", "gemm", "collectives", "sharding", "models", "training", "inference", "serving",
     "grading",
     "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-    "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks",
+    "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks", "overlap",
     "cli", "cheatsheet",
 ]
 

@@ -125,6 +125,42 @@ def test_torus_collectives_end_where_they_should() -> None:
         len(ring_schedule(Y)) - 1
 
 
+_RING = sb.overlap.collective_matmul("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", sb.TpuMesh("v5e", X=2, Y=4), I=1024,
+                                     J=2048, K=8192)
+
+
+@pytest.mark.parametrize("expr, K", [("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", 8192),
+                                     ("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", 32768),
+                                     ("A[I, J_X] @ B[J_X, K] -> C[I_X, K]", 4096)])
+def test_overlap_timeline_draws_the_ring_it_prices(expr: str, K: int) -> None:
+    """The figure's bars are the ring's schedule: its last bar ends at the ring's time, which lies between the
+    plan's bound and its sequential time; the sequential rows add up to T_comms + T_math."""
+    mesh = sb.TpuMesh("v5e", X=4, Y=2) if "J_X" in expr else sb.TpuMesh("v5e", X=2, Y=4)
+    ring = sb.overlap.collective_matmul(expr, mesh, I=1024, J=2048, K=K)
+    fig = collective_steps.overlap_timeline(ring)
+    bars = [(b.get_y() + b.get_height() / 2, b.get_x(), b.get_x() + b.get_width()) for b in fig.axes[0].patches]
+    ring_bars = sorted((x0 / 1e6, x1 / 1e6) for y, x0, x1 in bars if y < 1.5)
+    drawn = [t for pair in ring_bars for t in pair]
+    assert drawn == pytest.approx([t for _, _, s, e in sorted(ring.schedule(), key=lambda r: r[2:]) for t in (s, e)],
+                                  rel=1e-9, abs=1e-15)
+    assert max(e for _, e in ring_bars) == pytest.approx(ring.time, rel=1e-9)
+    assert max(x1 for y, _, x1 in bars if y > 1.5) / 1e6 == pytest.approx(ring.sequential, rel=1e-9)
+    assert ring.bound <= ring.time + 1e-15 <= ring.sequential + 2e-15
+    assert len(bars) == 2 * (2 * ring.steps - 1)
+
+
+def test_overlap_explorer_answers_fast_and_opens_on_the_worked_answer() -> None:
+    def overlap():
+        return sb.widgets.explore(sb.widgets.sharding.overlap_view, I=sb.widgets.Log(256, 65536, 1024),
+                                  J=sb.widgets.Log(512, 65536, 2048), K=sb.widgets.Log(1024, 262144, 8192),
+                                  Y=[4, 2, 8, 16], chip=["v5e", "v5p", "v6e"])
+
+    chart, ring = sb.widgets.sharding.overlap_view()
+    assert ring.time == pytest.approx(_RING.time) and chart.title.startswith("A[I_X, J_Y]")
+    assert isinstance(sb.widgets.sharding.overlap_view(I=65536, K=1024), sb.Plan)  # another plan wins: shown
+    assert_answers_fast(overlap, {"K": 32768, "Y": 8}, limit=0.1)
+
+
 def test_layer_diagram_weights_add_up_to_the_layer() -> None:
     m = sb.get_model("llama3-70b")
     shapes = [w for _, _, w in transformer.layer_einsums(m) if w != "no weights"]
@@ -145,6 +181,7 @@ def test_matmul_flops_panels_use_the_counting_rule() -> None:
     lambda: sb.plots.systolic_strip(2, 2, 2, steps=[0, 1]), lambda: sb.plots.sharding_gallery(["A[I_X, J]"], key=True),
     lambda: collective_steps.torus_steps(2, 2, "reduce_scatter"), lambda: collective_steps.collectives_summary(4),
     lambda: collective_steps.collective_matmul(3), lambda: transformer.layer_diagram("llama3-8b"),
+    lambda: collective_steps.overlap_timeline(_RING),
     lambda: transformer.moe_diagram("deepseek-v3", shown=4), lambda: transformer.flash_tiles(4, 4, 2, causal=False),
     lambda: transformer.matmul_flops(2, 2, 2),
     lambda: sb.plots.matmul_cases(["A[I, J_X] @ B[J_X, K] -> C[I, K]"], sb.TpuMesh("v5e", X=2, Y=2),

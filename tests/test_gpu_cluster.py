@@ -180,13 +180,13 @@ def test_q4_3_sharp_reduction_of_an_array_sharded_over_an_inner_axis():
 
 
 def test_q4_4_reduction_at_the_spine():
-    # 12.Q4.4: Y = 256 leaves only the spine to reduce over 4 SUs. The book answers ~2DF/6.4e12 from the
-    # spine's 25.6 TB/s; each SU's 12.8 TB/s of uplinks carries its 2DF once, so we get 2DF/12.8e12: half.
+    # 12.Q4.4: Y = 256 leaves only the spine to reduce over 4 SUs. Each SU's 12.8 TB/s of uplinks carries its 2DF
+    # once: 2DF/12.8e12, the book's answer since upstream put the spine at 51.2 TB/s (it printed 2DF/6.4e12).
     V = 2 * 8192 * 32768
     levels = sb.collectives.gpu_levels("all_reduce", GpuCluster("h100", gpus=1024, sharp=True), None, V, 256)
     assert [t for _, _, _, t in levels[:2]] == [0.0, 0.0]
     assert sb.all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, V, also_sharded=256).time == \
-        pytest.approx(V / 6.4e12 / 2)
+        pytest.approx(V / 12.8e12)
 
 
 def test_q4_5_across_exactly_two_nodes_the_node_binds():

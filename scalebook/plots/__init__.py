@@ -19,7 +19,7 @@ from .chip import (
     slices,
     tray,
 )
-from .collective_steps import collective_matmul, collectives_summary, torus_steps
+from .collective_steps import collective_matmul, collectives_summary, overlap_timeline, torus_steps
 from .gpu_diagrams import (
     expert_parallel,
     gpu_chip,
@@ -60,5 +60,6 @@ __all__ += ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "
             "achieved_bandwidth"]
 __all__ += ["banner", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices", "pod_cubes",
             "elementwise_pipeline", "mxu_pipeline", "systolic_strip"]
-__all__ += ["sharding_gallery", "matmul_cases", "torus_steps", "collectives_summary", "collective_matmul"]
+__all__ += ["sharding_gallery", "matmul_cases", "torus_steps", "collectives_summary", "collective_matmul",
+            "overlap_timeline"]
 __all__ += ["layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]

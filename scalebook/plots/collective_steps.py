@@ -1,19 +1,23 @@
 """Collectives drawn step by step from the ring schedule that prices them (`plots.sharding.ring_schedule`): on a
-2-D torus (one ring phase per axis), the four collectives side by side before and after, and a collective
-matmul whose partial sums travel round the ring while the next block is multiplied."""
+2-D torus (one ring phase per axis), the four collectives side by side before and after, a collective
+matmul whose partial sums travel round the ring while the next block is multiplied, and its timeline against the
+collective-then-matmul order (`overlap.CollectiveMatmul.schedule`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..units import checks
+from ..overlap import CollectiveMatmul
+from ..units import checks, fmt_time, is_a
+from .base import figure, time_axis
 from .diagram import arrow, box, panels
 from .sharding import PALETTE, RingStep, ring_schedule
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["TORUS_KINDS", "torus_schedule", "torus_steps", "collectives_summary", "collective_matmul"]
+__all__ = ["TORUS_KINDS", "torus_schedule", "torus_steps", "collectives_summary", "collective_matmul",
+           "overlap_timeline"]
 
 TORUS_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 # device (x, y) -> {slot (row, column) in its drawing: (colour index, fill 0..1)}; AllGather and ReduceScatter put
@@ -205,4 +209,37 @@ def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
                 arrow(ax, (2.3 + 1.9 * s, y + 0.4), (2.5 + 1.9 * s, target + 0.45), colour="#c0392b", lw=0.9)
     ax.text(0.05, -0.45, "red: the partial sum goes to the next device (the last wraps to the first) while that "
                          "device multiplies its next block", fontsize=7)
+    return fig
+
+
+@checks(ring=is_a(CollectiveMatmul))
+def overlap_timeline(ring: CollectiveMatmul, title: str | None = None) -> Figure:
+    """Draw two timelines of one sharded matmul (µs): the collective then the matmul, and the collective matmul's
+    ring, each lane (link, compute) a row of bars numbered by ring step, with the max(T_math, T_comms) bound."""
+    us, n = 1e6, ring.steps
+    send = ring.plan.t_comms / (n - 1)  # the plain collective, drawn as its n − 1 ring steps
+    # AllGather: the whole collective, then the matmul; ReduceScatter: the matmul, then its partial sums go round
+    link_start, compute_start = (0.0, ring.plan.t_comms) if ring.kind == "all_gather" else (ring.plan.t_math, 0.0)
+    sequential = [("link", k, link_start + k * send, link_start + (k + 1) * send) for k in range(n - 1)]
+    sequential += [("compute", k, compute_start + k * ring.t_step, compute_start + (k + 1) * ring.t_step)
+                   for k in range(n)]
+    rows = {"sequential: link": 3, "sequential: compute": 2, "collective matmul: link": 1,
+            "collective matmul: compute": 0}
+    fig, ax = figure((8.0, 3.2))
+    for prefix, bars in (("sequential", sequential), ("collective matmul", ring.schedule())):
+        for lane, k, start, end in bars:
+            y = rows[f"{prefix}: {lane}"]
+            colour = "#d62728" if lane == "link" else PALETTE[k % len(PALETTE)]
+            ax.barh(y, (end - start) * us, left=start * us, height=0.6, color=colour, alpha=0.85, edgecolor="white")
+            ax.text((start + end) / 2 * us, y, str(k + 1), ha="center", va="center", fontsize=7, color="white")
+    ax.axvline(ring.bound * us, color="#2ca02c", ls="--", lw=1,
+               label=f"bound max(T_math, T_comms): {fmt_time(ring.bound)}")
+    ax.axvline(ring.time * us, color="#1f77b4", ls="-", lw=1, label=f"collective matmul: {fmt_time(ring.time)}")
+    ax.axvline(ring.sequential * us, color="#7f7f7f", ls=":", lw=1,
+               label=f"sequential: {fmt_time(ring.sequential)}")
+    ax.set_yticks(list(rows.values()), list(rows))
+    ax.set_ylim(-0.6, 4.4)
+    ax.legend(fontsize=7, loc="upper right", ncol=3)
+    time_axis(ax, "time (µs)", title or f"{ring.plan.expr} on {ring.steps} devices: red bars are sends of one "
+                                        f"block, coloured bars matmul blocks (numbers: ring step)")
     return fig

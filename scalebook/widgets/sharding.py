@@ -1,5 +1,5 @@
 """Explorers for the sharding chapter: a collective's cost, a sharded matmul's plan, a ring collective step by
-step, and which device holds which block of an array.
+step, how much of a collective a collective matmul hides, and which device holds which block of an array.
 
 Every answer is an `Estimate`, a `Plan`, an SVG `Chart` or a little hand-written HTML/SVG, so a redraw takes a
 few milliseconds (never matplotlib).
@@ -18,6 +18,7 @@ import numpy as np
 from ..collectives import KINDS, collective
 from ..estimate import Estimate
 from ..hardware.topology import TpuMesh
+from ..overlap import CollectiveMatmul, collective_matmul
 from ..plots.base import mapping_of
 from ..plots.sharding import PALETTE, RING_KINDS, RingStep, device_blocks, ring_schedule
 from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
@@ -28,7 +29,7 @@ from .core import Explorer, Log, explore
 from .tpu import Picture
 
 __all__ = ["spec_options", "collective_chart", "collective_explorer", "matmul_explorer", "ring_html",
-           "ring_explorer", "grid_svg", "sharding_grid_explorer", "memory_explorer"]
+           "ring_explorer", "overlap_view", "grid_svg", "sharding_grid_explorer", "memory_explorer"]
 
 TPU_CHIPS = ["v5e", "v4p", "v5p", "v6e", "tpu7x"]
 _WRAP = {"auto": None, "wraparound": True, "no wraparound": False}
@@ -125,6 +126,34 @@ def matmul_explorer(A: str = "A[I_X, J_Y]", B: str = "B[J_Y, K]", C: str = "C[I_
         X=_first(sizes, X), Y=_first(sizes, Y), Z=_first(sizes, Z),
         I=Log(16, 2**20, I), J=Log(16, 2**20, J), K=Log(16, 2**20, K),
     )
+
+
+@checks(I="size", J="size", K="size", Y="count")
+def overlap_view(I: float = 1024, J: float = 2048, K: float = 8192, Y: int = 4,  # noqa: E741
+                 chip: str = "v5e") -> tuple[Chart, CollectiveMatmul] | Plan:
+    """Return, for A[I_X, J_Y] · B[J, K_Y] on a chip's X = 2 by Y slice, the collective matmul's three times against
+    K (sequential, ring, bound; K from a 16th to 16 times the given one) and its table; or the plan itself where
+    the cheapest plan is not one AllGather over Y."""
+    expr, mesh = "A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", TpuMesh(chip, X=2, Y=Y)
+    sizes = {"I": round(I), "J": round(J)}
+    try:
+        ring = collective_matmul(expr, mesh, K=round(K), **sizes)
+    except ValueError:
+        return sharded_matmul(expr, mesh, K=round(K), **sizes)
+    ks = np.geomspace(K / 16, K * 16, 25)
+    rings = []
+    for k in ks:
+        try:
+            rings.append(collective_matmul(expr, mesh, K=round(k), **sizes))
+        except ValueError:  # another plan wins at this K: leave a gap
+            rings.append(None)
+    chart = Chart(title=f"{expr} on {mesh.chip.name} 2x{Y}", xlabel="K (output columns)", ylabel="time (s)",
+                  xlog=True, ylog=True)
+    for name, get in (("sequential", lambda r: r.sequential), ("collective matmul", lambda r: r.time),
+                      ("bound max(T_math, T_comms)", lambda r: r.bound)):
+        chart.line(ks, [get(r) if r else None for r in rings], label=name, dash=name.startswith("bound"))
+    chart.points([K], [ring.time], label=f"K = {round(K)}: {fmt_time(ring.time)}")
+    return chart, ring
 
 
 # --- ring collectives ----------------------------------------------------------------------------------------
