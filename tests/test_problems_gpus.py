@@ -65,6 +65,14 @@ HAND: dict[str, float] = {
     # without matmul FLOPs) x 15e12 tokens, at 4096 x 990e12 x 0.45 FLOP/s.
     "12.24": 6 * 69.50e9 * 15e12 / (4096 * 990e12 * 0.45),
     "12.25": 384 * 4096 / 768,
+    # --- December-2026 chips (chips.toml `read` tables: HGX B300, GB300 NVL72, AMD MI355X) ---
+    # fp8 everywhere: 2·128·8192·28672 = 6.0e10 FLOPs at 72 PFLOPS sparse / 8 / 2 = 4.5e15 (13 µs) against
+    # 128·8192 + 8192·28672 + 128·28672 bytes at 8 TB/s (30 µs): HBM binds.
+    "12.26": (128 * 8192 + 8192 * 28672 + 128 * 28672) / 8e12,
+    # one NVLink domain of 72: 2·V·(N-1)/N over each GPU's 18 NVLink 5 links of 50 GB/s one way (1.8 TB/s both ways).
+    "12.27": 2 * 1.4e10 * 71 / 72 / (18 * 50e9),
+    # (3/4 GB over 3 links of 153 GB/s / 2 each way) against (3/4 GB over 1.8 TB/s / 2): 9e11 / (3 x 76.5e9).
+    "12.28": (0.75e9 / (3 * 153e9 / 2)) / (0.75e9 / (1.8e12 / 2)),
 }
 
 test_references_match_hand_computations = hand_answer_test("12.", HAND)
