@@ -36,8 +36,8 @@ from .roofline import critical_batch
 from .tables import Table
 from .units import LARGEST, check_fields, checks, fmt_time, is_a, sequence_of
 
-__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "weights_read", "decode_step", "prefill", "max_batch",
-           "pareto", "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch",
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
+           "max_batch", "pareto", "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch",
            "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
 
@@ -161,7 +161,8 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
                         hbm_per_chip=chip.hbm_bytes)
 
 
-def _tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, act_bytes: float,
+@checks(model=is_a(TransformerConfig), mesh=is_a(TpuMesh, GpuCluster), tokens="size", act_bytes="size")
+def tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, act_bytes: float,
                     efficiency: str | Efficiency = "ideal") -> float:
     """Seconds of tensor-parallel collectives per step over `tokens` tokens: per layer, two blocks each
     all-gather their [tokens, D] input and reduce-scatter their output over the whole mesh (latency floors
@@ -240,7 +241,7 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
         raise ValueError(f"ep={ep} must divide the experts E={model.E} (an MoE) and n_chips={n_chips}")
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     kv = kv_cache_bytes(model, context, 1, kv_bytes)
-    t_ici = _tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
+    t_ici = tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
     return decode_time(weights_read(model, batch, ep), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
                              f"{chip.name}", efficiency=efficiency,
@@ -287,7 +288,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     t_math = (flops - scores) / C + scores / (n_chips * chip.peak_flops() * eff.attention) if flash else flops / C
     W = n_chips * chip.hbm_bandwidth * eff.hbm
     weights, cache = weights_read(model, tokens * batch) * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
-    t_ici = _tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
+    t_ici = tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
     t_elementwise = 0.0 if efficiency == "ideal" else \
         _elementwise_bytes(model, tokens * batch, n_chips) * n_chips / W
     return StepEstimate(flops, weights + cache, t_math, (weights + cache) / W, channel="HBM",

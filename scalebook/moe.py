@@ -34,7 +34,7 @@ from .estimate import Estimate
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
 from .hardware.topology import TpuMesh
-from .inference import StepEstimate, _tp_collectives, decode_time
+from .inference import StepEstimate, decode_time, tp_collectives
 from .models import TransformerConfig, expected_experts, get_model
 from .units import check_fields, check_int, checks, fmt_bytes, fmt_time, is_a
 
@@ -229,7 +229,7 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     mesh = default_mesh(chip, shard.group) if shard.group > 1 else None
     t_ici = 0.0
     if mesh is not None and scheme != "attention_dp":
-        t_tp = _tp_collectives(model, mesh, batch / shard.replicas, 2, efficiency)
+        t_tp = tp_collectives(model, mesh, batch / shard.replicas, 2, efficiency)
         t_ici += t_tp if scheme == "dp_tp" else t_tp / 2
     if mesh is not None and scheme != "dp_tp":
         t_ici += model.moe_layers * dispatch(model, mesh, shard.dispatched, None, dispatch_bytes, combine_bytes,
