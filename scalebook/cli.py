@@ -1,6 +1,6 @@
 """The `scalebook` command: the book's calculators from a terminal.
 
-    scalebook chips [--vendor google|nvidia]
+    scalebook chips [--vendor amd|google|nvidia]
     scalebook roofline --chip v5e --shape 1024,8192,28672 [--dtype bf16] [--weight-dtype int8]
     scalebook collective all_gather --chip v5e --mesh 4x4 --axes X --bytes 32MiB [--also-sharded Y]
     scalebook collective all_reduce --cluster h100-superpod --gpus 256 --bytes 1GiB [--sharp] [--top-k K]
@@ -41,7 +41,7 @@ from .arguments import (
 from .autograde import grade
 from .collectives import KINDS, collective
 from .estimate import feasibility
-from .hardware.chips import EFFICIENCY_MODES, Chip, get_chip, list_chips
+from .hardware.chips import EFFICIENCY_MODES, Chip, chip_names, get_chip, list_chips
 from .hardware.gpu import PRESETS, GpuCluster, get_cluster
 from .hardware.topology import TpuMesh
 from .models import get_model
@@ -316,7 +316,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="scalebook", description="Calculators from the scalebook textbook.")
     sub = parser.add_subparsers(dest="command", required=True)
     chips = sub.add_parser("chips", help="table of accelerator specs")
-    chips.add_argument("--vendor", type=one_of(["google", "nvidia"]), metavar="VENDOR", help="google or nvidia")
+    vendors = sorted({get_chip(name).vendor for name in chip_names()})
+    chips.add_argument("--vendor", type=one_of(vendors), metavar="VENDOR", help=" or ".join(vendors))
     chips.set_defaults(run=_chips)
     dtypes = sorted(DTYPE_BYTES)
     roof = sub.add_parser("roofline", help="roofline estimate of one matmul X[B,D] @ W[D,F]")

@@ -42,7 +42,7 @@ BAD = [
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=-1,J=2,K=3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=1e30,J=2,K=3"],
     ["shard", "A[I, J] @ B[J, K] -> C[I, K]", "--chip", "v5p", "--mesh", "4x4x4", "--sizes", "I=8,J=8,K=8,Q=5"],
-    ["chips", "--vendor", "amd"], ["chips", "--vend", "google"], ["nonsense"], [],
+    ["chips", "--vendor", "intel"], ["chips", "--vend", "google"], ["nonsense"], [],
 ]
 
 # Bad invocations of the practitioner's options (issue #33), each with the option or argument its line must name.
@@ -78,7 +78,7 @@ NAMED_BAD = [
     *[([*NO_SUBMISSIONS, "--jobs", b], "--jobs") for b in BAD_NUMBERS],
     *[([*NO_SUBMISSIONS, "--timeout", b], "--timeout") for b in ["0", "-1", "nan", "inf", "-inf", "abc", ""]],
     *[(["bench", "--dtype", b], "--dtype") for b in ["bf17", "", "int4", "nan"]],
-    *[(["chips", "--vendor", b], "--vendor") for b in ["amd", "", "Google", "nan"]],
+    *[(["chips", "--vendor", b], "--vendor") for b in ["intel", "", "Google", "nan"]],
 ]
 BAD += [argv for argv, _ in NAMED_BAD]
 

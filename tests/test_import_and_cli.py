@@ -71,7 +71,7 @@ def test_cli_chips(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["roofline", "--chip", "v5x", "--shape", "1,2,3"], "closest: TPU v5e"),
     (["roofline", "--chip", "v5e", "--shape", "1,2"], "three positive integers"),
-    (["chips", "--vendor", "amd"], "argument --vendor: 'amd' is not one of ['google', 'nvidia']"),
+    (["chips", "--vendor", "intel"], "argument --vendor: 'intel' is not one of ['amd', 'google', 'nvidia']"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert cli.main(argv) == 2
