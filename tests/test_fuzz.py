@@ -30,7 +30,7 @@ MODULES = [
     "units", "estimate", "roofline", "hardware.chips", "hardware.topology", "hardware.gpu", "hardware.sm", "models",
     "sharding", "serving", "training.pipeline", "training.planner", "cheatsheet", "systolic", "tables", "svg", "hlo",
     "grading", "training", "training.layout", "training.book", "training.footprint", "training.prediction",
-    "inference", "collectives", "validation", "gemm", "moe",
+    "inference", "collectives", "validation", "gemm", "moe", "overlap",
 ]
 
 # Public callables that take no part in the fuzz, each with its reason.
@@ -47,6 +47,7 @@ EXEMPT = {
     "grading.check": "owned by the autograder's issue (#18), not this one",
     "grading.strip_solutions": "owned by the autograder's issue (#18)", "grading.plain_answer": "autograder's (#18)",
     "serving.Requests": RECORD, "serving.Report": RECORD,
+    "overlap.CollectiveMatmul": RECORD,
     "sharding.Step": RECORD, "sharding.Plan": RECORD, "sharding.ArraySpec": "built by parse_spec, which is fuzzed",
     "systolic.Frame": RECORD, "systolic.Run": RECORD,
     "hlo.HloOp": "built by parse_op, which is fuzzed", "hlo.Collective": "built by hlo.collectives, fuzzed",
@@ -212,6 +213,10 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                              I=1024, J=8192, K=8192),
                                 {"expr": ["A[I] @ ", 3, None], "mesh": "obj", "dtype": "name",
                                  "I": "count", "J": "count", "K": "count"}),
+    "overlap.collective_matmul": (lambda: dict(expr="A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", mesh=_hw(),
+                                               I=1024, J=8192, K=8192),
+                                  {"expr": ["A[I] @ ", "A[I, J] @ B[J, K] -> C[I, K]", 3, None], "mesh": "obj",
+                                   "dtype": "name", "I": "count", "J": "count", "K": "count"}),
     "sharding.partition_spec": (lambda: dict(spec="A[I_X, J]"), {"spec": ["A[I_X", 3, None]}),
     "sharding.mesh_axes": (lambda: dict(mesh={"X": 4}), {"mesh": [{"X": 0}, {"X": 2.5}, 3, None]}),
     "serving.Lengths": (lambda: dict(median=512, sigma=0.5), {"median": "size", "sigma": "nonneg"}),

@@ -37,6 +37,11 @@ def _v5e() -> Any:
     return sb.get_chip("v5e")
 
 
+def _ring() -> Any:
+    return sb.overlap.collective_matmul("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", sb.TpuMesh("v5e", X=2, Y=4), I=64,
+                                        J=64, K=64)
+
+
 def _mesh() -> Any:
     return sb.TpuMesh("v5e", X=4, Y=4)
 
@@ -119,6 +124,8 @@ M: Recipes = {
     "sharding.ArraySpec.axes_of": (lambda: dict(self=sb.sharding.parse_spec("A[I_X, J]"), dim="I"), {"dim": "name"}),
     "sharding.ArraySpec.with_axes": (lambda: dict(self=sb.sharding.parse_spec("A[I_X, J]"), dim="J", axes=("Y",)),
                                      {"dim": "name", "axes": [3, "abc", (3,), ("X",), None]}),
+    "overlap.CollectiveMatmul.schedule": (lambda: dict(self=_ring()), {}),
+    "overlap.CollectiveMatmul.table": (lambda: dict(self=_ring()), {}),
     "sharding.Plan.table": (lambda: dict(self=sb.sharded_matmul("A[I, J_X] @ B[J_X, K] -> C[I, K]", _mesh(),
                                                                 I=1024, J=8192, K=8192)), {}),
     "serving.Lengths.sample": (lambda: dict(self=serving.Lengths(512, 0.5), rng=np.random.default_rng(0), n=8),

@@ -146,6 +146,8 @@ recipe("plots.collective_steps.torus_schedule", kind="name")
 recipe("plots.collective_steps.torus_steps", kind="name")
 recipe("plots.collective_steps.collectives_summary")
 recipe("plots.collective_steps.collective_matmul")
+recipe("plots.collective_steps.overlap_timeline", lambda: dict(ring=sb.overlap.collective_matmul(
+    "A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", sb.TpuMesh("v5e", X=2, Y=4), I=64, J=64, K=64)), ring=OBJ)
 recipe("plots.gpu_diagrams.gpu_chip")
 recipe("plots.gpu_diagrams.sm_diagram")
 recipe("plots.gpu_diagrams.warp_divergence")
@@ -317,6 +319,7 @@ recipe("widgets.sharding.ring_html", lambda: dict(states=sb.plots.sharding.ring_
                                                    kind="all_gather", wrap=True),
        states=[3, None, [3]], step="count0")
 recipe("widgets.sharding.ring_explorer", step="count0")
+recipe("widgets.sharding.overlap_view", chip="name")
 recipe("widgets.sharding.grid_svg", lambda: dict(spec="A[I_X, J_Y]", axes={"X": 2, "Y": 2}, sizes={"I": 64, "J": 64}),
        spec=["A[I_X", 3, None], axes=[{"X": 0}, 3, None], sizes=[{"I": -1, "J": 64}, 3, None])
 recipe("widgets.sharding.sharding_grid_explorer", spec=["A[I_X", 3, None])
