@@ -30,8 +30,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from .estimate import Estimate
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
@@ -258,13 +256,18 @@ def fit_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[fl
     `bench.collective_sweep`) to read off a machine's plateau and its fixed cost per call. The least squares
     weighs each point by 1/T, so small messages count as much as large ones (relative errors).
     """
-    V, T = np.asarray(nbytes, dtype=float), np.asarray(seconds, dtype=float)
-    if V.shape != T.shape or V.size < 2 or np.ptp(V) == 0:
-        raise ValueError(f"need at least two different sizes with one time each, got nbytes={list(V)}, "
-                         f"seconds={list(T)}")
-    if np.any(V <= 0) or np.any(T <= 0):
+    V, T = [float(v) for v in nbytes], [float(t) for t in seconds]
+    if len(V) != len(T) or len(V) < 2 or min(V) == max(V):
+        raise ValueError(f"need at least two different sizes with one time each, got nbytes={V}, seconds={T}")
+    if min(V) <= 0 or min(T) <= 0:
         raise ValueError("nbytes and seconds must all be positive")
-    slope, overhead = np.polyfit(V, T, 1, w=1 / T)
+    weights = [1 / t**2 for t in T]  # least squares on residuals weighed by 1/T, i.e. squared residuals by 1/T²
+    total = sum(weights)
+    v_mean = sum(w * v for w, v in zip(weights, V)) / total
+    t_mean = sum(w * t for w, t in zip(weights, T)) / total
+    slope = (sum(w * (v - v_mean) * t for w, v, t in zip(weights, V, T))
+             / sum(w * (v - v_mean) ** 2 for w, v in zip(weights, V)))
+    overhead = t_mean - slope * v_mean
     if slope <= 0:
         raise ValueError("the times do not grow with the bytes: no bandwidth to fit (sizes too small?)")
     return float(1 / slope), max(float(overhead), 0.0)

@@ -7,11 +7,10 @@ takes max(T_math, T_comms) (a lower bound); with none, T_math + T_comms (an uppe
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from .estimate import Estimate, Overlap
 from .hardware.chips import Chip, get_chip
@@ -176,18 +175,30 @@ def critical_batch(
 
 @checks(intensity="nonneg", dtype="dtype", bandwidth="?size")
 def achievable_flops(
-    intensity: float | np.ndarray,
+    intensity: float | Any,
     chip: Chip | str,
     dtype: str = "bf16",
     bandwidth: float | None = None,
-) -> float | np.ndarray:
-    """Return the roofline: the FLOP/s reachable at `intensity` (FLOPs/byte), min(C, intensity·W)."""
+) -> float | Any:
+    """Return the roofline: the FLOP/s reachable at `intensity` (FLOPs/byte), min(C, intensity·W).
+
+    A number gives a float, by the standard library alone; a NumPy array gives an array, element by element.
+    """
     chip = get_chip(chip)
-    x = np.asarray(intensity, dtype=float)
-    if np.any(x < 0):
-        raise ValueError("intensity must be non-negative (FLOPs per byte)")
-    out = np.minimum(chip.peak_flops(dtype), x * _bandwidth(chip, bandwidth))
-    return float(out) if out.ndim == 0 else out
+    peak, W = chip.peak_flops(dtype), _bandwidth(chip, bandwidth)
+    if hasattr(intensity, "__array__"):
+        import numpy as np  # the caller handed us an array, so NumPy is already loaded
+
+        out = np.minimum(peak, np.asarray(intensity, dtype=float) * W)
+        return float(out) if out.ndim == 0 else out
+    return min(peak, float(intensity) * W)
+
+
+def _product(values: Sequence[float]) -> float:
+    """The product of `values` as NumPy's `prod` computes it: exact over integers, in floats once one is a float."""
+    if all(isinstance(v, int) for v in values):
+        return float(math.prod(values))
+    return math.prod(float(v) for v in values)
 
 
 _EINSUM_RE = re.compile(r"^\s*([A-Za-z]+(?:\s*,\s*[A-Za-z]+)*)\s*->\s*([A-Za-z]*)\s*$")
@@ -215,7 +226,7 @@ def einsum_flops(spec: str, sizes: Mapping[str, float]) -> float:
     stray = sorted(set(output) - letters)
     if stray:
         raise ValueError(f"output dimension(s) {stray} of {spec!r} appear in no input")
-    total = float(np.prod([check_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)]))
+    total = _product([check_positive(f"sizes[{k!r}]", sizes[k]) for k in sorted(letters)])
     contracted = letters - set(output)
     flops = 2 * total if contracted else total
     if flops > LARGEST:
@@ -245,7 +256,7 @@ def einsum(
         check_kind(f"dtypes[{i}]", d, "dtype")
     if len(dtypes) != len(operands):
         raise ValueError(f"dtypes must give {len(operands)} dtypes for {spec!r} (inputs then output), got {dtypes}")
-    nbytes = sum(float(np.prod([sizes[k] for k in op])) * dtype_bytes(d) for op, d in zip(operands, dtypes))
+    nbytes = sum(_product([sizes[k] for k in op]) * dtype_bytes(d) for op, d in zip(operands, dtypes))
     compute = max(dtypes[:-1], key=dtype_bytes)
     return estimate(flops, nbytes, chip, dtype=compute, bandwidth=bandwidth, label=f"einsum {spec} ({compute})")
 

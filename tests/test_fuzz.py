@@ -49,7 +49,7 @@ EXEMPT = {
     "serving.Requests": RECORD, "serving.Report": RECORD,
     "overlap.CollectiveMatmul": RECORD,
     "sharding.Step": RECORD, "sharding.Plan": RECORD, "sharding.ArraySpec": "built by parse_spec, which is fuzzed",
-    "systolic.Frame": RECORD, "systolic.Run": RECORD,
+    "systolic.Frame": RECORD, "systolic.Run": RECORD, "systolic.Grid": RECORD,
     "hlo.HloOp": "built by parse_op, which is fuzzed", "hlo.Collective": "built by hlo.collectives, fuzzed",
     "training.planner.TrainingPlan": RECORD, "training.prediction.Prediction": RECORD,
     "training.layout.Layout": "a record of degrees, validated in __post_init__ (test_training_package)",

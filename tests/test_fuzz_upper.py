@@ -54,6 +54,10 @@ EXEMPT = {
     "plots.sharding.RingStep": RECORD, "plots.training.StrategyCurves": RECORD,
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
+    **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
+                              "tests/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
+       for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
+                    "inputs", "displayed_numbers", "Log")},
     "runtime.Runtime": RECORD, "runtime.host": "no arguments; describes this machine",
     "bench.Sweep": RECORD, "bench.default_dtype": "no arguments; reads the device",
     "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/test_fuzz.py",

@@ -35,6 +35,7 @@ def test_every_output_leaves_the_bottom_row_exactly_once():
 def test_partial_sums_accumulate_down_a_column():
     W, X = systolic.example(3, 4, 4)
     run = systolic.simulate(W, X)
+    W, X = np.asarray(W), np.asarray(X)  # the simulator's grids are pure Python; NumPy slices them here
     frame = run.frames[3]  # cycle 3: row b = 3 - i - j sits in PE (i, j)
     for i in range(4):
         for j in range(4):

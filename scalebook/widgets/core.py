@@ -8,15 +8,12 @@ answer, so the snapshot on the site is true.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+import json
+import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from ..estimate import Estimate
 from ..hardware.chips import chip_names, get_chip
@@ -24,67 +21,29 @@ from ..plots.base import has, mapping_with, positive_range
 from ..roofline import achievable_flops, matmul
 from ..svg import Chart
 from ..units import checks, is_a
+from .web import Log, control, describe, render
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
-
-
-@dataclass(frozen=True)
-class Log:
-    """A log-scale slider from `lo` to `hi` starting at `value` (for sizes spanning decades)."""
-
-    lo: float
-    hi: float
-    value: float
 
 
 def _control(name: str, spec: Any):
     """Return the widget for one control spec, or None when `spec` is a fixed value."""
     import ipywidgets as w
 
-    style = {"description_width": "initial"}
     if isinstance(spec, w.ValueWidget):
         return spec
-    if isinstance(spec, Log):
-        if not 0 < spec.lo <= spec.value <= spec.hi:
-            raise ValueError(f"{name}: Log needs 0 < lo <= value <= hi, got {spec}")
-        import math
-
+    c = control(name, spec)
+    if c is None:
+        return None
+    common = {"description": name, "style": {"description_width": "initial"}}
+    if c["kind"] == "log":
         # read-out with an SI prefix (4.10k, 16.0G) rather than 4.10e+3 (d3-format "s")
-        return w.FloatLogSlider(value=spec.value, base=10, min=math.log10(spec.lo), max=math.log10(spec.hi),
-                                description=name, style=style, continuous_update=False, readout_format=".3s")
-    if isinstance(spec, list):
-        if not spec:
-            raise ValueError(f"{name}: a menu needs at least one option")
-        return w.Dropdown(options=spec, value=spec[0], description=name, style=style)
-    if isinstance(spec, tuple):
-        if len(spec) not in (2, 3, 4):
-            raise ValueError(f"{name}: a slider is (min, max), (min, max, step) or (min, max, step, value), "
-                             f"got {spec!r}")
-        lo, hi = spec[0], spec[1]
-        step = spec[2] if len(spec) > 2 else None
-        value = spec[3] if len(spec) > 3 else lo
-        if not lo <= value <= hi:
-            raise ValueError(f"{name}: value {value!r} is outside [{lo!r}, {hi!r}]")
-        if all(isinstance(v, int) for v in (lo, hi, value)) and (step is None or isinstance(step, int)):
-            return w.IntSlider(value=value, min=lo, max=hi, step=step or 1, description=name, style=style,
-                               continuous_update=False)
-        return w.FloatSlider(value=value, min=lo, max=hi, step=step or (hi - lo) / 100, description=name,
-                             style=style, continuous_update=False)
-    return None
-
-
-def _render(result: Any) -> str:
-    """Return HTML for a calculation's result: figures as PNG, objects through their HTML repr."""
-    if isinstance(result, (list, tuple)):
-        return "".join(_render(r) for r in result)
-    if hasattr(result, "savefig"):
-        buf = io.BytesIO()
-        result.savefig(buf, format="png", dpi=72)
-        data = base64.b64encode(buf.getvalue()).decode("ascii")
-        return f"<img style='max-width:100%' src='data:image/png;base64,{data}'/>"
-    if hasattr(result, "_repr_html_"):
-        return result._repr_html_()
-    return f"<pre>{html.escape(str(result))}</pre>"
+        return w.FloatLogSlider(value=c["value"], base=10, min=math.log10(c["min"]), max=math.log10(c["max"]),
+                                continuous_update=False, readout_format=".3s", **common)
+    if c["kind"] == "menu":
+        return w.Dropdown(options=spec, value=spec[0], **common)
+    slider = w.IntSlider if c["kind"] == "int" else w.FloatSlider
+    return slider(value=c["value"], min=c["min"], max=c["max"], step=c["step"], continuous_update=False, **common)
 
 
 class Explorer:
@@ -95,6 +54,7 @@ class Explorer:
 
         self.fn = fn
         self.title = title
+        self.specs = dict(controls)
         self.fixed = {k: v for k, v in controls.items() if _control(k, v) is None}
         self.controls = {k: c for k, v in controls.items() if (c := _control(k, v)) is not None}
         self.output = w.HTML()
@@ -103,8 +63,8 @@ class Explorer:
                                               layout=w.Layout(flex_flow="row wrap")), self.output])
         self.result: Any = None
         self.seconds = 0.0
-        for control in self.controls.values():
-            control.observe(lambda _change: self.refresh(), names="value")
+        for widget in self.controls.values():
+            widget.observe(lambda _change: self.refresh(), names="value")
         self.refresh()
         if isinstance(self.result, Exception):  # an explorer opens on a worked answer: a bad start is the caller's
             raise self.result
@@ -118,7 +78,7 @@ class Explorer:
         start = time.perf_counter()
         try:
             self.result = self.fn(**self.values())
-            self.output.value = _render(self.result)
+            self.output.value = render(self.result)
         except (ValueError, KeyError) as err:
             self.result = err
             self.output.value = f"<pre style='color:#cf222e'>{html.escape(str(err))}</pre>"
@@ -135,13 +95,41 @@ class Explorer:
                 self.controls[name].value = value
         return self.refresh()
 
+    def describe(self) -> dict[str, Any]:
+        """Return the website's description of this explorer (`web.describe`), starting on the current values.
+
+        An explorer with a control that is an ipywidget of its own stays a snapshot on the site (`why` says so).
+        """
+        import ipywidgets as w
+
+        specs = dict(self.specs)
+        for name, spec in specs.items():
+            if isinstance(spec, w.ValueWidget):
+                return {"title": self.title, "controls": [], "why": f"control {name!r} is an ipywidget of its own"}
+            if name in self.controls:
+                value = self.controls[name].value
+                if isinstance(spec, Log):
+                    specs[name] = Log(spec.lo, spec.hi, value)
+                elif isinstance(spec, tuple):
+                    specs[name] = (spec[0], spec[1], spec[2] if len(spec) > 2 else None, value)
+        about = describe(self.fn, specs, self.title)
+        for c in about["controls"]:
+            if c["kind"] == "menu":
+                value = self.controls[c["name"]].value
+                c["value"] = next(i for i, o in enumerate(specs[c["name"]]) if o is value or o == value)
+        return about
+
     def snapshot_html(self) -> str:
-        """Return a static HTML picture of the explorer: its inputs and its current answer."""
+        """Return a static HTML picture of the explorer: its inputs and its current answer, with the description
+        the website's bridge turns into live controls (the picture stays when JavaScript is off)."""
         inputs = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v!r}"
                            for k, v in self.values().items())
         head = f"<b>{html.escape(self.title)}</b><br/>" if self.title else ""
-        return (f"<div class='scalebook-explorer'>{head}<code>{html.escape(inputs)}</code>"
-                f"<br/>{self.output.value}<br/><i>Interactive in JupyterLab, Colab or Kaggle.</i></div>")
+        about = html.escape(json.dumps(self.describe(), separators=(",", ":")), quote=True)
+        return (f"<div class='scalebook-explorer' data-scalebook=\"{about}\">{head}"
+                f"<code class='scalebook-inputs'>{html.escape(inputs)}</code>"
+                f"<br/><div class='scalebook-output'>{self.output.value}</div>"
+                f"<i class='scalebook-status'>Interactive in JupyterLab, Colab or Kaggle.</i></div>")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
@@ -160,17 +148,24 @@ def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Expl
     return Explorer(fn, controls, title)
 
 
+def geomspace(lo: float, hi: float, n: int) -> list[float]:
+    """Return `n` numbers from `lo` to `hi` evenly spaced on a log scale (NumPy's `geomspace`, in pure Python)."""
+    a, b = math.log10(lo), math.log10(hi)
+    step = (b - a) / (n - 1)
+    return [float(lo), *(10.0 ** (i * step + a) for i in range(1, n - 1)), float(hi)]
+
+
 @checks(dtype="dtype", points=mapping_with(is_a(Estimate), "Estimates"), intensity=positive_range)
 def roofline_chart(chip: str, dtype: str, points: dict[str, Estimate],
                    intensity: tuple[float, float] = (0.1, 1e5)) -> Chart:
     """Return a fast SVG roofline of `chip` with `points` (Estimates) on it: the widgets' picture."""
     c = get_chip(chip)
-    xs = np.geomspace(*intensity, 60)
+    xs = geomspace(*intensity, 60)
     knee = c.critical_intensity(dtype)
     chart = Chart(title=f"Roofline of {c.name} ({dtype})", xlabel="arithmetic intensity (FLOPs per byte)",
                   ylabel="attainable FLOP/s", xlog=True, ylog=True, xlim=intensity)
     chart.span(intensity[0], knee, "#d62728", "bandwidth-bound").span(knee, intensity[1], "#2ca02c", "compute-bound")
-    chart.line(xs, achievable_flops(xs, c, dtype), label=f"roofline, knee at {knee:.0f} FLOPs/B")
+    chart.line(xs, [achievable_flops(x, c, dtype) for x in xs], label=f"roofline, knee at {knee:.0f} FLOPs/B")
     for label, est in points.items():
         chart.points([est.intensity], [est.achieved_flops], label=label)
     return chart
