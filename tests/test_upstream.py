@@ -119,7 +119,7 @@ def test_a_clone_with_commits_the_ledger_lacks_fails(tmp_path: Path) -> None:
 
 # Notes the ledger's commits made stale, by chapter: none may come back.
 STALE = {
-    "04_transformers": ["which the book writes as 512 kB", "diagrams (including the book's) often draw the post-norm"],
+    "04_transformers": ["512 kB", "diagrams (including the book's) often draw the post-norm"],
     "12_gpus": ["the book's is 2x ours", "We count it differently", "book = V / 6.4e12", "PR #128 corrects",
                 "PR #128 fixes", "so we keep ours and print the book's beside it"],
     "09_profiling": ["free-Colab TPU v2"],
