@@ -383,5 +383,5 @@ def test_pipeline_comms_are_small():
 
 def test_decode_step_on_a_gpu_node():
     est = sb.inference.decode_step("llama3-70b", "h100", 8, 64, 4096, mesh=NODE)
-    assert est.t_ici > 0 and est.t_ici == pytest.approx(sb.inference._tp_collectives(
+    assert est.t_ici > 0 and est.t_ici == pytest.approx(sb.inference.tp_collectives(
         sb.get_model("llama3-70b"), NODE, 64, 2))
