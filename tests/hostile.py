@@ -2,7 +2,11 @@
 
 Each hostile notebook is the blank one (every `sb.check` answered `...`) plus cells that try to cheat or to
 hurt others, placed after the checks so a forged record would be the last word. A sandbox that leaks shows
-as marks: the key and the solutions, if reachable, are used to answer everything right.
+as marks: the key and the solutions, if reachable, are used to answer everything right. Beside them lie the
+hostile files and layouts: links (soft and hard), a pipe, names and metadata with control characters, lone
+surrogates and markup, a file in another student's name, a student's second file, folders nested past any
+recursion and past the system's path limit. Two races cannot be staged in a class run and are tested on
+their own in test_autograde.py: a file that vanishes, or turns into a pipe, between listing and reading.
 """
 
 from __future__ import annotations

@@ -21,9 +21,10 @@ from types import SimpleNamespace
 import hostile
 import pytest
 
-from scalebook import autograde, sandbox
-from scalebook.autograde import find_submissions, grade, question_points, read_answers
+from scalebook import autograde, gradebook, sandbox, submissions
+from scalebook.autograde import grade, question_points, read_answers
 from scalebook.grading import GRADE_ANSWERS, check
+from scalebook.submissions import find_submissions
 
 ROOT = Path(__file__).resolve().parents[1]
 # Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
@@ -154,7 +155,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
 
 
 def _row(graded: SimpleNamespace, student: str, problem_set: str = hostile.PROBLEM_SET) -> dict[str, str]:
-    return graded.rows[autograde._text(f"{student}__{problem_set}.ipynb")]
+    return graded.rows[gradebook.cell(f"{student}__{problem_set}.ipynb")]
 
 
 @pytest.mark.slow
@@ -162,9 +163,9 @@ def test_every_file_found_gets_exactly_one_row(graded):
     entries = [f"{e}/{f}" if (graded.subs / e).is_dir() and not (graded.subs / e).is_symlink() else e
                for e in os.listdir(graded.subs) for f in (os.listdir(graded.subs / e) if (graded.subs / e).is_dir()
                                                           and not (graded.subs / e).is_symlink() else [""])]
-    assert sorted(graded.rows) == sorted(map(autograde._text, entries)) and len(entries) > 40
+    assert sorted(graded.rows) == sorted(map(gradebook.cell, entries)) and len(entries) > 40
     for name, status in graded.expected.items():
-        assert graded.rows[autograde._text(name)]["status"] == status, name
+        assert graded.rows[gradebook.cell(name)]["status"] == status, name
     assert {r["sandbox"] for r in graded.rows.values()} == {f"{sandbox.backend()}; {sandbox.describe(LIMITS)}"}
     assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded"} == {""}
 
@@ -241,7 +242,7 @@ def test_names_are_kept_but_cannot_run_in_a_spreadsheet(graded):
     assert not any(s and s[0] in "=+-@\t\r" for r in graded.rows.values() for s in r.values())
     feedback = sorted(p.name for p in (graded.out.parent / "feedback").iterdir())
     assert len(feedback) == len(students)  # 'a b' and 'a_b' (and the rest) each have their own file
-    assert "not answered" in (graded.out.parent / "feedback" / autograde._feedback_name("bo")).read_text()
+    assert "not answered" in (graded.out.parent / "feedback" / gradebook.feedback_name("bo")).read_text()
 
 
 def _records(*records: object) -> bytes:
@@ -291,11 +292,11 @@ def test_check_in_grading_mode_only_hands_out_plain_data(tmp_path, monkeypatch):
 
 
 def test_names_are_escaped_and_feedback_files_unique():
-    assert autograde._text("=1+2") == "'=1+2" and autograde._text("\tx") == "\\x09x"
-    assert autograde._text("ada") == "ada" and autograde._text("\udcffb") == "\\xffb"
-    assert autograde._clean("a\x1b[2J\r\x00\x07\u202eb\ud800") == "a\\x1b[2J\\x0d\\x00\\x07\\u202eb\\ud800"
-    assert autograde._markdown("<img src=x> [a](b) *c*") == "\\<img src\\=x\\> \\[a\\]\\(b\\) \\*c\\*"
-    names = {autograde._feedback_name(s) for s in ("a b", "a_b", "a/b", "../a", "\udcff")}
+    assert gradebook.cell("=1+2") == "'=1+2" and gradebook.cell("\tx") == "\\x09x"
+    assert gradebook.cell("ada") == "ada" and gradebook.cell("\udcffb") == "\\xffb"
+    assert gradebook.clean("a\x1b[2J\r\x00\x07\u202eb\ud800") == "a\\x1b[2J\\x0d\\x00\\x07\\u202eb\\ud800"
+    assert gradebook.markdown("<img src=x> [a](b) *c*") == "\\<img src\\=x\\> \\[a\\]\\(b\\) \\*c\\*"
+    names = {gradebook.feedback_name(s) for s in ("a b", "a_b", "a/b", "../a", "\udcff")}
     assert len(names) == 5 and all("/" not in n and not n.startswith(".") for n in names)
 
 
@@ -342,17 +343,17 @@ def test_a_tree_of_any_depth_or_path_length_is_walked_without_harm(tmp_path):
 def test_a_file_that_vanishes_or_turns_into_a_pipe_gets_its_row_at_once(tmp_path):
     for name in ("gone", "pipe"):
         (tmp_path / f"{name}__01_rooflines.ipynb").write_text(hostile.notebook("1"))
-    submissions = find_submissions(tmp_path)
+    found = find_submissions(tmp_path)
     (tmp_path / "gone__01_rooflines.ipynb").unlink()
     (tmp_path / "pipe__01_rooflines.ipynb").unlink()
     os.mkfifo(tmp_path / "pipe__01_rooflines.ipynb")
     results: list = []
     worker = threading.Thread(target=lambda: results.extend(autograde.grade_one(s, ROOT, sandboxed=False)
-                                                            for s in submissions), daemon=True)
+                                                            for s in found), daemon=True)
     worker.start()
     worker.join(timeout=60)
     assert [r.status for r in results] == ["vanished", "special file refused"]
-    assert autograde._found(tmp_path / "never__01_rooflines.ipynb", None).refused == "vanished"
+    assert submissions._found(tmp_path / "never__01_rooflines.ipynb", None).refused == "vanished"
 
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
@@ -366,8 +367,8 @@ def test_the_gradebook_costs_a_constant_per_row(tmp_path, monkeypatch):
     for i in range(300):
         (subs / f"s{i % 30}__{i % 100:02d}_set{i}.ipynb").write_text("junk")
     rewrites = []
-    real = autograde._write_atomic
-    monkeypatch.setattr(autograde, "_write_atomic", lambda path, text: rewrites.append(path) or real(path, text))
+    real = gradebook._write_atomic
+    monkeypatch.setattr(gradebook, "_write_atomic", lambda path, text: rewrites.append(path) or real(path, text))
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     assert len(_csv_rows(tmp_path / "g.csv")) == 300
     assert len(rewrites) == 1 + 1 + 30  # the header, the CSV at the end, each student's feedback at the end
@@ -378,14 +379,14 @@ def test_a_row_that_cannot_be_written_becomes_that_rows_status(tmp_path, monkeyp
     subs.mkdir()
     for student in ("ada", "bo", "cy"):
         (subs / f"{student}__notes.txt").write_text("junk")
-    real = autograde._feedback_section
+    real = gradebook._feedback_section
 
     def failing(result):
         if result.submission.student == "bo" and result.status != "grader error":
             raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
         return real(result)
 
-    monkeypatch.setattr(autograde, "_feedback_section", failing)
+    monkeypatch.setattr(gradebook, "_feedback_section", failing)
     table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
     assert rows["bo"]["status"] == "grader error" and "writing its row" in rows["bo"]["detail"]
@@ -417,7 +418,7 @@ def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path):
     subs.mkdir()
     junk = ",".join(["{}"] * 11_000_000)  # eleven million objects: about 700 MiB once parsed
     text = '{"cells": [], "metadata": {"junk": [' + junk + ']}, "nbformat": 4, "nbformat_minor": 5}'
-    assert 30 * 2**20 < len(text) <= autograde.MAX_NOTEBOOK
+    assert 30 * 2**20 < len(text) <= submissions.MAX_NOTEBOOK
     (subs / "ada__01_rooflines.ipynb").write_text(text)
     ran = subprocess.run([sys.executable, "-c", MEASURE, str(subs), str(tmp_path / "g.csv"), str(ROOT)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
@@ -426,12 +427,12 @@ def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path):
 
 
 def test_the_summary_is_a_row_per_student_and_a_column_per_set():
-    def result(student: str, problem_set: str, total: int, status: str = "graded") -> autograde.Result:
-        sub = autograde.Submission(student, problem_set, Path(f"{student}__{problem_set}.ipynb"))
-        return autograde.Result(sub, status, points={"q": total}, possible={"q": 12})
+    def result(student: str, problem_set: str, total: int, status: str = "graded") -> submissions.Result:
+        sub = submissions.Submission(student, problem_set, Path(f"{student}__{problem_set}.ipynb"))
+        return submissions.Result(sub, status, points={"q": total}, possible={"q": 12})
 
     sets = [f"{n:02d}_set" for n in range(14)]
-    table = autograde.summary([result(s, p, 7) for s in ("ada", "bo\x1b[2J") for p in sets] +
+    table = gradebook.summary([result(s, p, 7) for s in ("ada", "bo\x1b[2J") for p in sets] +
                               [result("ada", sets[0], 3, "superseded"), result("cy", sets[1], 0, "timeout")], "t")
     assert [r["student"] for r in table.rows] == ["(points possible)", "ada", "bo\\x1b[2J", "cy"]
     assert table.rows[0]["00"] == 12 and table.rows[1]["total"] == 7 * 14 and table.rows[3]["01"] == "0!"
@@ -512,3 +513,11 @@ def test_the_cli_refuses_to_overwrite_and_says_so(tmp_path, capsys):
 def test_a_question_missing_from_the_key_is_marked_not_wrong():
     outcomes = read_answers(_records({"qid": "01.99", "answer": 1.0}), {"01.99": 1}, autograde._Key().judge)
     assert outcomes == {"01.99": "no key"}
+
+
+def test_a_fractional_cell_limit_is_accepted(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__01_rooflines.ipynb").write_text(hostile.notebook("x = 1"))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, timeout=62.5)
+    assert [r["status"] for r in _csv_rows(tmp_path / "g.csv")] == ["graded"]

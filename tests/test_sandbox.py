@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import sandbox
+from scalebook import cgroups, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(bool(sandbox.available()), reason=f"no sandbox here: {sandbox.available()}")
@@ -267,9 +267,9 @@ def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
 
 def test_the_cgroups_are_removed_after_the_run(tmp_path):
     (tmp_path / "answers").touch()
-    before = {home: set(os.listdir(home)) for home, _ in sandbox._cgroup_homes().values()}
+    before = {home: set(os.listdir(home)) for home, _ in cgroups.homes().values()}
     sandbox.run(["python", "-c", "pass"], {}, tmp_path / "answers", sandbox.Limits(), timeout=60)
-    after = {home: set(os.listdir(home)) for home, _ in sandbox._cgroup_homes().values()}
+    after = {home: set(os.listdir(home)) for home, _ in cgroups.homes().values()}
     assert {h: {e for e in names - before[h] if e.startswith(f"scalebook-{os.getpid()}-")}
             for h, names in after.items()} == {h: set() for h in after}
 
@@ -327,8 +327,8 @@ def test_the_key_stays_hidden_wherever_the_course_lives(tmp_path, base, kind):
 ])
 def test_a_sandbox_cgroup_caps_cpu_memory_and_processes_in_v1_and_v2(tmp_path, monkeypatch, version, expected):
     homes = dict.fromkeys(("cpu", "memory", "pids"), (str(tmp_path), version))
-    monkeypatch.setattr(sandbox, "_cgroup_homes", lambda: homes)
-    folders, missing = sandbox._make_cgroups(sandbox.Limits(memory=2**30, processes=64, cpus=1.5), "one")
+    monkeypatch.setattr(cgroups, "homes", lambda: homes)
+    folders, missing = cgroups.create("one", memory=2**30, processes=64, cpus=1.5)
     assert folders == [str(tmp_path / "one")] and missing == ""
     assert {p.name: p.read_text() for p in (tmp_path / "one").iterdir()} == expected
     if version == 2:  # the parent hands the controllers down
@@ -339,7 +339,7 @@ def test_without_cgroups_the_sandbox_says_what_is_not_capped(monkeypatch):
     def nothing() -> dict:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(sandbox, "_cgroup_homes", nothing)
+    monkeypatch.setattr(cgroups, "homes", nothing)
     how = sandbox.describe.__wrapped__(sandbox.Limits())
     assert how.startswith("not capped here: CPU share (no cgroup information (Permission denied))")
     assert "memory of the whole sandbox" in how and "processes of the whole sandbox" in how

@@ -1,0 +1,194 @@
+"""What grading writes: the CSV gradebook (a row per file, a column per question), each student's feedback
+in Markdown, and the terminal's summary (a row per student, a column per problem set).
+
+Rows are appended to the CSV and the feedback as results arrive (constant cost per row), and both are
+rewritten once, atomically and in order, by `Gradebook.finish`; a failure to write one row becomes that
+row's status. Text that comes from a submission (names, kernel names, error lines) is escaped for each place
+it goes: control and bidirectional characters and undecodable bytes shown as escapes everywhere (`clean`),
+a leading `= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped in the feedback (`markdown`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import re
+import threading
+import traceback
+import unicodedata
+from pathlib import Path
+from typing import Any, TextIO
+
+from .submissions import Result, Submission
+from .tables import Table
+
+__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name"]
+
+
+def grader_error(submission: Submission, err: BaseException, where: str = "") -> Result:
+    """The row of a file on which the grader itself failed: the error and the line it came from."""
+    frame = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
+    at = f" ({frame.name}:{frame.lineno})" if frame else ""
+    return Result(submission, "grader error", detail=f"{where}{type(err).__name__}: {err}{at}")
+
+
+_UNSAFE = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # control, format (bidi overrides), surrogates, private, breaks
+
+
+def clean(value: str) -> str:
+    """`value` as text that is safe to print anywhere: an undecodable byte of a file name (a lone surrogate
+    from surrogateescape) as \\xNN, and every control, format or bidirectional character (ESC, CR, NUL,
+    BEL, the right-to-left override ...) and any other lone surrogate as a \\xNN or \\uNNNN escape."""
+    out = []
+    for ch in str(value):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif unicodedata.category(ch) in _UNSAFE:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def cell(value: str) -> str:
+    """A value as a CSV cell: cleaned (`clean`), and a leading = + - @ quoted with ' so a spreadsheet
+    shows it instead of running it."""
+    value = clean(value)
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+
+
+def markdown(value: str) -> str:
+    """A value as Markdown text: cleaned (`clean`), with every ASCII punctuation character escaped, so no
+    markup, link or HTML tag of a submission's reaches the rendered feedback."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", clean(value))
+
+
+def feedback_name(student: str) -> str:
+    """A file name for a student's feedback: safe characters, plus a hash so 'a b' and 'a_b' differ."""
+    raw = student.encode("utf-8", "surrogatepass")
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', clean(student))[:60]}-{hashlib.sha256(raw).hexdigest()[:8]}.md"
+
+
+_HINTS = {"right": "✓", "wrong": "✗ wrong — rerun the cell to see the expected value and compare units",
+          "unanswered": "… not answered — replace the `...`", "missing": "? never checked — did the cell run?",
+          "no key": "! not graded: the answer key has no reference for it — tell your teacher"}
+
+
+def _feedback_section(r: Result) -> str:
+    """One result as a section of a student's feedback (Markdown; the submission's text escaped)."""
+    name = r.submission.problem_set or markdown(r.submission.path.name)
+    lines = [f"## {name}: {r.total} / {sum(r.possible.values())} points ({markdown(r.status)})", ""]
+    if r.detail:
+        lines.append(f"{markdown(r.detail)}\n")
+    lines += [f"- {q}: {r.points.get(q, 0)}/{p} {_HINTS[r.outcomes.get(q, 'missing')]}"
+              for q, p in r.possible.items()]
+    return "\n".join(lines) + "\n\n"
+
+
+def _feedback_title(student: str) -> str:
+    return f"# Feedback for {markdown(student)}\n\n"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename: readers see the old or the new file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class Gradebook:
+    """The CSV and the feedback files: each result appended as it arrives (constant cost per row), and
+    everything rewritten once, atomically and in order, by `finish`."""
+
+    def __init__(self, out: Path, folder: Path, submissions: list[Submission], qids: set[str], mode: str) -> None:
+        """Start the gradebook `out` (and `feedback/` beside it) of `submissions` in `folder`: a column per
+        question of `qids`, and `mode` (the sandbox and its caps) in every row."""
+        self.out, self.folder, self.mode = out, folder, mode
+        self.feedback = out.parent / "feedback"
+        self.lock = threading.Lock()
+        self.results: list[Result | None] = [None] * len(submissions)
+        self.submissions = submissions
+        self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
+                        "total", "possible", "status", "sandbox", "detail"]
+        self.feedback.mkdir(exist_ok=True)
+        _write_atomic(out, ",".join(self.columns) + "\r\n")
+        self.csv: TextIO = open(out, "a", newline="", encoding="utf-8")  # closed by finish
+        self.writer = csv.DictWriter(self.csv, fieldnames=self.columns, restval="")
+
+    def row(self, r: Result) -> dict[str, Any]:
+        """The CSV row of one result, every text cell escaped."""
+        return {"student": cell(r.submission.student), "problem set": r.submission.problem_set or "",
+                "file": cell(str(r.submission.path.relative_to(self.folder))), **r.points, "total": r.total,
+                "possible": sum(r.possible.values()), "status": cell(r.status), "sandbox": self.mode,
+                "detail": cell(r.detail)}
+
+    def record(self, index: int, result: Result) -> None:
+        """Store one result and append its row and its feedback section; a failure to write them becomes
+        the row's status."""
+        with self.lock:
+            try:
+                self._append(result)
+            except Exception as err:  # noqa: BLE001 - one row's failure stays in its row
+                result = grader_error(result.submission, err, "writing its row: ")
+                self._append(result)
+            self.results[index] = result
+
+    def _append(self, result: Result) -> None:
+        self.writer.writerow(self.row(result))
+        self.csv.flush()
+        path = self.feedback / feedback_name(result.submission.student)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(("" if f.tell() else _feedback_title(result.submission.student)) + _feedback_section(result))
+
+    def finish(self) -> list[Result]:
+        """Rewrite the CSV (every file's row, in order) and each student's feedback, atomically; return the
+        results (a file no result came for is a grader error)."""
+        self.csv.close()
+        results = [r or Result(s, "grader error", detail="no result came back")
+                   for r, s in zip(self.results, self.submissions)]
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=self.columns, restval="")
+        writer.writeheader()
+        writer.writerows(self.row(r) for r in results)
+        _write_atomic(self.out, text.getvalue())
+        students: dict[str, list[Result]] = {}
+        for r in results:
+            students.setdefault(r.submission.student, []).append(r)
+        for student, mine in students.items():
+            _write_atomic(self.feedback / feedback_name(student),
+                          _feedback_title(student) + "".join(map(_feedback_section, mine)))
+        return results
+
+
+_WIDE = 24  # characters of a student's name in the terminal's summary (the CSV has all of it)
+
+
+def summary(results: list[Result], title: str) -> Table:
+    """The terminal's gradebook: a first row of the points possible, then one row per student with a column
+    per problem set, headed by its number (the points of the file that counts, '!' when it was not graded in
+    full), the total, and how many of the student's files were not graded; the CSV has every question."""
+    sets = sorted({_number(r.submission.problem_set) for r in results if r.submission.problem_set})
+    top = {"student": "(points possible)", **dict.fromkeys(sets, ""), "total": 0, "not graded": ""}
+    rows: dict[str, dict[str, Any]] = {}
+    for r in results:
+        name = clean(r.submission.student)
+        row = rows.setdefault(name, {"student": name if len(name) <= _WIDE else name[:_WIDE - 1] + "…",
+                                     **dict.fromkeys(sets, ""), "total": 0, "not graded": 0})
+        if r.status == "superseded" or not r.submission.problem_set:
+            row["not graded"] += r.status != "superseded"
+            continue
+        number = _number(r.submission.problem_set)
+        row[number] = f"{r.total}" + ("" if r.status == "graded" else "!")
+        row["total"] += r.total
+        row["not graded"] += r.status != "graded"
+        top[number] = max(top[number] or 0, sum(r.possible.values()))
+    top["total"] = sum(top[n] or 0 for n in sets)
+    columns = ["student", *sets, "total", "not graded"]
+    return Table([top, *rows.values()], columns=columns, title=title)
+
+
+def _number(problem_set: str) -> str:
+    return problem_set.split("_")[0]
