@@ -252,9 +252,6 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
     feedback = out.parent / "feedback"
     if feedback.is_dir() and any(feedback.iterdir()) and not force:
         raise ValueError(f"{str(feedback)!r} holds earlier feedback; pass force=True (--force) to overwrite it")
-    if force and feedback.is_dir():
-        for old in feedback.glob("*.md"):
-            old.unlink()
 
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,

@@ -10,6 +10,7 @@ a leading `= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -111,6 +112,7 @@ class Gradebook:
         self.lock = threading.Lock()
         self.results: list[Result | None] = [None] * len(submissions)
         self.submissions = submissions
+        self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
         self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
                         "total", "possible", "status", "sandbox", "detail"]
         self.feedback.mkdir(exist_ok=True)
@@ -133,15 +135,18 @@ class Gradebook:
                 self._append(result)
             except Exception as err:  # noqa: BLE001 - one row's failure stays in its row
                 result = grader_error(result.submission, err, "writing its row: ")
-                self._append(result)
+                with contextlib.suppress(Exception):  # finish writes it, if this cannot
+                    self._append(result)
             self.results[index] = result
 
     def _append(self, result: Result) -> None:
         self.writer.writerow(self.row(result))
         self.csv.flush()
-        path = self.feedback / feedback_name(result.submission.student)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(("" if f.tell() else _feedback_title(result.submission.student)) + _feedback_section(result))
+        student = result.submission.student
+        first = student not in self.started
+        with open(self.feedback / feedback_name(student), "w" if first else "a", encoding="utf-8") as f:
+            f.write((_feedback_title(student) if first else "") + _feedback_section(result))
+        self.started.add(student)
 
     def finish(self) -> list[Result]:
         """Rewrite the CSV (every file's row, in order) and each student's feedback, atomically; return the

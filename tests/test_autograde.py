@@ -521,3 +521,19 @@ def test_a_fractional_cell_limit_is_accepted(tmp_path):
     (subs / "ada__01_rooflines.ipynb").write_text(hostile.notebook("x = 1"))
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, timeout=62.5)
     assert [r["status"] for r in _csv_rows(tmp_path / "g.csv")] == ["graded"]
+
+
+def test_a_forced_second_run_replaces_the_feedback_even_before_it_ends(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__99_nothing.ipynb").write_text("junk")
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+
+    def crash(self: gradebook.Gradebook) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gradebook.Gradebook, "finish", crash)
+    with pytest.raises(KeyboardInterrupt):  # a run stopped before its final rewrite
+        grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, force=True)
+    text = (tmp_path / "feedback" / gradebook.feedback_name("ada")).read_text(encoding="utf-8")
+    assert text.count("# Feedback for ada") == 1 and text.count("## ") == 1
