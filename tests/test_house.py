@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "scalebook"
 MAX_LINES = 450
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
 UPPER = ("runtime", "bench", "xla", "profiling", "multihost", "labs", "plots", "widgets", "autograde", "sandbox",
-         "notebooks", "cli")
+         "submissions", "gradebook", "cgroups", "namespaces", "notebooks", "cli", "arguments")
 
 
 # Siblings a function may import when called, and why.
