@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
 	touch $(STAMP)
 
-## book: execute every chapter (cached) and build the website into _build/html
+## book: execute every chapter (cached) and build the website into _build/html; _ext/live_explorers.py fetches
+## Pyodide and MathJax from the npm registry (pinned, checked, cached in .cache/) and builds the scalebook wheel
 book: venv
 	$(BIN)/jupyter-book build . -W --builder html
 	@echo "open _build/html/index.html"

@@ -57,7 +57,7 @@ EXEMPT = {
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
                               "tests/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
        for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
-                    "inputs", "displayed_numbers", "Log")},
+                    "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
     "runtime.Runtime": RECORD, "runtime.host": "no arguments; describes this machine",
     "bench.Sweep": RECORD, "bench.default_dtype": "no arguments; reads the device",
     "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/test_fuzz.py",

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..models import TransformerConfig, model_names
 from ..units import check_choice, check_kind, check_positive
+
+
+def geomspace(lo: float, hi: float, n: int) -> list[float]:
+    """Return `n` numbers from `lo` to `hi` evenly spaced on a log scale (NumPy's `geomspace`, in pure Python)."""
+    a, b = math.log10(lo), math.log10(hi)
+    step = (b - a) / (n - 1)
+    return [float(lo), *(10.0 ** (i * step + a) for i in range(1, n - 1)), float(hi)]
 
 
 def figure(figsize: tuple[float, float] = (7.0, 4.5), ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from .base import figure
 
 __all__ = ["cell", "canvas", "panels", "box", "arrow", "COLOURS"]
@@ -33,7 +31,7 @@ def panels(n: int, ncols: int, panel_size: tuple[float, float], width: float, he
     """Return (fig, axes): `n` blank panels of [0, width] x [0, height], `ncols` to a row, under one title."""
     nrows = -(-n // ncols)
     fig, axs = figure((panel_size[0] * ncols, panel_size[1] * nrows + 0.5), ncols=ncols, nrows=nrows)
-    axs = list(np.atleast_1d(axs).ravel())
+    axs = list(getattr(axs, "flat", [axs]))
     for ax in axs:
         _blank(ax, width, height)
     for ax in axs[n:]:

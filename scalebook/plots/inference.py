@@ -11,15 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..hardware.chips import Chip, get_chip
 from ..inference import decode_step, decode_time, kv_cache_bytes, max_batch
 from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch
 from ..tables import Table
 from ..units import checks, fmt_bytes
-from .base import figure, finish, positive_range
+from .base import figure, finish, geomspace, positive_range
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -70,7 +68,7 @@ def breakdown_curves(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_ch
                      param_bytes: float = 1, kv_bytes: float = 1, batches: Sequence[float] | None = None) -> Breakdown:
     """Return the decode step's weight-read, KV-read and FLOP times against the batch (default 1 ... 4096)."""
     # decode steps take whole sequences: round the requested batches (a log-spaced grid) to distinct integers
-    bs = sorted({max(1, int(round(b))) for b in (np.geomspace(1, 4096, 61) if batches is None else batches)})
+    bs = sorted({max(1, int(round(b))) for b in (geomspace(1, 4096, 61) if batches is None else batches)})
     steps = [decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes) for b in bs]
     return Breakdown(bs, [s.t_params for s in steps], [s.t_kv for s in steps], [s.t_math for s in steps],
                      [s.time for s in steps], _knee(chip, param_bytes),
@@ -113,6 +111,8 @@ def pareto(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int =
            kv_bytes: float = 1) -> Figure:
     """Plot tokens/s per chip against the per-token latency (the decode step) as the batch doubles, one curve per
     context length, each ending at the largest batch that fits in HBM (log-log)."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     if not contexts:
         raise ValueError("contexts must list at least one context length")
     fig, ax = figure((7.5, 4.8))
@@ -135,6 +135,8 @@ def latency_breakdown(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_c
     """Stack the shares of a decode step's time against the batch (log x): the KV-cache reads, and the weight reads
     or the FLOPs, whichever is longer (they overlap); the step time itself on the right axis (log), the
     compute-bound batches shaded and the largest batch that fits in HBM marked."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     lo, hi = positive_range("batches", batches)
     c = breakdown_curves(model, chip, n_chips, context, param_bytes, kv_bytes, list(np.geomspace(lo, hi, 200)))
     bs, step = np.array(c.batches), np.array(c.step)
@@ -172,6 +174,8 @@ def kv_variants(model: Model = "llama3-70b", context: float = 32768, window: flo
                 local_layers: float = 5 / 6, share: int = 2, contexts: tuple[float, float] = (1024, 2**20)) -> Figure:
     """Two panels: each attention variant's KV cache for one sequence of `context` tokens (bars, GB), and the same
     against the context length (log-log), where local attention flattens out."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     lo, hi = positive_range("contexts", contexts)
     table = kv_variant_table(model, context, 1, window, local_layers, share)
     fig, (bars, lines) = figure((11, 4.6), ncols=2)
@@ -202,6 +206,8 @@ def throughput_vs_batch(params: float = 600e6, chip: Chip | str = "v5e", n_chips
                         batches: tuple[float, float] = (1, 4096)) -> Figure:
     """Two panels for a layer (or model) of `params` weights split over `n_chips`, no KV cache: the step time and
     the tokens/s against the batch (log-log), flat and then rising at the critical batch."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     lo, hi = positive_range("batches", batches)
     bs = sorted({max(1, round(b)) for b in np.geomspace(lo, hi, 120)})
     steps = [decode_time(params, 0, b, chip, n_chips, param_bytes) for b in bs]

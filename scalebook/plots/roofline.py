@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..roofline import achievable_flops, matmul
@@ -53,6 +51,8 @@ def roofline(
     (intensity, FLOP/s) pair. With `shade`, the first chip's memory-bound region (left of its knee) is
     tinted red and the compute-bound region green.
     """
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     chips = _as_chips(chips)
     lo, hi = positive_range("intensity", intensity)
     fig, ax = figure((9.0, 4.5))
@@ -96,7 +96,7 @@ def legend_outside(ax: Any) -> None:
 def batch_roofline(
     chip: Chip | str,
     shapes: Sequence[tuple[int, int]],
-    batches: Sequence[int] | np.ndarray = range(1, 512),
+    batches: Sequence[int] = range(1, 512),
     title: str | None = None,
     **matmul_kwargs: Any,
 ) -> Figure:
@@ -105,6 +105,8 @@ def batch_roofline(
     `matmul_kwargs` go to `roofline.matmul` (e.g. `weight_dtype="int8"`), so the curves use the exact
     byte count, not the B << D approximation. The dashed line is the chip's peak.
     """
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     chip = get_chip(chip)
     batches = np.asarray(list(batches))
     if batches.size == 0 or batches.min() < 1:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..collectives import all_gather
 from ..hardware.topology import TpuMesh
 from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
@@ -69,7 +67,7 @@ def engine_segments(mode: str, prompts: Sequence[int], outputs: Sequence[int], s
     decodes: list[list] = []  # [row, start, end, request]; interleaved prefills stretch the ones they interrupt
     t = 0.0
     for r in range(n):
-        row = int(np.argmin(free_at))
+        row = free_at.index(min(free_at))  # the first free slot
         start = max(free_at[row], ready[r], t if mode == "interleaved" else 0.0)
         if mode == "interleaved":
             bars.append((row, start, start + pre[r], "prefill", r))
@@ -141,7 +139,7 @@ def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3,
     snaps = batching_snapshots(slots, outputs, panels)
     fig, axes = figure((11.0, 2.8), ncols=panels)
     colors = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#edc948"]
-    for ax, (step, cells, waiting, done) in zip(np.atleast_1d(axes), snaps):
+    for ax, (step, cells, waiting, done) in zip(getattr(axes, "flat", [axes]), snaps):
         for i, held in enumerate(cells):
             if held is None:
                 cell(ax, 0, slots - 1 - i, 1, 0.85, _C["idle"], "free", 7, "#666")
@@ -163,6 +161,8 @@ def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3,
 def prefix_tree(prompts: Sequence[Sequence[str]], block: int = 1) -> Figure:
     """Draw the prefix tree (trie) of cached prompts, one node per shared block of tokens, and for the last
     prompt the blocks it reuses (hits, green) and the ones it must prefill (orange)."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     if len(prompts) < 2:
         raise ValueError("prompts: give at least one cached prompt and one new prompt")
     cached, new = prompts[:-1], prompts[-1]
@@ -236,6 +236,8 @@ def speculative_panels(draft_cost: float = 4 / 70, acceptances: Sequence[float] 
                        max_draft: int = 7, tokens: int = 128, t_target: float = 1.0) -> Figure:
     """Three panels against the draft length K: the time to generate `tokens` tokens (in target steps), the
     expected tokens per loop for each acceptance rate, and the time per loop, from `speculative_speedup`."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     ks = np.arange(0, max_draft + 1)
     fig, axes = figure((11.0, 3.4), ncols=3)
     for a in acceptances:
@@ -291,7 +293,7 @@ def weight_stationary_curves(B: float = 1024, D: float = 8192, F_over_D: float =
 
 @checks(chips="count", D="count", batches="sizes")
 def latency_bound_gather(chip: str = "v5e", chips: int = 8, D: int = 8192,
-                         batches: Sequence[float] = tuple(2.0 ** np.arange(0, 13))) -> Figure:
+                         batches: Sequence[float] = tuple(2.0**k for k in range(13))) -> Figure:
     """Plot the time of the AllGather of an int8 [B, D] activation over `chips` chips against B, next to its
     bandwidth-only time: below the knee the per-hop latency sets the time (`collectives.all_gather`)."""
     mesh = TpuMesh(chip, X=chips)

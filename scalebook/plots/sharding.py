@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..collectives import KINDS, collective
 from ..hardware.topology import TpuMesh
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
@@ -308,7 +306,7 @@ def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True,
     ncols = min(len(states), 3)
     nrows = math.ceil(len(states) / ncols)
     fig, axes = figure((4.2 * ncols, 2.9 * nrows + 0.6), ncols=ncols, nrows=nrows)
-    axes = np.atleast_1d(axes).ravel()
+    axes = list(getattr(axes, "flat", [axes]))
     slots = max(n, *(len(p) for s in states for p in s.held))
     for ax, state in zip(axes, states):
         _draw_ring_state(ax, state, n, slots, kind, wrap)
@@ -364,6 +362,8 @@ def collective_vs_size(mesh: TpuMesh, axes: str | Sequence[str] | None = None, k
     the bandwidth line, and the model (their max). `measured` adds points (V in bytes, seconds), or several
     labelled series as {label: points}.
     """
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
     V = np.asarray(sizes if sizes is not None else np.geomspace(1e3, 1e10, 120), dtype=float)

@@ -4,10 +4,9 @@ stage breakdown of a multi-step transfer."""
 from __future__ import annotations
 
 import itertools
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from .. import systolic as _systolic
 from ..estimate import Estimate
@@ -104,7 +103,7 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
     shown = min(nz, planes)
     size = max(2.6, 0.42 * max(X, Y) + 1.0)
     fig, axs = figure((size * shown, size + 0.4), ncols=shown)
-    axs = np.atleast_1d(axs)
+    axs = list(getattr(axs, "flat", [axs]))
     origin = (0,) * len(mesh.axes)
     hosts = _host_blocks(mesh)
     for z, ax in enumerate(axs):
@@ -151,12 +150,13 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
 SYSTOLIC_COLOURS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
 
 
-def _systolic_run(B: int, D: int, F: int) -> tuple[np.ndarray, np.ndarray, _systolic.Run]:
+def _systolic_run(B: int, D: int, F: int) -> tuple[_systolic.Grid, _systolic.Grid, _systolic.Run]:
     W, X = _systolic.example(B, D, F)
     return W, X, _systolic.simulate(W, X)
 
 
-def _draw_systolic(ax, W: np.ndarray, X: np.ndarray, run: _systolic.Run, step: int, fontsize: float = 7) -> None:
+def _draw_systolic(ax, W: _systolic.Grid, X: _systolic.Grid, run: _systolic.Run, step: int,
+                   fontsize: float = 7) -> None:
     """Draw cycle `step` of a systolic run on `ax`: PEs with weights and partial sums, queued X, finished Y."""
     from matplotlib.patches import Rectangle
 
@@ -192,7 +192,7 @@ def _draw_systolic(ax, W: np.ndarray, X: np.ndarray, run: _systolic.Run, step: i
 
 
 def _systolic_step(run: _systolic.Run, step: int, B: int, D: int, F: int) -> None:
-    if not isinstance(step, (int, np.integer)) or not 0 <= step < run.cycles:
+    if not isinstance(step, numbers.Integral) or not 0 <= step < run.cycles:
         raise ValueError(f"step={step!r} must be in [0, {run.cycles}) for B={B}, D={D}, F={F}")
 
 
@@ -233,7 +233,7 @@ def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | No
     left, bottom = 0.9 + 0.7 * max(B + D - 3, 0), D + 0.6 + 0.4 * B
     fig, axs = figure((ncols * (0.75 * (left + F) + 0.6), nrows * (0.75 * bottom + 0.7) + 0.5), ncols=ncols,
                       nrows=nrows)
-    axs = list(np.atleast_1d(axs).ravel())
+    axs = list(getattr(axs, "flat", [axs]))
     for ax, step in zip(axs, steps):
         _draw_systolic(ax, W, X, run, step, fontsize=6.5)
         ax.set_title(f"cycle {step + 1}: {run.frames[step].busy} of {D * F} PEs busy", fontsize=8)

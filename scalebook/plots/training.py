@@ -12,13 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..estimate import Estimate
 from ..hardware.chips import Chip, chip_names, get_chip
 from ..training import Memory, idle_fraction, layer_cost, x_opt
 from ..units import check_choice, check_positive, checks, is_a
-from .base import figure, finish, mapping_with
+from .base import figure, finish, geomspace, mapping_with
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -108,7 +106,7 @@ def strategy_curves(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F:
     """
     if not isinstance(N, int) or N < 1:
         raise ValueError(f"N={N!r} must be a positive integer number of chips")
-    bs = list(batches) if batches is not None else list(np.geomspace(1e4, 1e8, 81))
+    bs = list(batches) if batches is not None else geomspace(1e4, 1e8, 81)
     if not bs or min(bs) <= 0:
         raise ValueError(f"batches must be positive token counts, got {batches!r}")
     t_comms: dict[str, list[float]] = {s: [] for s in STRATEGY_LABELS}
@@ -128,6 +126,8 @@ def strategy_times(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: 
                    M_Y: int = 1, batches: Sequence[float] | None = None) -> Figure:
     """Plot per-layer compute time and each strategy's communication time against the global batch B
     (log-log), with the batch where each strategy turns compute-bound marked."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     curves = strategy_curves(chip, N, D, F, M_X, M_Y, batches)
     name = get_chip(chip).name
     fig, ax = figure((7.5, 4.8))
@@ -171,6 +171,8 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
     """Draw one stacked horizontal bar per entry of `memories`: parameters, gradients, optimizer state and
     saved activations per chip, in GB, with a chip's HBM marked. Entries named in `replicated` keep their
     parameters and optimizer state whole on every chip (pure DP); the rest are split evenly (FSDP)."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     if not memories:
         raise ValueError("memories must name at least one Memory")
     for i, name in enumerate(replicated):
@@ -202,6 +204,8 @@ def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
     """Draw a pipeline schedule (from `training.pipeline_schedule`): one row per stage, one column per time
     slot, forward passes in blue, backward passes in orange, weight-gradient halves ('W', zero-bubble schedules)
     in green, idle slots (the bubble) hatched grey."""
+    import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
+
     if not grid or not grid[0]:
         raise ValueError("grid must have at least one stage and one time slot")
     stages, slots = len(grid), len(grid[0])

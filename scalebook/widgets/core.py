@@ -17,11 +17,11 @@ from typing import Any
 
 from ..estimate import Estimate
 from ..hardware.chips import chip_names, get_chip
-from ..plots.base import has, mapping_with, positive_range
+from ..plots.base import geomspace, has, mapping_with, positive_range
 from ..roofline import achievable_flops, matmul
 from ..svg import Chart
 from ..units import checks, is_a
-from .web import Log, control, describe, render
+from .web import Log, Text, control, describe, render
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 
@@ -98,13 +98,16 @@ class Explorer:
     def describe(self) -> dict[str, Any]:
         """Return the website's description of this explorer (`web.describe`), starting on the current values.
 
-        An explorer with a control that is an ipywidget of its own stays a snapshot on the site (`why` says so).
+        A text box (`ipywidgets.Text`) becomes one on the site; an explorer with another ipywidget of its own as a
+        control stays a snapshot there (`why` says so).
         """
         import ipywidgets as w
 
         specs = dict(self.specs)
         for name, spec in specs.items():
-            if isinstance(spec, w.ValueWidget):
+            if isinstance(spec, w.Text):
+                specs[name] = Text(spec.value)
+            elif isinstance(spec, w.ValueWidget):
                 return {"title": self.title, "controls": [], "why": f"control {name!r} is an ipywidget of its own"}
             if name in self.controls:
                 value = self.controls[name].value
@@ -146,13 +149,6 @@ def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Expl
     return a matplotlib figure, anything with an HTML repr (an `Estimate`, a `Table`), or a tuple of them.
     """
     return Explorer(fn, controls, title)
-
-
-def geomspace(lo: float, hi: float, n: int) -> list[float]:
-    """Return `n` numbers from `lo` to `hi` evenly spaced on a log scale (NumPy's `geomspace`, in pure Python)."""
-    a, b = math.log10(lo), math.log10(hi)
-    step = (b - a) / (n - 1)
-    return [float(lo), *(10.0 ** (i * step + a) for i in range(1, n - 1)), float(hi)]
 
 
 @checks(dtype="dtype", points=mapping_with(is_a(Estimate), "Estimates"), intensity=positive_range)

@@ -5,12 +5,11 @@ Answers are SVG `Chart`s and `Table`s, so a redraw takes milliseconds.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..collectives import KINDS, gpu_levels
 from ..hardware import sm
 from ..hardware.chips import get_chip
 from ..hardware.gpu import PRESETS, get_cluster
+from ..plots.base import geomspace
 from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
@@ -63,7 +62,7 @@ def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = 
     named system (the message marked), and a table of the levels at `nbytes`: units joined, bandwidth, time."""
     system = get_cluster(cluster, gpus, sharp)
     levels = gpu_levels(kind, system, None, nbytes, inner)
-    sizes = np.geomspace(1e3, 1e11, 32)
+    sizes = geomspace(1e3, 1e11, 32)
     per_size = [gpu_levels(kind, system, None, v, inner) for v in sizes]
     chart = Chart(title=f"{kind} over {gpus} GPUs of {cluster}" + (" (SHARP)" if sharp else ""),
                   xlabel="array size (bytes)", ylabel="time (s)", xlog=True, ylog=True)

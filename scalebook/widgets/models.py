@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
 from ..estimate import Estimate
 from ..hardware.chips import get_chip
 from ..models import REMAT_POLICIES, TransformerConfig, flop_conventions, get_model, model_names
+from ..plots.base import geomspace
 from ..roofline import attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
@@ -138,7 +137,7 @@ def _share_view(T: float, D: float, causal: str) -> tuple[Table, Chart]:
     table = attention_share(T, D, causal=is_causal)
     layer = _mha_layer(D, 4 * D)
     dense = 2 * layer.matmul_params(logits=False)
-    Ts = np.geomspace(256, 2**24, 50)
+    Ts = geomspace(256, 2**24, 50)
     chart = Chart(title=f"Attention FLOPs / matmul FLOPs, D = {D}, F = 4D", xlabel="sequence length T (tokens)",
                   ylabel="attention / matmul FLOPs", xlog=True, ylog=True, ylim=(1e-3, 1e3))
     chart.line(Ts, [layer.attention_flops_per_token(t) / dense for t in Ts], label="full attention: T / 8D")
@@ -181,7 +180,7 @@ def remat_explorer(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: in
 def _attention_view(T: float, S: float, G: int, K: int, H: int, chip: str) -> tuple[Estimate, Chart]:
     est = attention(round(T), round(S), G * K, K, H, chip)
     alpha = critical_intensity(chip)
-    xs = np.geomspace(1, 2**20, 60)
+    xs = geomspace(1, 2**20, 60)
     chart = Chart(title=f"Attention intensity on {get_chip(chip).name}, G = {G}",
                   xlabel="sequence length (tokens)", ylabel="FLOPs per byte", xlog=True, ylog=True, ylim=(0.5, 1e6))
     chart.line(xs, [x * G / (G + 1) for x in xs], label="prefill (S = T): TG/(G+1)")

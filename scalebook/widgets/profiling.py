@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..hardware import get_chip
-from ..plots.base import has
+from ..plots.base import geomspace, has
 from ..roofline import achievable_flops, estimate
 from ..svg import Chart
 from ..tables import Table
@@ -35,8 +33,8 @@ def op_view(trace: Any, op: str) -> tuple[Chart, Table]:
     chart = Chart(title=f"{op} ({row['kind']}) on the roofline of {chip.name}",
                   xlabel="arithmetic intensity (FLOPs per byte)", ylabel="FLOP/s", xlog=True, ylog=True,
                   xlim=(1e-2, 1e4))
-    xs = np.geomspace(1e-2, 1e4, 50)
-    chart.line(xs, achievable_flops(xs, chip, dtype), label="roofline")
+    xs = geomspace(1e-2, 1e4, 50)
+    chart.line(xs, [achievable_flops(x, chip, dtype) for x in xs], label="roofline")
     if intensity and flops:
         chart.points([intensity], [flops / row["roofline"]], label="roofline time", color="#ff7f0e")
         chart.points([intensity], [flops / measured], label="measured", color="#1f77b4")

@@ -13,13 +13,11 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-import numpy as np
-
 from ..collectives import KINDS, collective
 from ..estimate import Estimate
 from ..hardware.topology import TpuMesh
 from ..overlap import CollectiveMatmul, collective_matmul
-from ..plots.base import mapping_of
+from ..plots.base import geomspace, mapping_of
 from ..plots.sharding import PALETTE, RING_KINDS, RingStep, device_blocks, ring_schedule
 from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
 from ..svg import Chart
@@ -63,7 +61,7 @@ def _pow2(x: float) -> int:
 @checks(nbytes="size")
 def collective_chart(mesh: TpuMesh, axes: str | None, kind: str, nbytes: float, also_sharded: str = "") -> Chart:
     """Return an SVG chart of `kind` over `axes` against the array size, with the point for `nbytes` marked."""
-    sizes = np.geomspace(1e2, 1e11, 28)
+    sizes = geomspace(1e2, 1e11, 28)
     ests = [collective(kind, mesh, axes, v, also_sharded) for v in sizes]
     here = collective(kind, mesh, axes, nbytes, also_sharded)
     chart = Chart(title=f"{kind} on {mesh.chip.name} {mesh.shape_str(mesh.axes)}", xlabel="array size V (bytes)",
@@ -140,7 +138,7 @@ def overlap_view(I: float = 1024, J: float = 2048, K: float = 8192, Y: int = 4, 
         ring = collective_matmul(expr, mesh, K=round(K), **sizes)
     except ValueError:
         return sharded_matmul(expr, mesh, K=round(K), **sizes)
-    ks = np.geomspace(K / 16, K * 16, 25)
+    ks = geomspace(K / 16, K * 16, 25)
     rings = []
     for k in ks:
         try:

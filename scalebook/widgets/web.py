@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["Log", "control", "render", "numbers", "text_of", "displayed_numbers", "describe", "load", "inputs",
-           "answer", "open_faceless"]
+__all__ = ["Log", "Text", "control", "render", "numbers", "text_of", "numbers_in", "displayed_numbers", "describe",
+           "load", "inputs", "answer", "open_faceless"]
 
 MAX_CALL = 200_000  # characters of pickled inputs a page may carry per explorer (a profile's trace would not fit)
 PYTHON = "{}.{}".format(*sys.version_info[:2])  # a pickled function's code runs only on the same Python minor
@@ -46,13 +46,23 @@ class Log:
     value: float
 
 
+@dataclass(frozen=True)
+class Text:
+    """A text box starting at `value` (an expression in the book's notation, say)."""
+
+    value: str
+
+
 def control(name: str, spec: Any) -> dict[str, Any] | None:
     """Return the description of one control spec, or None when `spec` is a fixed value.
 
     A slider `(min, max[, step[, value]])` (integer when all are ints), a menu `[option, ...]` (the first is the
-    start; the description holds the options' labels, the chosen one by index), a `Log(lo, hi, value)` slider.
+    start; the description holds the options' labels, the chosen one by index), a `Log(lo, hi, value)` slider,
+    a `Text(value)` box.
     Raises `ValueError` naming the control when a spec cannot start on its value.
     """
+    if isinstance(spec, Text):
+        return {"name": name, "kind": "text", "value": spec.value}
     if isinstance(spec, Log):
         if not 0 < spec.lo <= spec.value <= spec.hi:
             raise ValueError(f"{name}: Log needs 0 < lo <= value <= hi, got {spec}")
@@ -276,6 +286,11 @@ def _submodule(package: str) -> Callable[[str], types.ModuleType]:
 NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
+def numbers_in(text: str) -> list[float]:
+    """Return the numbers written in `text`, in order (thousands separators dropped)."""
+    return [float(m.replace(",", "")) for m in NUMBER.findall(text) if any(ch.isdigit() for ch in m)]
+
+
 def displayed_numbers(markup: str) -> list[float]:
-    """Return the numbers a reader sees in `markup`'s text (thousands separators dropped)."""
-    return [float(m.replace(",", "")) for m in NUMBER.findall(text_of(markup)) if any(ch.isdigit() for ch in m)]
+    """Return the numbers a reader sees in `markup`'s text."""
+    return numbers_in(text_of(markup))
