@@ -423,7 +423,10 @@ def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path):
     ran = subprocess.run([sys.executable, "-c", MEASURE, str(subs), str(tmp_path / "g.csv"), str(ROOT)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     peak = int(ran.stdout.split()[-1])
-    assert peak < 250 * 2**20, f"the grader peaked at {peak / 2**20:.0f} MiB"
+    # Parsed, the notebook costs the grader 700-900 MiB; unparsed about 84 MiB when this test runs alone. One run of
+    # the whole suite on a busy machine saw a peak of 429 MiB (cause not found; the grader still did not parse it),
+    # so the bar sits between the two regimes rather than just above the quiet figure.
+    assert peak < 560 * 2**20, f"the grader peaked at {peak / 2**20:.0f} MiB"
 
 
 def test_the_summary_is_a_row_per_student_and_a_column_per_set():
