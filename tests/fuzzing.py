@@ -243,3 +243,19 @@ def summary(what: str, n_cases: int, n_callables: int, outcomes: Mapping[str, in
     """The one line a fuzz prints: how many bad calls, over how many callables, and each outcome's count."""
     return (f"\n{what}: {n_cases} bad calls over {n_callables} {callables}: "
             + ", ".join(f"{k} {outcomes.get(k, 0)}" for k in OUTCOMES))
+
+
+def invalid_recipes(recipes: Recipes, judge: Callable[[str, Any], str]) -> list[str]:
+    """The recipes whose valid call raises, or whose result `judge(name, result)` finds fault with ('' when
+    fine): each as 'name: what went wrong'."""
+    broken = []
+    for name, (valid, _kinds) in sorted(recipes.items()):
+        try:
+            with guarded(20):
+                result = resolve(name)(**valid())
+        except Exception as exc:  # noqa: BLE001
+            broken.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if (problem := judge(name, result)):
+            broken.append(f"{name}: {problem} in {result!r:.200}")
+    return broken
