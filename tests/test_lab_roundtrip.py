@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
@@ -92,6 +93,27 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return {name: ((root / f"{name}.md").read_bytes(), (root / f"{name}.md").stat().st_mtime_ns) for name in NOTEBOOKS}
 
 
+def _await_iopub(client: jupyter_client.BlockingKernelClient, seconds: float = 120) -> None:
+    """Return once the kernel's IOPub channel delivers to `client`. A ZeroMQ subscriber joins late: a request sent
+    before its subscription is live loses its 'busy'/'idle' messages, and `execute_interactive` then waits for an
+    idle status that never comes (a busy machine makes the window wide). Ask for kernel info until a status
+    message arrives, then drop what is queued."""
+    deadline = time.monotonic() + seconds
+    while True:
+        client.kernel_info()
+        try:
+            client.get_iopub_msg(timeout=1)
+            break
+        except queue.Empty:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the kernel's IOPub channel delivered nothing in {seconds:g} s") from None
+    while True:
+        try:
+            client.get_iopub_msg(timeout=0.5)
+        except queue.Empty:
+            return
+
+
 def _run(server: Server, kernel_id: str, nb: dict, cells: int) -> None:
     """Run the first `cells` code cells on the server's kernel and store outputs, counts and language_info in
     `nb`, as JupyterLab's frontend does before it saves."""
@@ -101,6 +123,7 @@ def _run(server: Server, kernel_id: str, nb: dict, cells: int) -> None:
     try:
         # not wait_for_ready: it checks the heartbeat, which a kernel still starting on a busy machine may miss
         nb["metadata"]["language_info"] = client.kernel_info(reply=True, timeout=120)["content"]["language_info"]
+        _await_iopub(client)
         for cell in [c for c in nb["cells"] if c["cell_type"] == "code"][:cells]:
             outputs: list = []
 
