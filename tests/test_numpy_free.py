@@ -138,3 +138,15 @@ print(json.dumps(out))
     assert all("is blocked" in f for f in failed), "\n".join(f for f in failed if "is blocked" not in f)
     assert len(live) - len(failed) >= ANSWER_WITHOUT_NUMPY, "\n".join(failed)
     assert not not_live, not_live
+
+
+def test_an_explorer_of_a_measured_profile_keeps_its_snapshot():
+    """A profile is measured on the machine that built the page: the site shows it as it was, not live."""
+    from scalebook.profiling import Trace
+    from scalebook.tables import Table
+    from scalebook.widgets import web
+
+    trace = Trace(events=(), hlo="", table=Table([{"op": "x"}]))
+    about = web.describe(lambda op: (trace, op), {"op": ["x", "y"]}, "one op")
+    assert "call" not in about and "measured" in about["why"]
+    assert "call" in web.describe(lambda op: op, {"op": ["x", "y"]}, "plain")

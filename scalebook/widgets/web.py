@@ -202,6 +202,18 @@ def _pack(value: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _explores_a_measurement(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` closes over a profile (`scalebook.profiling`) measured when its page was built: what it shows
+    depends on that machine and that run, so the page keeps its snapshot rather than a live copy of it."""
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            if type(cell.cell_contents).__module__ == "scalebook.profiling":
+                return True
+        except ValueError:  # an empty cell
+            continue
+    return False
+
+
 def describe(fn: Callable[..., Any], specs: Mapping[str, Any], title: str = "") -> dict[str, Any]:
     """Return the JSON-ready description of an explorer: its controls at their starting values, and the function
     with its fixed inputs and menus' options pickled (`call`; absent, with `why`, when they cannot travel)."""
@@ -216,6 +228,9 @@ def describe(fn: Callable[..., Any], specs: Mapping[str, Any], title: str = "") 
             menus[name] = list(spec)
     about = {"title": title, "python": PYTHON, "controls": controls,
              "function": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"}
+    if _explores_a_measurement(fn):
+        about["why"] = "it explores a profile measured on the machine that built the page"
+        return about
     try:
         call = _pack((fn, fixed, menus))
     except Exception as err:  # noqa: BLE001 (an unpicklable input keeps the explorer a snapshot, and says why)
