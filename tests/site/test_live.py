@@ -77,14 +77,30 @@ def test_the_request_check_sees_a_request_to_another_host_from_the_page_and_from
         server.close()
 
 
+def _ready(url: str) -> tuple[LivePage, float, bool]:
+    """(page, its ms to 'ready', whether it needed a reload). A page that never reports ready gets one fresh load:
+    on this busy 2-core machine about one page load in fifteen of a whole run hung before Pyodide answered (cause
+    not found; the closing note of the session that saw it says so), and a second hang fails the test."""
+    page = LivePage(url)
+    try:
+        return page, page.wait_ready(), False
+    except TimeoutError:
+        page.close()
+    page = LivePage(url)
+    try:
+        return page, page.wait_ready(), True
+    except BaseException:
+        page.close()
+        raise
+
+
 @needs_site
 @needs_browser
 @pytest.mark.parametrize("path", LIVE_PAGES, ids=lambda p: str(p.relative_to(SITE)))
 def test_each_live_explorer_answers_a_moved_control_as_the_python_kernel_does(path: Path, site: Server):
-    page = LivePage(site.url(path.relative_to(SITE)))
+    page, live_ms, reloaded = _ready(site.url(path.relative_to(SITE)))
     rows, wrong = [], []
     try:
-        live_ms = page.wait_ready()
         for i, box in enumerate(page.explorers()):
             about = box["about"]
             row = {"title": about["title"], "function": about.get("function", ""), "state": box["state"],
@@ -105,7 +121,7 @@ def test_each_live_explorer_answers_a_moved_control_as_the_python_kernel_does(pa
         page.close()
     RESULTS[str(path.relative_to(SITE))] = rows
     times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    times[str(path.relative_to(SITE))] = {"live_s": live_ms / 1e3, "explorers": rows}
+    times[str(path.relative_to(SITE))] = {"live_s": live_ms / 1e3, "reloaded": reloaded, "explorers": rows}
     TIMES.write_text(json.dumps(times, indent=1))
     assert not wrong, wrong
     assert offsite == [], f"requests left the site's host: {offsite}"
