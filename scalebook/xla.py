@@ -123,10 +123,3 @@ def matmul_collectives(expr: str, axes: dict[str, int], dtype: str = "bf16", **s
     args = [jax.ShapeDtypeStruct(tuple(sizes[d] for d in s.dim_names), dt, sharding=sharding(s)) for s in (A, B)]
     fn = jax.jit(lambda a, b: jnp.einsum(subscripts, a, b), out_shardings=sharding(C))
     return collectives(fn, *args)
-
-
-def __getattr__(name: str) -> Any:
-    """Keep `xla.compile`, the old name of `compiled`, working without shadowing the builtin inside this module."""
-    if name == "compile":
-        return compile_jit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

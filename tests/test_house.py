@@ -3,7 +3,7 @@
 Read from the source with `ast`, so nothing is imported: module-level imports make the graph (imports under
 `if TYPE_CHECKING:` are for annotations only and do not run); an import inside a function may load JAX,
 matplotlib, ipywidgets or another optional library, and may load a sibling only inside a module's
-`__getattr__`, where it serves an old public name (`sb.training.plan`, `sb.xla.compile`); the one other late
+`__getattr__`, where it serves an old public name (`sb.pipeline`, `sb.planner`); the one other late
 import is the answer key (`problems`), which `grading.check` reaches only when called: the grader's sandbox hides
 the key, and `import scalebook` must work there.
 """

@@ -116,8 +116,8 @@ def test_elementwise_work_on_a_sharded_array_needs_no_collectives():
 
 
 def test_one_compilation_serves_text_costs_and_collectives():
-    compiled = xla.compile(jax.jit(lambda a: 2 * a, out_shardings=spec()), arg((256, 1024), "X", None))
-    assert xla.compile(compiled) is compiled
+    compiled = xla.compiled(jax.jit(lambda a: 2 * a, out_shardings=spec()), arg((256, 1024), "X", None))
+    assert xla.compiled(compiled) is compiled
     assert "all-gather" in xla.hlo_text(compiled)
     assert xla.cost_analysis(compiled)["flops"] > 0
     table = xla.summarize(xla.collectives(compiled))
