@@ -28,18 +28,6 @@ def test_ideal_is_all_ones_and_unknown_modes_are_refused():
     assert sb.get_chip("h100").efficiency(Efficiency(matmul=0.5)).matmul == 0.5
 
 
-def test_gpt_fast_is_explained_by_35_us_per_allreduce():
-    """gpt-fast's Llama-2-70B bf16 batch-1 decode on 2/4/8 A100 (330 W, ~1.7 TB/s measured): after the weight
-    reads, what is left per token over its 160 AllReduces is ~35-39 µs each, the A100's calibrated figure."""
-    weights = LLAMA2_70B.param_count() * 2
-    for n, tokens_per_s in ((2, 21.32), (4, 38.01), (8, 62.50)):
-        left = 1 / tokens_per_s - weights / n / 1.7e12
-        assert left / (2 * LLAMA2_70B.L) == pytest.approx(35e-6, rel=0.15)
-        ours = inference.decode_step(LLAMA2_70B, "a100", n, 1, 200, efficiency="calibrated")
-        assert ours.tokens_per_second == pytest.approx(tokens_per_s, rel=0.05)
-        assert inference.decode_step(LLAMA2_70B, "a100", n, 1, 200).tokens_per_second > tokens_per_s
-
-
 def test_gpu_latency_is_per_call_in_the_node_plus_per_network_ring_step():
     node, two_nodes = sb.GpuCluster("a100", gpus=8), sb.GpuCluster("a100", gpus=16)
     assert sb.all_reduce(node, None, 16384).time < 1e-6  # ideal: no latency term
@@ -50,16 +38,6 @@ def test_gpu_latency_is_per_call_in_the_node_plus_per_network_ring_step():
     assert across.t_latency == pytest.approx(35e-6 + 2 * 14e-6)
     wide = sb.all_gather(sb.GpuCluster("h100", gpus=1024), None, 16384, efficiency="calibrated")
     assert wide.t_latency == pytest.approx(35e-6 + 127 * 14e-6)  # 128 nodes: 127 steps, the ring's length
-
-
-@pytest.mark.parametrize("kind, published", [("all_reduce", 367.2), ("all_gather", 361.4),
-                                             ("reduce_scatter", 362.9)])
-def test_calibrated_nccl_bus_bandwidth_on_8_h200(kind, published):
-    """nccl-tests' busbw on 8 x H200 at 16 GiB (ml-engineering), within 10 %."""
-    V = 16 * 2**30
-    t = collectives.collective(kind, sb.GpuCluster("h200", gpus=8), None, V, efficiency="calibrated").time
-    busbw = V / t * (2 if kind == "all_reduce" else 1) * 7 / 8
-    assert busbw / 1e9 == pytest.approx(published, rel=0.10)
 
 
 def test_tpu_calibrated_collective_is_slower_and_pays_hop_latency():
@@ -79,7 +57,8 @@ def test_prefill_is_a_roofline_and_its_default_answers_stay():
 
 
 def test_trt_llm_first_token_at_2048_tokens():
-    """TensorRT-LLM: 109 ms for Llama-2-70B fp8 on 4 H100; the ideal bound says ~36 ms, calibrated within 35 %."""
+    """TensorRT-LLM: 109 ms for Llama-2-70B fp8 on 4 H100; the ideal bound says ~36 ms. Calibrated within 35 %:
+    a change detector, this is a development row (its fellow in-sample checks are in test_in_sample.py)."""
     kw = dict(compute_dtype="fp8", param_bytes=1, kv_bytes=1)
     ideal = inference.prefill(LLAMA2_70B, "h100", 4, 2048, mfu=1.0, **kw)
     calibrated = inference.prefill(LLAMA2_70B, "h100", 4, 2048, efficiency="calibrated", **kw)
