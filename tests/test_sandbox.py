@@ -280,7 +280,7 @@ from pathlib import Path
 from scalebook import sandbox
 course = Path(sys.argv[1])
 targets = [course / "solutions" / "01_rooflines.md", course / "scalebook" / "problems" / "__init__.py",
-           course / "tests" / "test_problems_rooflines.py", course / "notes.md"]
+           course / "tests" / "data" / "problem_answers.toml", course / "notes.md"]
 probe = ("import json, os, sys\nfound = {'read': []}\nfor p in sys.argv[1:]:\n    try:\n"
          "        open(p, 'rb').read(1)\n        found['read'].append(p)\n    except OSError:\n        pass\n"
          "try:\n    import scalebook.problems\n    found['key'] = 'imported'\nexcept ImportError:\n"
@@ -303,8 +303,8 @@ def test_the_key_stays_hidden_wherever_the_course_lives(tmp_path, base, kind):
     try:
         shutil.copytree(ROOT / "scalebook", course / "scalebook", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "solutions", course / "solutions")
-        (course / "tests").mkdir()
-        shutil.copy(ROOT / "tests" / "test_problems_rooflines.py", course / "tests")
+        (course / "tests" / "data").mkdir(parents=True)
+        shutil.copy(ROOT / "tests" / "data" / "problem_answers.toml", course / "tests" / "data")
         (course / "notes.md").write_text("the teacher's notes")
         course.chmod(0o755)
         (tmp_path / "answers").touch()
