@@ -8,7 +8,9 @@ TPU or GPU runtime they are the real thing.
 from __future__ import annotations
 
 import dataclasses
+import html
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -58,10 +60,33 @@ def _array(shape: Sequence[int], dtype: str):
     return jnp.ones(shape, dtype=jnp_dtype(dtype))
 
 
-def _progress(items: Iterable, total: int, desc: str, progress: bool):
-    from tqdm.auto import tqdm
+def _progress(items: Iterable, total: int, desc: str, progress: bool) -> Iterable:
+    """`items`, with a progress bar when `progress`: in a notebook kernel an HTML bar updated in place that ends
+    as one line ('calibrating: 2 of 2 done'), so a saved or built page never shows a frozen bar; elsewhere
+    tqdm's text bar on stderr, cleared when done."""
+    if not progress:
+        return items
+    ipython = sys.modules.get("IPython")
+    if getattr(ipython and ipython.get_ipython(), "kernel", None) is None:
+        from tqdm import tqdm
 
-    return tqdm(items, total=total, desc=desc, disable=not progress, leave=False)
+        return tqdm(items, total=total, desc=desc, leave=False)
+    return _notebook_bar(items, total, desc)
+
+
+def _notebook_bar(items: Iterable, total: int, desc: str) -> Iterable:
+    """Yield `items` while one display, replaced after each item, shows `desc` and the steps done."""
+    from IPython.display import HTML, display
+
+    label = html.escape(desc)
+    handle = display(HTML(f"<progress value='0' max='{total}'></progress> <small>{label} 0/{total}</small>"),
+                     display_id=True)
+    done = 0
+    for item in items:
+        yield item
+        done += 1
+        handle.update(HTML(f"<progress value='{done}' max='{total}'></progress> <small>{label} {done}/{total}</small>"))
+    handle.update(HTML(f"<small>{label}: {done} of {total} done</small>"))
 
 
 @checks(chip=is_a(Chip), n_devices="count")

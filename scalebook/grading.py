@@ -1,7 +1,10 @@
 """Checking numbers: `expect` for a chapter's worked answers, `check` for problem sets, solution stripping.
 
 `expect(value, published)` sets a computed number beside the book's printed one and raises when they
-drift apart, so executing a chapter (nbval, the website build) fails on a wrong number.
+drift apart, so executing a chapter (nbval, the website build) fails on a wrong number. In a page it shows only
+a compact ✓ (the numbers and source on hover) and records the check; `checked_numbers()` at the end of a chapter
+shows them all in a collapsed table. `kind="regression"` marks a check against our own earlier output (a guard
+against drift, not a published claim).
 `check(qid, answer)` grades a reader's answer against the reference solution registered in
 `scalebook.problems`; under the autograder (grading mode) it only hands the answer, as plain JSON data,
 to the grader, which compares it with the key in its own process (`autograde`). `strip_solutions`
@@ -19,9 +22,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .units import check_kind, check_number, fmt_si, fmt_time
+from .tables import Table
+from .units import check_choice, check_kind, check_number, fmt_si, fmt_time
 
-__all__ = ["Comparison", "ExpectationError", "expect", "check", "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
+__all__ = ["Comparison", "Check", "CheckedNumbers", "ExpectationError", "expect", "checked_numbers", "check",
+           "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
+
+# The kinds of a chapter's check: what the reference number is, and what it is called beside the value.
+KINDS = {"published": "published", "regression": "recorded"}
+_KIND_TITLES = {"published": "Checked against the published number",
+                "regression": "Regression check against our own earlier output"}
 
 
 class ExpectationError(AssertionError):
@@ -109,21 +119,91 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:.2g}%" if fraction < 0.01 else f"{fraction:.1%}"
 
 
+@dataclass(frozen=True)
+class Check(Comparison):
+    """One checked number of a chapter (what `expect` returns): a `Comparison` with its `kind`.
+
+    In a notebook or page it renders as a compact mark, ✓ (or ✓ regression), with the numbers, the tolerance
+    and the source on hover; `str()` keeps the full line for scripts and tests.
+    """
+
+    kind: str = "published"
+
+    def _repr_html_(self) -> str:
+        mark, body = self._text()
+        tip = html.escape(f"{_KIND_TITLES[self.kind]}: {body}", quote=True)
+        word = " regression" if self.kind == "regression" else ""
+        return (f"<span class='sb-check sb-{self.kind}' title=\"{tip}\" "
+                f"style='color:#1a7f37;font-size:0.85em;cursor:help'>{mark}{word}</span>")
+
+
+_RECORDED: list[Check] = []  # every check `expect` passed in this process, in order
+
+
 def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", label: str = "",
-           unit: str = "") -> Comparison:
-    """Return a ✓ `Comparison` of a computed `value` with the `published` one, or raise if they disagree.
+           unit: str = "", kind: str = "published") -> Check:
+    """Return a ✓ `Check` of a computed `value` against the `published` one, or raise if they disagree.
 
     `rtol` is the relative tolerance (the book rounds its inputs, typically to 2 significant figures);
     `source` names where the published number is printed (e.g. 'ch. 1, Q5'); `unit` ('s', 'B', 'FLOP/s'
-    ...) only changes how the two numbers are shown (1.01 ms rather than 0.00101).
+    ...) only changes how the two numbers are shown (1.01 ms rather than 0.00101); `kind` is 'published'
+    (a number printed in the book or a cited source) or 'regression' (our own earlier output, kept so a
+    change that moves it fails). A passing check is recorded for `checked_numbers()`.
     """
     check_number("rtol", rtol, low=0.0, high=1.0, what="a relative tolerance in [0, 1] (beyond 100% it checks nothing)")
     for name, text in (("source", source), ("label", label), ("unit", unit)):
         check_kind(name, text, "text")
-    result = Comparison(value, published, rtol, source, label, unit)
+    check_choice("kind", kind, KINDS)
+    result = Check(value, published, rtol, source, label, unit, KINDS[kind], kind)
     if not result.ok:
         raise ExpectationError(str(result))
+    _RECORDED.append(result)
     return result
+
+
+class CheckedNumbers:
+    """The checks `expect` passed so far: a one-line summary, and every check in a table that a page collapses."""
+
+    def __init__(self, checks: list[Check]) -> None:
+        self.checks = list(checks)
+
+    def __len__(self) -> int:
+        return len(self.checks)
+
+    @property
+    def summary(self) -> str:
+        """'Checked numbers: 12 (10 against published figures, 2 regression checks)'."""
+        regression = sum(c.kind == "regression" for c in self.checks)
+        return (f"Checked numbers: {len(self.checks)} ({len(self.checks) - regression} against published figures, "
+                f"{regression} regression check{'' if regression == 1 else 's'} against our own earlier output)")
+
+    @property
+    def table(self) -> Table:
+        """One row per check: what was checked, our value, the reference, the error, the tolerance, the kind."""
+        rows = []
+        for number, c in enumerate(self.checks, start=1):
+            numeric = _is_number(c.value) and _is_number(c.published)
+            ours, reference = (_fmt(c.value, c.unit), _fmt(c.published, c.unit)) if numeric else (
+                repr(c.value), repr(c.published))
+            rows.append({"#": number, "what": c.label or c.source or "—", "ours": ours, "reference": reference,
+                         "off by": _percent(c.rel_error) if numeric else "equal",
+                         "tolerance": _percent(c.rtol), "kind": c.kind})
+        return Table(rows, columns=["#", "what", "ours", "reference", "off by", "tolerance", "kind"])
+
+    def __str__(self) -> str:
+        return f"{self.summary}\n{self.table}" if self.checks else self.summary
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return (f"<details class='sb-checked-numbers'><summary>{html.escape(self.summary)}</summary>"
+                f"{self.table._repr_html_(fold=False) if self.checks else ''}</details>")
+
+
+def checked_numbers() -> CheckedNumbers:
+    """Return every check `expect` has passed in this process (a chapter's kernel): a page shows the count and
+    keeps the table folded until the reader opens it."""
+    return CheckedNumbers(_RECORDED)
 
 
 def check(qid: str, answer: Any) -> Comparison | None:

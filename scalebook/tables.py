@@ -20,6 +20,8 @@ class Table:
     while a notebook shows `fmt_bytes`-style strings.
     """
 
+    SHOWN_ROWS = 20  # rows a page shows before folding the rest
+
     def __init__(
         self,
         rows: Iterable[Mapping[str, Any]],
@@ -89,10 +91,26 @@ class Table:
 
     __repr__ = __str__
 
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in self._cells()
-        )
+    def _repr_html_(self, fold: bool = True) -> str:
+        """The table as HTML with padded cells; past `SHOWN_ROWS` rows (when `fold`) the rest sits in a folded
+        <details> below, so a long table does not flood the page (a table at most 5 rows longer is shown whole)."""
+        rows = self._cells()
+        cap = self.SHOWN_ROWS if fold and len(rows) > self.SHOWN_ROWS + 5 else len(rows)
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        html_ = _html_table(self.columns, rows[:cap], caption)
+        if len(rows) <= cap:
+            return html_
+        rest = _html_table(self.columns, rows[cap:], "")
+        return (f"{html_}<details class='sb-more-rows'><summary>Show the other {len(rows) - cap} rows "
+                f"(of {len(rows)})</summary>{rest}</details>")
+
+
+# Cells padded so neighbouring columns never run together, whatever the page's style sheet does to tables.
+_TABLE_STYLE = "border-collapse:separate;border-spacing:0.9em 0.15em"
+
+
+def _html_table(columns: Sequence[str], rows: list[list[str]], caption: str) -> str:
+    """One <table> of already formatted `rows` under `columns`, its cells set apart by `_TABLE_STYLE`."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return f"<table style='{_TABLE_STYLE}'>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -1,8 +1,12 @@
-"""expect / check: immediate ✓/✗ feedback; solution stripping for the student versions."""
+"""expect / check: immediate ✓/✗ feedback, compact in a page, recorded for the chapter's table of checked numbers;
+solution stripping for the student versions."""
+
+import re
 
 import pytest
 
 import scalebook as sb
+from scalebook import grading
 from scalebook.grading import Comparison, ExpectationError, strip_solutions
 
 
@@ -95,3 +99,43 @@ def test_expect_compares_sequences_item_by_item_within_rtol():
         sb.expect([1.0], [1.0, 2.0])
     with pytest.raises(sb.grading.ExpectationError):
         sb.expect(("compute",), ("memory",))
+
+
+def test_expect_renders_a_compact_mark_with_the_numbers_on_hover_only():
+    check = sb.expect(560e-6, 560e-6, rtol=0.01, source="ch. 1, Q5", unit="s")
+    page = check._repr_html_()
+    visible = re.sub(r"<[^>]*>", "", page)  # the text a reader sees, tags (and their title attribute) dropped
+    assert visible == "✓" and "560" not in visible
+    assert 'title="Checked against the published number: 560 µs vs published 560 µs' in page
+    assert str(check) == "✓ 560 µs vs published 560 µs (off by 0%, tolerance 1.0%) — ch. 1, Q5"
+
+
+def test_a_regression_check_is_named_so_and_never_called_published():
+    check = sb.expect(40.4e-6, 40.38e-6, rtol=0.01, source="the collective matmul", unit="s", kind="regression")
+    assert check.kind == "regression" and "published" not in str(check) and "published" not in check._repr_html_()
+    assert str(check).startswith("✓ 40.4 µs vs recorded 40.38 µs")
+    assert re.sub(r"<[^>]*>", "", check._repr_html_()) == "✓ regression"
+    with pytest.raises(ValueError, match=r"kind='regresion' is not one of \['published', 'regression'\]"):
+        sb.expect(1, 1, kind="regresion")
+
+
+def test_a_mismatch_still_raises_whatever_the_kind():
+    with pytest.raises(ExpectationError, match=r"✗ 41 vs recorded 40 \(off by 2.5%"):
+        sb.expect(41, 40, rtol=0.01, kind="regression")
+
+
+def test_checked_numbers_lists_every_passed_check_in_a_folded_table():
+    before = len(grading.checked_numbers())
+    sb.expect(240.2, 240, rtol=0.01, source="ch. 1, Q1: critical batch")
+    sb.expect(0.47, 0.47, rtol=0.02, source="share hidden", kind="regression")
+    with pytest.raises(ExpectationError):
+        sb.expect(1, 2, source="a failed check is not recorded")
+    report = grading.checked_numbers()
+    assert len(report) == before + 2 and report.checks[-1].source == "share hidden"
+    assert [row["kind"] for row in report.table.rows[-2:]] == ["published", "regression"]
+    assert report.table.rows[-2]["off by"] == "0.083%" and report.table.rows[-2]["reference"] == "240"
+    page = report._repr_html_()
+    assert page.startswith("<details class='sb-checked-numbers'><summary>Checked numbers: ")
+    assert page.count("<tr>") == len(report) + 1  # every check, none folded away a second time
+    assert "ch. 1, Q1: critical batch" in str(report)
+
