@@ -36,7 +36,7 @@ __all__ = [
     "list_chips", "expect", "check", "setup",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
     "units", "hardware", "roofline", "gemm", "collectives", "sharding", "models", "training", "inference", "moe",
-    "serving",
+    "serving", "deployment",
     "grading",
     "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
     "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks", "overlap",

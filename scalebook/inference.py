@@ -37,8 +37,8 @@ from .tables import Table
 from .units import LARGEST, check_fields, checks, fmt_time, is_a, sequence_of
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
-           "max_batch", "pareto", "smallest_topology", "prices", "cost_per_million_tokens", "moe_critical_batch",
-           "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
+           "max_batch", "pareto", "smallest_topology", "prices", "chip_price", "cost_per_million_tokens",
+           "moe_critical_batch", "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
 
 @dataclass(frozen=True)
@@ -349,17 +349,21 @@ def prices() -> dict[str, dict]:
     return load("data/prices.toml")
 
 
-@checks(tokens_per_second_per_chip="size")
-def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float) -> float:
-    """Return US dollars per million generated tokens at the listed chip-hour price."""
+def chip_price(chip: Chip | str) -> float:
+    """Return the listed on-demand price of one `chip` in US dollars per chip-hour (`prices()`; KeyError naming the
+    priced chips when it has none): the one price look-up of the package."""
     chip = get_chip(chip)
     table = prices()["chips"]
     key = next((k for k in table if get_chip(k) is chip), None)
     if key is None:
         raise KeyError(f"no price for {chip.name}; priced chips: {sorted(table)}")
-    if tokens_per_second_per_chip <= 0:
-        raise ValueError(f"tokens_per_second_per_chip must be positive, got {tokens_per_second_per_chip!r}")
-    return table[key]["usd_per_hour"] / 3600 / tokens_per_second_per_chip * 1e6
+    return table[key]["usd_per_hour"]
+
+
+@checks(tokens_per_second_per_chip="size")
+def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float) -> float:
+    """Return US dollars per million generated tokens at the listed chip-hour price."""
+    return chip_price(chip) / 3600 / tokens_per_second_per_chip * 1e6
 
 
 @checks(param_dtype="dtype", compute_dtype="dtype")

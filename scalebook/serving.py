@@ -41,26 +41,24 @@ runs of identical steps: 10,000 requests simulate in well under a second.
 from __future__ import annotations
 
 import heapq
-import html
 import math
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from itertools import accumulate
 
-import numpy as np
-
-from .estimate import feasibility
 from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
 from .models import TransformerConfig, get_model
+from .serving_report import METRICS, Report, Requests
 from .tables import Table
-from .units import check_fields, check_int, check_kind, check_number, checks, fmt_rate, fmt_time, is_a
+from .units import check_fields, check_int, check_kind, check_number, checks, fmt_time, is_a
 
-__all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "MODES", "METRICS"]
+__all__ = ["Lengths", "Workload", "Requests", "Engine", "Report", "simulate", "engine_comparison", "chapter_engines",
+           "CHAT_PROMPT", "CHAT_OUTPUT", "MODES", "METRICS"]
 
 MODES = ("interleaved", "disaggregated")
-METRICS = ("ttft", "tpot", "e2e")
-PERCENTILES = (50, 90, 99)
 MAX_TOKENS, MAX_SIGMA = 1e9, 4.0  # the longest prompt or output a workload may describe; the widest spread
 MAX_REQUESTS = 10**5  # the most requests one simulation replays (seconds and memory grow with them)
 
@@ -73,17 +71,17 @@ class Lengths:
     sigma: float = 0.0
 
     def __post_init__(self) -> None:
-        # Bounded so that a sample stays a token count an int64 holds (a lognormal of sigma 4 already spans e^±9).
+        # Bounded so that a sample stays a modest token count (a lognormal of sigma 4 already spans e^±9).
         check_number("median", self.median, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}]")
         check_number("sigma", self.sigma, low=0.0, high=MAX_SIGMA, what=f"a lognormal shape in [0, {MAX_SIGMA:g}]")
 
-    @checks(rng=is_a(np.random.Generator), n="count")
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """Return `n` token counts (integers >= 1)."""
+    @checks(rng=is_a(random.Random), n="count")
+    def sample(self, rng: random.Random, n: int) -> tuple[int, ...]:
+        """Return `n` token counts (integers >= 1), drawn from `rng`."""
         if self.sigma == 0:
-            return np.full(n, max(1, round(self.median)), dtype=np.int64)
-        draws = rng.lognormal(math.log(self.median), self.sigma, n)
-        return np.clip(np.rint(draws), 1, MAX_TOKENS).astype(np.int64)
+            return (max(1, round(self.median)),) * n
+        mu = math.log(self.median)
+        return tuple(int(min(max(round(rng.lognormvariate(mu, self.sigma)), 1), MAX_TOKENS)) for _ in range(n))
 
 
 def _lengths(name: str, value: Lengths | float) -> Lengths:
@@ -91,20 +89,6 @@ def _lengths(name: str, value: Lengths | float) -> Lengths:
         return value
     check_number(name, value, low=1.0, high=MAX_TOKENS, what=f"a token count in [1, {MAX_TOKENS:g}] or a Lengths")
     return Lengths(value)
-
-
-@dataclass(frozen=True)
-class Requests:
-    """Sampled requests, in arrival order: `arrival` (s), `prompt`, `uncached` (prompt tokens to prefill) and
-    `output` (tokens to generate, the first included)."""
-
-    arrival: np.ndarray
-    prompt: np.ndarray
-    uncached: np.ndarray
-    output: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.arrival)
 
 
 @dataclass(frozen=True)
@@ -129,14 +113,16 @@ class Workload:
 
     @checks(n_requests="count", seed="count0")
     def sample(self, n_requests: int, seed: int = 0) -> Requests:
-        """Return `n_requests` requests. Arrivals, lengths and cache hits draw from separate streams of `seed`,
-        so changing one knob leaves the others' draws alone."""
-        rngs = [np.random.default_rng([seed, stream]) for stream in range(4)]
-        gaps = rngs[0].exponential(1 / self.rate, n_requests) if math.isfinite(self.rate) else np.zeros(n_requests)
+        """Return `n_requests` requests. Arrivals, lengths and cache hits draw from separate streams of `seed`
+        (the standard library's Mersenne Twister, seeded by name), so changing one knob leaves the others' draws
+        alone and the same seed gives the same requests in the reader's browser."""
+        rngs = [random.Random(f"scalebook.serving/{seed}/{stream}") for stream in range(4)]
+        finite = math.isfinite(self.rate)
+        gaps = [rngs[0].expovariate(self.rate) if finite else 0.0 for _ in range(n_requests)]
         prompt, output = self.prompt.sample(rngs[1], n_requests), self.output.sample(rngs[2], n_requests)
-        hits = rngs[3].random(n_requests) < self.prefix_hit
-        cached = np.where(hits, np.floor(self.prefix_fraction * prompt), 0).astype(np.int64)
-        return Requests(np.cumsum(gaps), prompt, np.maximum(1, prompt - cached), output)
+        hit = [rngs[3].random() < self.prefix_hit for _ in range(n_requests)]
+        uncached = tuple(max(1, p - math.floor(self.prefix_fraction * p)) if h else p for p, h in zip(prompt, hit))
+        return Requests(tuple(accumulate(gaps)), prompt, uncached, output)
 
     def typical_context(self) -> float:
         """Return the tokens a median sequence holds when it finishes: median prompt + median output."""
@@ -228,8 +214,8 @@ def _prefill_cost(engine: Engine, tokens: int) -> tuple[float, float]:
 class _Trace:
     """What the decode loop saw: when each request was admitted and finished (s), and its step counters."""
 
-    admitted: np.ndarray
-    finish: np.ndarray
+    admitted: list[float]
+    finish: list[float]
     steps: int
     tokens: int
     busy: float
@@ -272,160 +258,21 @@ def _decode_loop(ready: list[float], stall: list[float], prompt: list[int], outp
             j = heapq.heappop(heap)[1]
             finish[j] = t
             S -= offset[j]
-    return _Trace(np.array(admitted), np.array(finish), steps, tokens, busy, flops)
+    return _Trace(admitted, finish, steps, tokens, busy, flops)
 
 
-def _prefill_pool(arrival: np.ndarray, prefill_s: list[float], transfer_s: list[float]) -> tuple[np.ndarray, ...]:
+def _prefill_pool(arrival: Sequence[float], prefill_s: Sequence[float],
+                  transfer_s: Sequence[float]) -> tuple[list[float], list[float]]:
     """Return when each prefill ends and when its KV cache reaches the decode chips (s): one prefill and one
     transfer at a time, first come first served."""
-    done, ready = np.empty(len(arrival)), np.empty(len(arrival))
+    done, ready = [], []
     end = link = 0.0
-    for i, (a, p, x) in enumerate(zip(arrival.tolist(), prefill_s, transfer_s)):
+    for a, p, x in zip(arrival, prefill_s, transfer_s):
         end = max(a, end) + p
         link = max(end, link) + x
-        done[i], ready[i] = end, link
+        done.append(end)
+        ready.append(link)
     return done, ready
-
-
-def _fmt_time(seconds: float) -> str:
-    return fmt_time(seconds) if math.isfinite(seconds) else "—"
-
-
-def _finite_stat(values: np.ndarray, q: float | None = None) -> float:
-    """Return the `q`-th percentile (None: the mean) of the finite `values`, NaN when there are none."""
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return math.nan
-    return float(finite.mean() if q is None else np.percentile(finite, q))
-
-
-@dataclass(frozen=True, eq=False)
-class Report:
-    """What a simulation measured. Per request (arrays, seconds): `first_token`, `finish`, and the properties
-    `ttft`, `tpot`, `e2e`. Totals: `decode_steps`, `decode_tokens` (sum of the batch over steps), `prefill_busy` and
-    `decode_busy` (s the pools were working) and `flops` (FLOPs of every prefill and decode step)."""
-
-    workload: Workload
-    engine: Engine
-    slots: int
-    requests: Requests
-    first_token: np.ndarray
-    finish: np.ndarray
-    decode_steps: int
-    decode_tokens: int
-    prefill_busy: float
-    decode_busy: float
-    flops: float
-    seed: int = 0
-
-    @property
-    def ttft(self) -> np.ndarray:
-        """Seconds from each request's arrival to its first token."""
-        return self.first_token - self.requests.arrival
-
-    @property
-    def tpot(self) -> np.ndarray:
-        """Mean seconds between each request's output tokens after the first (NaN for one-token outputs)."""
-        gaps = np.maximum(self.requests.output - 1, 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(gaps > 0, (self.finish - self.first_token) / gaps, np.nan)
-
-    @property
-    def e2e(self) -> np.ndarray:
-        """Seconds from each request's arrival to its last token."""
-        return self.finish - self.requests.arrival
-
-    @checks(metric=METRICS, q=lambda n, v: check_number(n, v, low=0.0, high=100.0, what="a percentile in [0, 100]"))
-    def percentile(self, metric: str, q: float) -> float:
-        """Return the `q`-th percentile (0-100) of `metric` ("ttft", "tpot" or "e2e"), in seconds."""
-        return _finite_stat(getattr(self, metric), q)
-
-    @property
-    def makespan(self) -> float:
-        """Seconds from time 0 to the last token of the last request."""
-        return float(self.finish.max())
-
-    @property
-    def throughput(self) -> float:
-        """Output tokens per second over the whole run."""
-        return float(self.requests.output.sum()) / self.makespan
-
-    @property
-    def throughput_per_chip(self) -> float:
-        """Output tokens per second per chip (all `n_chips`, both pools when disaggregated)."""
-        return self.throughput / self.engine.n_chips
-
-    @property
-    def mean_batch(self) -> float:
-        """Sequences per decode step, averaged over the steps."""
-        return self.decode_tokens / self.decode_steps if self.decode_steps else 0.0
-
-    @property
-    def utilisation(self) -> float:
-        """Fraction of chip-seconds spent prefilling or decoding over the run (busy, however small the batch)."""
-        P, G = self.engine.pools()
-        return (self.prefill_busy * P + self.decode_busy * G) / (self.engine.n_chips * self.makespan)
-
-    @property
-    def mfu(self) -> float:
-        """Model FLOPs of the run over what all `n_chips` could do at bf16 peak in the makespan."""
-        return self.flops / (self.engine.n_chips * self.engine.chip.peak_flops() * self.makespan)
-
-    @property
-    def memory_per_chip(self) -> float:
-        """Bytes per decode chip with every slot full at the typical context: weights and `slots` KV caches."""
-        e = self.engine
-        caches = kv_cache_bytes(e.model, self.workload.typical_context(), self.slots, e.kv_bytes)
-        return (e.model.param_count() * e.param_bytes + caches) / e.pools()[1]
-
-    @property
-    def fits(self) -> bool:
-        """Whether the decode chips' HBM holds the weights and every slot's KV cache (`memory_per_chip`)."""
-        return self.memory_per_chip <= self.engine.chip.hbm_bytes
-
-    def _title(self) -> str:
-        e, w = self.engine, self.workload
-        return (f"{e.model.name} on {e.n_chips} × {e.chip.name}, {e.mode}, {self.slots} slots; "
-                f"{w.rate:g} req/s, {len(self.requests)} requests")
-
-    def latency_table(self) -> Table:
-        """Return mean and percentiles of TTFT, TPOT and end-to-end latency (s)."""
-        rows = [{"metric": {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end to end"}[m],
-                 "mean": _finite_stat(getattr(self, m)),
-                 **{f"p{q}": self.percentile(m, q) for q in PERCENTILES}} for m in METRICS]
-        cols = ["mean", *(f"p{q}" for q in PERCENTILES)]
-        return Table(rows, formats=dict.fromkeys(cols, _fmt_time), title=self._title())
-
-    def table(self) -> Table:
-        """Return every figure of the run: latency percentiles, throughput, batch and utilisation."""
-        rows = [{"quantity": f"{m} p{q}", "value": self.percentile(m, q), "shown": _fmt_time(self.percentile(m, q))}
-                for m in METRICS for q in PERCENTILES]
-        rows += [
-            {"quantity": "throughput", "value": self.throughput, "shown": fmt_rate(self.throughput, "tokens/s")},
-            {"quantity": "throughput per chip", "value": self.throughput_per_chip,
-             "shown": fmt_rate(self.throughput_per_chip, "tokens/s")},
-            {"quantity": "mean decode batch", "value": self.mean_batch, "shown": f"{self.mean_batch:.1f}"},
-            {"quantity": "decode slots", "value": self.slots, "shown": str(self.slots)},
-            {"quantity": "memory per decode chip", "value": self.memory_per_chip,
-             "shown": feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)},
-            {"quantity": "utilisation (busy)", "value": self.utilisation, "shown": f"{self.utilisation:.0%}"},
-            {"quantity": "MFU", "value": self.mfu, "shown": f"{self.mfu:.1%}"},
-            {"quantity": "makespan", "value": self.makespan, "shown": fmt_time(self.makespan)},
-        ]
-        return Table(rows, columns=["quantity", "shown"], title=self._title())
-
-    def _repr_html_(self) -> str:
-        fit = feasibility(self.memory_per_chip, self.engine.chip.hbm_bytes)
-        warning = "" if self.fits else f"<p><b>{html.escape(fit)}</b></p>"
-        line = (f"{warning}<p>{fmt_rate(self.throughput, 'tokens/s')} "
-                f"({fmt_rate(self.throughput_per_chip, 'tokens/s')} per chip), mean decode batch "
-                f"{self.mean_batch:.1f} of {self.slots}, busy {self.utilisation:.0%}, MFU {self.mfu:.1%}</p>")
-        return self.latency_table()._repr_html_() + line
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    __repr__ = __str__
 
 
 @checks(workload=is_a(Workload), engine=is_a(Engine), n_requests=lambda n, v: check_int(n, v, 1, MAX_REQUESTS),
@@ -434,17 +281,57 @@ def simulate(workload: Workload, engine: Engine, n_requests: int = 1000, seed: i
     """Return the `Report` of serving `n_requests` requests of `workload` on `engine` (deterministic per `seed`)."""
     req = workload.sample(n_requests, seed)
     slots = engine.batch_slots(workload)
-    prefill_s, prefill_flops = zip(*(_prefill_cost(engine, u) for u in req.uncached.tolist()))
-    prompt, output = req.prompt.tolist(), req.output.tolist()
+    prefill_s, prefill_flops = zip(*(_prefill_cost(engine, u) for u in req.uncached))
+    prompt, output = list(req.prompt), list(req.output)
     step_cost = partial(_decode_cost, engine)
     if engine.mode == "interleaved":
-        trace = _decode_loop(req.arrival.tolist(), list(prefill_s), prompt, output, slots, step_cost)
+        trace = _decode_loop(list(req.arrival), list(prefill_s), prompt, output, slots, step_cost)
         first = trace.admitted
     else:
         W = engine.link_bandwidth()
         transfer = [kv_cache_bytes(engine.model, p, 1, engine.kv_bytes) / W for p in prompt]
-        first, ready = _prefill_pool(req.arrival, list(prefill_s), transfer)
-        trace = _decode_loop(ready.tolist(), [0.0] * n_requests, prompt, output, slots, step_cost)
-    finish = np.where(req.output > 1, trace.finish, first)
-    return Report(workload, engine, slots, req, first, finish, trace.steps, trace.tokens, math.fsum(prefill_s),
-                  trace.busy, trace.flops + math.fsum(prefill_flops), seed)
+        first, ready = _prefill_pool(req.arrival, prefill_s, transfer)
+        trace = _decode_loop(ready, [0.0] * n_requests, prompt, output, slots, step_cost)
+    finish = tuple(end if n > 1 else start for end, start, n in zip(trace.finish, first, output))
+    return Report(workload, engine, slots, req, tuple(first), finish, trace.steps, trace.tokens,
+                  math.fsum(prefill_s), trace.busy, trace.flops + math.fsum(prefill_flops), seed)
+
+
+# The chapter's simulated chat traffic: lognormal prompts of median 2048 tokens and replies of median 512.
+CHAT_PROMPT, CHAT_OUTPUT = Lengths(2048, 0.5), Lengths(512, 0.5)
+
+
+def chapter_engines() -> dict[str, Engine]:
+    """Return ch. 8's two 32-chip servers for LLaMA 3-70B in int8: interleaved, and 24 prefill + 8 decode chips."""
+    return {"interleaved (32 chips)": Engine("llama3-70b", "v5e", 32, 1, 1),
+            "disaggregated (24 + 8)": Engine("llama3-70b", "v5e", 32, 1, 1, mode="disaggregated",
+                                             prefill_chips=24, decode_chips=8)}
+
+
+def _engines(name: str, value: object) -> object:
+    """A kind for None or a dict of label -> `Engine`; the error names `name[label]`."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{name}={value!r:.60} must be a dict of serving Engines (label -> Engine)")
+    for label, engine in (value or {}).items():
+        is_a(Engine)(f"{name}[{label!r}]", engine)
+    return value
+
+
+@checks(n_requests="count", seed="count0", rates="sizes", engines=_engines)
+def engine_comparison(rates: Sequence[float] = (1, 2, 4, 6), engines: dict[str, Engine] | None = None,
+                      prompt: Lengths | float = CHAT_PROMPT, output: Lengths | float = CHAT_OUTPUT,
+                      n_requests: int = 2000, seed: int = 0) -> Table:
+    """Return one row per engine (default: `chapter_engines()`) and arrival rate (requests/s) of `simulate`: median
+    and p99 time to first token and time per output token (s), output tokens/s per chip, and the mean decode
+    batch. The same requests (same `seed`) go to every engine at a given rate."""
+    rows = []
+    for label, engine in (engines or chapter_engines()).items():
+        for rate in rates:
+            r = simulate(Workload(rate, prompt, output), engine, n_requests, seed)
+            rows.append({"engine": label, "requests/s": rate, "TTFT p50": r.percentile("ttft", 50),
+                         "TTFT p99": r.percentile("ttft", 99), "TPOT p50": r.percentile("tpot", 50),
+                         "TPOT p99": r.percentile("tpot", 99), "tokens/s/chip": r.throughput_per_chip,
+                         "mean batch": r.mean_batch})
+    return Table(rows, formats={**dict.fromkeys(("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"), fmt_time),
+                                "tokens/s/chip": lambda v: f"{v:.4g}", "mean batch": lambda v: f"{v:.1f}"},
+                 title=f"Simulated serving, {n_requests} requests per run")

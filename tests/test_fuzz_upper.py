@@ -284,14 +284,6 @@ recipe("widgets.llama.run_table", mfu="fraction", usd_per_chip_hour="nonneg")
 recipe("widgets.llama.run_explorer", mfu="fraction", usd_per_chip_hour="nonneg")
 for _f in ("batch_bounds", "bounds_explorer", "plan_explorer"):
     recipe(f"widgets.llama.{_f}")
-recipe("widgets.llama_serving.flops_per_dollar", chips=[["v5ex"], 3])
-recipe("widgets.llama_serving.topology_table", dtypes=[["bf17"], 3, None])
-recipe("widgets.llama_serving.qps_table", grow="count0", dtypes=[["bf17"], 3, None])
-recipe("widgets.llama_serving.serving_summary", batch="count0", topology=["4x", "0x2", 3, None])
-recipe("widgets.llama_serving.latency_budget", shapes=[[(4, -1)], 3])
-recipe("widgets.llama_serving.engine_comparison", lambda: dict(n_requests=20), rates=[[1, NAN], [-1], 3, None],
-       engines=[{"a": 3}, 3], prompt=[-1, NAN, "abc", None], output=[-1, NAN, "abc", None], seed="count0")
-recipe("widgets.llama_serving.cost_table", lambda: dict(rates={"a": 10.0}), rates=[{"a": NAN}, {"a": -1}, 3, None])
 recipe("widgets.llama_serving.topology_explorer", topology=["4x", "0x2", 3, None], ici="flag")
 recipe("widgets.models.attention_share", lambda: dict(T=8192, D=8192), F="?count")
 for _f in ("kv_cache_table", "remat_table", "model_explorer", "kv_cache_explorer", "remat_explorer",

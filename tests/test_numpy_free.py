@@ -39,18 +39,11 @@ from scalebook.widgets import web
 web.open_faceless("scalebook.plots")
 """
 MODULES = ["units", "hardware", "models", "estimate", "roofline", "collectives", "sharding", "systolic", "tables",
-           "svg", "grading", "training", "inference", "widgets.web", "widgets.core", "widgets.tpu", "widgets.models",
+           "svg", "grading", "training", "inference", "deployment", "serving", "serving_report",
+           "widgets.web", "widgets.core", "widgets.tpu", "widgets.models",
            "widgets.sharding", "widgets.gpus", "widgets.training", "widgets.inference", "widgets.llama",
            "plots.base", "plots.roofline", "plots.sharding", "plots.training", "plots.inference", "plots.tpu",
-           "plots.chip", "plots.serving"]
-# Modules an explorer calls that still need NumPy, each with the reason (the issue's list of what is left).
-STILL_NUMPY = {
-    "serving": "the simulator draws its requests with NumPy's PCG64 generator; a pure-Python twin must reproduce "
-               "its streams bit for bit",
-}
-# Explorers of chapters 1–8 that answer without NumPy today (of 105): the other four import `serving` (its
-# simulator draws the requests from NumPy's generator).
-ANSWER_WITHOUT_NUMPY = 101
+           "plots.chip", "plots.serving", "widgets.serving", "widgets.llama_serving"]
 CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
 SKIP_ASSIGN = ("setup(", "jax", "labs", "xla", "bench", "profil", "decoder", "sharded_ops", "multihost", "plots.")
 
@@ -64,12 +57,6 @@ def run_blocked(code: str, stdin: str = "") -> subprocess.CompletedProcess:
 def test_module_imports_without_numpy(module: str):
     run = run_blocked(f"import scalebook.{module}")
     assert run.returncode == 0, run.stderr[-2000:]
-
-
-@pytest.mark.parametrize("module", sorted(STILL_NUMPY))
-def test_modules_that_still_need_numpy_are_named(module: str):
-    run = run_blocked(f"import scalebook.{module}")
-    assert run.returncode != 0 and "blocked" in run.stderr, f"{module} imports without NumPy now: move it to MODULES"
 
 
 def chapter_explorers(chapter: Path) -> list[tuple[str, object]]:
@@ -106,8 +93,7 @@ def test_every_explorer_of_chapters_1_to_8_answers_its_worked_problem_without_nu
     for name, ex in explorers():
         about = ex.describe()
         values = {c["name"]: c["value"] for c in about["controls"]}
-        cases.append({"name": name, "call": about.get("call"), "why": about.get("why", ""), "values": values,
-                      "needs": [m for m in STILL_NUMPY if f"scalebook.{m}" in about.get("function", "")]})
+        cases.append({"name": name, "call": about.get("call"), "why": about.get("why", ""), "values": values})
     assert len(cases) >= 80, len(cases)
     code = """
 import json, sys
@@ -133,10 +119,8 @@ print(json.dumps(out))
         if got != want:
             wrong.append(case["name"])
     not_live = [f"{c['name']}: {c['why']}" for c in cases if not c["call"]]
-    print(f"{len(live) - len(failed)} of {len(cases)} explorers answer without NumPy")
     assert not wrong, wrong
-    assert all("is blocked" in f for f in failed), "\n".join(f for f in failed if "is blocked" not in f)
-    assert len(live) - len(failed) >= ANSWER_WITHOUT_NUMPY, "\n".join(failed)
+    assert not failed, "\n".join(failed)
     assert not not_live, not_live
 
 

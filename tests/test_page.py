@@ -53,8 +53,3 @@ def test_no_bar_when_asked_for_none_and_a_text_bar_outside_a_kernel(monkeypatch,
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
     assert list(_progress(items, 2, "calibrating", True)) == [0, 1]
     assert "calibrating" in capsys.readouterr().err
-
-
-def test_the_validation_table_names_the_ideal_model_once():
-    assert sb.validation.table("ideal").title.startswith("published runs: measured vs the ideal bound (status:")
-    assert "measured vs the ideal bound vs the calibrated model (" in sb.validation.table().title

@@ -4,15 +4,15 @@ prefix caching, bad inputs, and its explorer."""
 from __future__ import annotations
 
 import math
+import statistics
 import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 from speed import assert_fast
 
-from scalebook import inference, serving
+from scalebook import inference, serving, serving_report
 from scalebook.serving import MODES, Engine, Lengths, Report, Workload, simulate
 
 INT8 = {"model": "llama3-70b", "chip": "v5e", "n_chips": 16, "param_bytes": 1, "kv_bytes": 1}
@@ -20,8 +20,7 @@ CHAT = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5))
 
 
 def same(a: Report, b: Report) -> bool:
-    return all(np.array_equal(x, y, equal_nan=True) for x, y in
-               [(a.requests.arrival, b.requests.arrival), (a.first_token, b.first_token), (a.finish, b.finish)])
+    return (a.requests.arrival, a.first_token, a.finish) == (b.requests.arrival, b.first_token, b.finish)
 
 
 def test_same_seed_same_report_and_another_seed_another():
@@ -39,7 +38,39 @@ def test_ten_thousand_requests_simulate_in_under_two_seconds(mode):
     start = time.perf_counter()
     report = simulate(CHAT, engine, 10_000)
     assert_fast(time.perf_counter() - start, 2.0, f"simulate 10,000 requests ({mode})")
-    assert len(report.ttft) == 10_000 and np.all(report.e2e >= report.ttft) and np.all(report.ttft > 0)
+    assert len(report.ttft) == 10_000 and all(e >= t > 0 for e, t in zip(report.e2e, report.ttft))
+
+
+@pytest.mark.parametrize("values", [[3.0], [5.0, 1.0], [4.0, 1.0, 3.0, 2.0, 10.0], [0.5 * k ** 1.5 for k in range(37)]])
+@pytest.mark.parametrize("q", [0, 1, 25, 50, 90, 99, 100])
+def test_percentiles_interpolate_between_sorted_values_as_numpy_does(values, q):
+    np = pytest.importorskip("numpy")  # the reference: NumPy's default ('linear') method
+    assert serving_report.percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-12)
+
+
+def test_a_percentile_of_nothing_is_nan():
+    assert math.isnan(serving_report.percentile([], 50))
+
+
+def test_sampled_traffic_has_the_rate_and_median_lengths_asked_for():
+    requests = Workload(4.0, Lengths(1000, 0.8), Lengths(200, 0.3), prefix_hit=0.25).sample(20_000, seed=7)
+    gaps = [b - a for a, b in zip((0.0, *requests.arrival), requests.arrival)]
+    assert statistics.fmean(gaps) == pytest.approx(1 / 4.0, rel=0.03)  # exponential gaps of mean 1/rate
+    assert statistics.median(requests.prompt) == pytest.approx(1000, rel=0.03)  # lognormal: median e^mu
+    assert statistics.median(requests.output) == pytest.approx(200, rel=0.03)
+    hits = sum(u < p for u, p in zip(requests.uncached, requests.prompt)) / len(requests)
+    assert hits == pytest.approx(0.25, abs=0.01)
+    assert all(u == max(1, p - p // 2) for u, p in zip(requests.uncached, requests.prompt) if u < p)
+
+
+def test_the_same_seed_draws_the_same_requests_in_any_process():
+    # Streams are seeded by name, so the reader's browser (Pyodide) draws exactly these first requests.
+    requests = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5)).sample(3, seed=0)
+    probe = ("from scalebook.serving import Workload, Lengths; "
+             "r = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5)).sample(3, seed=0); "
+             "print(repr((r.arrival, r.prompt, r.output)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr((requests.arrival, requests.prompt, requests.output))
 
 
 def test_one_request_alone_costs_one_prefill_then_chapter_7_decode_steps():
@@ -54,7 +85,7 @@ def test_one_request_alone_costs_one_prefill_then_chapter_7_decode_steps():
 def test_unsaturated_throughput_is_arrival_rate_times_mean_output():
     report = simulate(CHAT, Engine(**INT8), 3000)
     arrived = len(report.requests) / report.requests.arrival[-1]  # the sampled rate, not the nominal one
-    assert report.throughput == pytest.approx(arrived * report.requests.output.mean(), rel=0.01)
+    assert report.throughput == pytest.approx(arrived * statistics.fmean(report.requests.output), rel=0.01)
     assert report.throughput_per_chip == pytest.approx(report.throughput / 16)
 
 
@@ -63,7 +94,7 @@ def test_time_to_first_token_grows_sharply_as_the_rate_nears_capacity():
     def workload(rate):
         return Workload(rate, Lengths(1024, 0.5), Lengths(256, 0.5))
     saturated = simulate(workload(math.inf), engine, 3000)
-    capacity = saturated.throughput / saturated.requests.output.mean()  # requests/s with every slot busy
+    capacity = saturated.throughput / statistics.fmean(saturated.requests.output)  # requests/s with every slot busy
     p99 = {f: simulate(workload(f * capacity), engine, 3000).percentile("ttft", 99) for f in (0.3, 0.95, 1.1)}
     assert p99[0.95] > 5 * p99[0.3]
     assert p99[1.1] > 5 * p99[0.95]  # past capacity the queue, and the wait, grow without bound
@@ -105,7 +136,7 @@ def test_prefix_cache_hits_cut_time_to_first_token():
     def workload(hit):
         return Workload(6.0, 1024, 128, prefix_hit=hit, prefix_fraction=0.75)
     cold, warm = (simulate(workload(hit), Engine(**INT8), 2000) for hit in (0.0, 0.8))
-    assert np.array_equal(cold.requests.arrival, warm.requests.arrival)  # same traffic, only the hits differ
+    assert cold.requests.arrival == warm.requests.arrival  # same traffic, only the hits differ
     assert warm.percentile("ttft", 50) < 0.5 * cold.percentile("ttft", 50)
     assert warm.percentile("ttft", 99) < cold.percentile("ttft", 99)
 
@@ -127,7 +158,7 @@ def test_report_renders_a_table_and_html():
 
 def test_one_token_outputs_have_no_time_per_token():
     report = simulate(Workload(1.0, 64, 1), Engine(**INT8), 20)
-    assert np.all(np.isnan(report.tpot)) and math.isnan(report.percentile("tpot", 50))
+    assert all(map(math.isnan, report.tpot)) and math.isnan(report.percentile("tpot", 50))
     assert "—" in str(report.latency_table())
 
 
@@ -176,3 +207,15 @@ def test_simulator_stays_on_the_ground_floor():
              "print([m for m in ('jax', 'matplotlib', 'ipywidgets') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_engine_comparison_separates_interleaved_and_disaggregated_engines():
+    engines = {"interleaved": Engine("llama3-70b", "v5e", 32, 1, 1),
+               "disaggregated": Engine("llama3-70b", "v5e", 32, 1, 1, mode="disaggregated", prefill_chips=24,
+                                       decode_chips=8)}
+    rows = {(r["engine"], r["requests/s"]): r for r in serving.engine_comparison((1, 6), engines, n_requests=400)}
+    # Interleaved prefills pause every stream: the slowest gaps between tokens grow with the load...
+    assert rows[("interleaved", 6)]["TPOT p99"] > 5 * rows[("interleaved", 1)]["TPOT p99"]
+    # ...while disaggregated decode keeps its step time and queues at the prefill pool instead.
+    assert rows[("disaggregated", 6)]["TPOT p99"] < 1.5 * rows[("disaggregated", 1)]["TPOT p99"]
+    assert rows[("disaggregated", 6)]["TTFT p99"] > rows[("interleaved", 6)]["TTFT p99"]
