@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .hardware.topology import TpuMesh
+from .rings import overlapped_ring_time
 from .sharding import Plan, sharded_matmul
 from .tables import Table
 from .units import checks, fmt_time, is_a
@@ -45,7 +46,7 @@ class CollectiveMatmul:
     @property
     def time(self) -> float:
         """Seconds of the collective matmul: the first block alone, then n − 1 steps at the slower clock."""
-        return self.t_step + (self.steps - 1) * max(self.t_step, self.t_send)
+        return overlapped_ring_time(self.t_step, self.t_send, self.steps)
 
     @property
     def sequential(self) -> float:

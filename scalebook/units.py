@@ -26,7 +26,7 @@ __all__ = [
     "KiB", "MiB", "GiB", "TiB",
     "ns", "us", "ms", "DAY", "YEAR",
     "DTYPE_BYTES", "JAX_DTYPES", "dtype_bytes",
-    "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size",
+    "fmt_bytes", "fmt_time", "fmt_flops", "fmt_rate", "fmt_si", "parse_size", "geomspace",
     "LARGEST", "check_number", "check_positive", "check_non_negative", "check_int", "check_fraction",
     "check_choice", "closest", "check_kind", "checks", "check_fields", "is_a", "sequence_of",
     "KINDS",
@@ -304,6 +304,14 @@ def check_fields(obj: object, **kinds: Kind) -> None:
 
 
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+@checks(lo="size", hi="size", n=lambda name, v: check_int(name, v, 2))
+def geomspace(lo: float, hi: float, n: int) -> list[float]:
+    """Return `n` numbers from `lo` to `hi` evenly spaced on a log scale (NumPy's `geomspace`, in pure Python)."""
+    a, b = math.log10(lo), math.log10(hi)
+    step = (b - a) / (n - 1)
+    return [float(lo), *(10.0 ** (i * step + a) for i in range(1, n - 1)), float(hi)]
 
 
 @checks(value="number", unit="text", digits=lambda n, v: check_int(n, v, 1, 17))

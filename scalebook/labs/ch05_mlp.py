@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..hlo import Collective, collectives
-from ..plots.base import mapping_of
+from ..kinds import mapping_of
 from ..runtime import compile_jit, device_mesh, jnp_dtype
 from ..units import check_int, checks, dtype_bytes
 

@@ -24,7 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..bench import median_time
-from ..plots.base import mapping_of
+from ..kinds import mapping_of
 from ..runtime import a_mesh, an_array, device_mesh
 from ..tables import Table
 from ..units import checks, fmt_time

@@ -17,9 +17,10 @@ import numpy as np
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
 from ..sharding import mesh_axes, parse_spec, sharded_matmul, total_bytes
+from ..training.curves import strategy_curves
 from ..units import check_choice, checks, fmt_bytes, is_a
 from .base import figure, finish
-from .training import STRATEGY_LABELS, strategy_curves
+from .training import STRATEGY_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..estimate import Estimate
 from ..hardware.chips import chip_names, get_chip
-from ..plots.base import geomspace, has, mapping_with, positive_range
+from ..kinds import has, mapping_with, positive_range
 from ..roofline import achievable_flops, matmul
 from ..svg import Chart
-from ..units import checks, is_a
+from ..units import checks, geomspace, is_a
 from .web import Log, Text, control, describe, render
 
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]

@@ -6,6 +6,7 @@ routing sends (10.Q2), and how much of a collective matmul's communication hides
 from __future__ import annotations
 
 from ..hardware import get_chip
+from ..rings import overlapped_ring_time
 from ..roofline import estimate
 from ..tables import Table
 from ..units import checks, fmt_bytes, fmt_time
@@ -91,7 +92,7 @@ def collective_matmul_view(B: int = 1024, D: int = 2048, F: int = 8192, X: int =
     t_send = chunk / link
     t_gather = (Y - 1) * chunk / c.ici_bandwidth / (2 if bidirectional else 1)
     jit_time = t_gather + Y * t_step
-    overlapped = t_step + (Y - 1) * max(t_step, t_send)
+    overlapped = overlapped_ring_time(t_step, t_send, Y)
     rows = [("matmul per step", fmt_time(t_step)), ("permute per step", fmt_time(t_send)),
             ("jit: AllGather then matmul", fmt_time(jit_time)), ("collective matmul", fmt_time(overlapped)),
             ("no communication (floor)", fmt_time(Y * t_step)),

@@ -15,12 +15,11 @@ from dataclasses import replace
 from ..estimate import Estimate
 from ..hardware.chips import get_chip
 from ..models import REMAT_POLICIES, TransformerConfig, flop_conventions, get_model, model_names
-from ..plots.base import geomspace
 from ..roofline import attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import REMAT_SAVES, activation_bytes
-from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si, geomspace
 from .core import Explorer, Log, explore
 
 __all__ = ["attention_share", "kv_cache_table", "remat_table",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..hardware import get_chip
-from ..plots.base import geomspace, has
+from ..kinds import has
 from ..roofline import achievable_flops, estimate
 from ..svg import Chart
 from ..tables import Table
-from ..units import checks, fmt_bytes, fmt_flops, fmt_rate, fmt_time
+from ..units import checks, fmt_bytes, fmt_flops, fmt_rate, fmt_time, geomspace
 from .core import Explorer, Log, explore
 
 __all__ = ["op_view", "op_explorer", "profile_example_view", "profile_example_explorer", "breakdown_view",

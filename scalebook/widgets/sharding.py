@@ -16,13 +16,14 @@ from functools import lru_cache
 from ..collectives import KINDS, collective
 from ..estimate import Estimate
 from ..hardware.topology import TpuMesh
+from ..kinds import mapping_of
 from ..overlap import CollectiveMatmul, collective_matmul
-from ..plots.base import geomspace, mapping_of
-from ..plots.sharding import PALETTE, RING_KINDS, RingStep, device_blocks, ring_schedule
+from ..plots.sharding import PALETTE
+from ..rings import RING_KINDS, RingStep, device_blocks, ring_schedule
 from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
 from ..svg import Chart
 from ..tables import Table
-from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, is_a
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, geomspace, is_a
 from .core import Explorer, Log, explore
 from .tpu import Picture
 

@@ -14,7 +14,7 @@ from .. import systolic as _systolic
 from ..estimate import Estimate
 from ..hardware.chips import chip_names, get_chip
 from ..hardware.topology import TpuMesh
-from ..plots.base import names_in
+from ..kinds import names_in
 from ..roofline import estimate, matmul
 from ..tables import Table
 from ..units import checks, fmt_bytes, fmt_time, is_a
