@@ -11,8 +11,9 @@ message as `[pid:tid:time:INFO:CONSOLE:62] "message", source: file:///... (62)` 
 `console.log` and for `console.error`, and nothing for a failed image. The format has changed before (it was
 `CONSOLE(62)]`, and a test that looked for that could no longer fail). The protocol (`--remote-debugging-pipe`:
 JSON messages over file descriptors 3 and 4) reports each event with its kind and level.
-Resources from other hosts (MathJax from its CDN) are not counted when they fail to load: the test machine may
-be offline, and the site is meant to render raw TeX then.
+Resources from other hosts are not counted when they fail to load (the test machine may be offline).
+`read_offline(url, expression)` opens a page with every other host unreachable and evaluates JavaScript in it
+once loaded: the site serves its own MathJax, so its maths must typeset that way (tests/site/test_reading.py).
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ import tempfile
 import time
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 SETTLE = 1.0  # seconds to keep listening after the load event, for async and deferred scripts
+OFFLINE = ("--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
 class _Chromium:
     """One headless Chromium driven over --remote-debugging-pipe (commands on its fd 3, replies on its fd 4)."""
 
-    def __init__(self) -> None:
+    def __init__(self, flags: tuple[str, ...] = ()) -> None:
         if BROWSER is None:
             raise RuntimeError("chromium is not installed (`make test-site` installs it)")
         self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
@@ -52,7 +55,8 @@ class _Chromium:
             os.dup2(high_out, 4)
 
         self._proc = subprocess.Popen(
-            [BROWSER, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", "about:blank"],
+            [BROWSER, *FLAGS, *flags, "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}",
+             "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=wire_fds, close_fds=False)
         os.close(to_chrome)
@@ -110,24 +114,52 @@ class _Chromium:
         self._profile.cleanup()
 
 
+def _load(browser: _Chromium, url: str, timeout: float) -> tuple[str, list[dict]]:
+    """Open `url` in a fresh tab; return its session and the events up to `SETTLE` s after its load event."""
+    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    for domain in ("Runtime", "Log", "Page", "Network"):
+        browser.send(f"{domain}.enable", session=session)
+    browser.send("Page.navigate", {"url": url}, session=session)
+    events, deadline = [], time.monotonic() + timeout
+    while not any(e.get("method") == "Page.loadEventFired" for e in events):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url} did not finish loading within {timeout} s")
+        events += browser.events(0.2)
+    return session, events + browser.events(SETTLE)
+
+
 def console_problems(url: str, timeout: float = 60) -> list[str]:
     """Load `url` in a fresh tab and return its exceptions, console errors and failed local loads."""
     browser = _Chromium()
     try:
-        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Runtime", "Log", "Page", "Network"):
-            browser.send(f"{domain}.enable", session=session)
-        browser.send("Page.navigate", {"url": url}, session=session)
-        events, deadline = [], time.monotonic() + timeout
-        while not any(e.get("method") == "Page.loadEventFired" for e in events):
-            if time.monotonic() > deadline:
-                return [f"the page did not finish loading within {timeout} s"]
-            events += browser.events(0.2)
-        events += browser.events(SETTLE)
+        _, events = _load(browser, url, timeout)
+    except TimeoutError as error:
+        return [str(error)]
     finally:
         browser.close()
     return _problems_in(events)
+
+
+def read_offline(url: str, expression: str, timeout: float = 60) -> tuple[Any, list[str]]:
+    """Open `url` with every other host unreachable, as a reader without a network meets it; return the value of
+    the JavaScript `expression` (a promise is awaited) once the page has loaded, and the off-host URLs it asked for.
+
+    Off-host requests go to a proxy on a closed local port and fail; the browser never sends loopback through a
+    proxy, so a page served from 127.0.0.1 or opened from disk still loads its own files.
+    """
+    browser = _Chromium(OFFLINE)
+    try:
+        session, events = _load(browser, url, timeout)
+        reply = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                  "awaitPromise": True}, session=session, timeout=timeout)
+    finally:
+        browser.close()
+    if "exceptionDetails" in reply:
+        raise RuntimeError(f"{expression[:80]}: {reply['exceptionDetails']}")
+    asked = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
+    return reply["result"].get("value"), [u for u in asked if urlsplit(u).scheme in ("http", "https", "ws", "wss")
+                                         and urlsplit(u).hostname not in ("127.0.0.1", "localhost")]
 
 
 def _problems_in(events: list[dict]) -> list[str]:
