@@ -1,6 +1,9 @@
 // The bridge: turns each explorer's snapshot into live controls that call the same Python function, run by Pyodide
 // in a Web Worker (scalebook-worker.js), from files this site serves. Nothing is sent anywhere. Until Python is
 // ready, and with JavaScript off, the snapshot (the worked answer) shows. Loaded only on pages with explorers.
+// A worker silent for `data-timeout` ms (default 45 s; it reports each stage of its start) is given up: a start
+// is tried once more in a fresh worker, then the snapshots stay with a status line saying so; a stalled answer
+// disables the controls. A reader never sees a dead control.
 (() => {
   const script = document.currentScript;
   const boxes = [...document.querySelectorAll("div.scalebook-explorer[data-scalebook]")];
@@ -34,15 +37,41 @@
     .scalebook-status { font-size: .85em; opacity: .8; }`;
   document.head.appendChild(style);
 
-  const worker = new Worker(new URL("scalebook-worker.js", base));
-  const waiting = new Map();
-  let next = 0;
-  worker.onmessage = (event) => { const done = waiting.get(event.data.id); waiting.delete(event.data.id); done(event.data); };
-  const ask = (message) => new Promise((resolve) => {
-    next += 1;
-    waiting.set(next, resolve);
-    worker.postMessage({ id: next, ...message });
-  });
+  const TIMEOUT_MS = Number(script.dataset.timeout || 45000);
+
+  // A calculator: one worker, and `ask(message)`, which resolves with its reply, or with {ok: false, timedOut: true}
+  // once the worker has been silent for TIMEOUT_MS (any message, a start's progress included, counts as a sign of life).
+  function calculator() {
+    const worker = new Worker(new URL("scalebook-worker.js", base));
+    const waiting = new Map();
+    let next = 0;
+    let heard = performance.now();
+    worker.onmessage = (event) => {
+      heard = performance.now();
+      const done = waiting.get(event.data.id);
+      waiting.delete(event.data.id);
+      if (done) done(event.data);
+    };
+    const ask = (message) => new Promise((resolve) => {
+      next += 1;
+      const id = next;
+      waiting.set(id, resolve);
+      heard = Math.max(heard, performance.now());
+      const watch = setInterval(() => {
+        if (!waiting.has(id)) { clearInterval(watch); return; }
+        if (performance.now() - heard < TIMEOUT_MS) return;
+        clearInterval(watch);
+        waiting.delete(id);
+        resolve({ id, ok: false, timedOut: true, error: `no answer from the calculator in ${TIMEOUT_MS / 1000} s` });
+      }, 250);
+      worker.postMessage({ id, ...message });
+    });
+    return { worker, ask };
+  }
+  let calc = null;
+  const ask = (message) => calc.ask(message);
+  const say = (text) => { for (const [box, a] of about) if (a.call) setStatus(box, text); };
+  const setStatus = (box, text) => { const s = box.querySelector(".scalebook-status"); if (s) s.textContent = text; };
 
   const about = new Map(boxes.map((box) => [box, JSON.parse(box.dataset.scalebook)]));
   for (const [box, a] of about) {
@@ -105,6 +134,12 @@
       const t0 = performance.now();
       box.dataset.state = "busy";
       const r = await ask({ kind: "answer", call: a.call, values: snapshot });
+      if (r.timedOut) {
+        controls.querySelectorAll("input, select").forEach((el) => { el.disabled = true; });
+        Object.assign(box.dataset, { state: "stalled", why: r.error });
+        if (status) status.textContent = `the calculator stopped answering (${r.error}); the last answer stays: reload the page to try again`;
+        return;
+      }
       if (mine !== latest) return;
       output.innerHTML = r.ok ? r.html : `<pre style='color:#cf222e'>${r.error}</pre>`;
       runs += 1;
@@ -119,15 +154,31 @@
     if (status) status.textContent = "live: computed in this page by Python (Pyodide); nothing is sent anywhere";
   }
 
+  // Start Python; a start that falls silent gets one more try in a fresh worker (about one cold start in fifteen
+  // hung on a busy 2-core machine, cause not found), then gives up, leaving the snapshots.
+  async function start() {
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      calc = calculator();
+      root.dataset.scalebookStarts = String(attempt + 1);
+      const started = await ask({ kind: "start", wheel: script.dataset.wheel });
+      if (!started.timedOut) return started;
+      calc.worker.terminate();
+      if (attempt === 0) say("loading the calculator… (slow to start: trying once more)");
+    }
+    return { ok: false, error: "the calculator did not start in time: reload the page to try again" };
+  }
+
   (async () => {
-    const started = await ask({ kind: "start", wheel: script.dataset.wheel });
+    const started = await start();
+    let stalled = "";
     for (const [box, a] of about) {
       if (!a.call) continue;
       const status = box.querySelector(".scalebook-status");
-      let why = !started.ok ? started.error : started.python !== a.python ? `needs Python ${a.python}` : "";
+      let why = !started.ok ? started.error : stalled || (started.python !== a.python ? `needs Python ${a.python}` : "");
       if (!why) {
         const loaded = await ask({ kind: "load", call: a.call });
         why = loaded.ok ? "" : loaded.error;
+        if (loaded.timedOut) stalled = why;
       }
       if (why) {
         box.dataset.state = "snapshot";

@@ -1,6 +1,7 @@
 // The explorers' calculator: Pyodide and the scalebook wheel, both served by the site itself, in a Web Worker so
 // that the page stays responsive while Python starts and computes. Messages in: {id, kind: "start", wheel} once,
-// then {id, kind: "load" | "answer", call, values}; out: {id, ok, ...}.
+// then {id, kind: "load" | "answer", call, values}; out: {id, ok, ...}, and while starting {kind: "progress", stage}
+// after each stage, so that the page can tell a slow start from a hung one.
 importScripts("pyodide/pyodide.js");
 
 const BOOT = `
@@ -16,9 +17,11 @@ let python = null;
 
 async function start(wheel) {
   const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", self.location).href });
+  self.postMessage({ kind: "progress", stage: "python" });
   const response = await fetch(new URL(wheel, self.location));
   if (!response.ok) throw new Error(`the scalebook wheel did not load (${response.status})`);
   pyodide.unpackArchive(await response.arrayBuffer(), "wheel");
+  self.postMessage({ kind: "progress", stage: "wheel" });
   pyodide.runPython(BOOT);
   return pyodide;
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ def test_the_request_check_sees_a_request_to_another_host_from_the_page_and_from
     try:
         page.wait_for("window.fixtureDone === true", 60)
         wanted = {"http://192.0.2.1/from-the-page.png", "http://198.51.100.7/from-a-worker"}
-        for _ in range(50):
+        for _ in range(150):  # up to 30 s: a worker starts slowly on a busy machine
             if wanted <= set(page.offsite()):
                 break
         assert set(page.offsite()) == wanted, page.requests
@@ -77,28 +78,34 @@ def test_the_request_check_sees_a_request_to_another_host_from_the_page_and_from
         server.close()
 
 
-def _ready(url: str) -> tuple[LivePage, float, bool]:
-    """(page, its ms to 'ready', whether it needed a reload). A page that never reports ready gets one fresh load:
-    on this busy 2-core machine about one page load in fifteen of a whole run hung before Pyodide answered (cause
-    not found; the closing note of the session that saw it says so), and a second hang fails the test."""
-    page = LivePage(url)
-    try:
-        return page, page.wait_ready(), False
-    except TimeoutError:
+GAVE_UP = "did not start in time"  # the bridge's words when a second worker fell silent too
+
+
+def _ready(url: str) -> tuple[LivePage, float, dict[str, Any]]:
+    """(page, its ms to 'ready', how it got there). On this busy 2-core machine about one cold start in fifteen
+    hung before Pyodide answered (cause not found): the bridge gives a silent start one more worker (`starts`: 2).
+    If that one falls silent too, the page shows its snapshots and asks the reader to reload; the test does so
+    once (`reloaded`), and a page that gives up twice fails. Both are recorded in live-times.json."""
+    for reloaded in (False, True):
+        page = LivePage(url)
+        try:
+            live_ms = page.wait_ready()
+            starts = int(page.evaluate("document.documentElement.dataset.scalebookStarts || 0"))
+            gave_up = any(GAVE_UP in box["why"] for box in page.explorers())
+        except BaseException:
+            page.close()
+            raise
+        if not gave_up or reloaded:
+            return page, live_ms, {"starts": starts, "reloaded": reloaded}
         page.close()
-    page = LivePage(url)
-    try:
-        return page, page.wait_ready(), True
-    except BaseException:
-        page.close()
-        raise
+    raise AssertionError("unreachable")
 
 
 @needs_site
 @needs_browser
 @pytest.mark.parametrize("path", LIVE_PAGES, ids=lambda p: str(p.relative_to(SITE)))
 def test_each_live_explorer_answers_a_moved_control_as_the_python_kernel_does(path: Path, site: Server):
-    page, live_ms, reloaded = _ready(site.url(path.relative_to(SITE)))
+    page, live_ms, how = _ready(site.url(path.relative_to(SITE)))
     rows, wrong = [], []
     try:
         for i, box in enumerate(page.explorers()):
@@ -121,11 +128,35 @@ def test_each_live_explorer_answers_a_moved_control_as_the_python_kernel_does(pa
         page.close()
     RESULTS[str(path.relative_to(SITE))] = rows
     times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    times[str(path.relative_to(SITE))] = {"live_s": live_ms / 1e3, "reloaded": reloaded, "explorers": rows}
+    times[str(path.relative_to(SITE))] = {"live_s": live_ms / 1e3, **how, "explorers": rows}
     TIMES.write_text(json.dumps(times, indent=1))
     assert not wrong, wrong
     assert offsite == [], f"requests left the site's host: {offsite}"
     assert errors == [], errors
+
+
+@needs_browser
+def test_a_calculator_that_never_starts_is_tried_twice_then_leaves_the_snapshot_with_a_status_line(tmp_path: Path):
+    shutil.copy(ROOT / "_ext" / "static" / "scalebook-live.js", tmp_path)
+    shutil.copy(FIXTURES / "stalled.html", tmp_path)
+    (tmp_path / "scalebook-worker.js").write_text("self.onmessage = () => {};  // never answers\n")
+    server = Server(tmp_path)
+    page = LivePage(server.url("stalled.html"))
+    try:
+        page.wait_ready(60)
+        boxes = page.explorers()
+        shown = page.evaluate("JSON.stringify([document.querySelector('.scalebook-status').textContent,"
+                              " document.querySelector('.scalebook-output').textContent,"
+                              " document.querySelectorAll('.scalebook-controls').length])")
+        workers = [u for u in page.requests if u.endswith("/scalebook-worker.js")]
+    finally:
+        page.close()
+        server.close()
+    status, output, controls = json.loads(shown)
+    assert [b["state"] for b in boxes] == ["snapshot"] and GAVE_UP in boxes[0]["why"]
+    assert GAVE_UP in status and "reload" in status
+    assert output == "the worked answer: 4" and controls == 0  # the snapshot, and no dead control
+    assert len(workers) == 2, workers  # the start was tried once more, in a fresh worker
 
 
 @needs_site
@@ -157,8 +188,6 @@ def test_with_javascript_off_a_page_shows_each_explorers_snapshot(site: Server):
 
 @needs_site
 @needs_browser
-@pytest.mark.xfail(strict=True, reason="four explorers of chapters 7 and 8 import scalebook.serving, whose simulator "
-                   "draws its requests from NumPy's generator (Pyodide here has no NumPy): they stay snapshots")
 def test_every_explorer_of_chapters_1_to_8_is_live():
     rows = [(page, r) for page, found in RESULTS.items() if Path(page).stem[:2] in {f"0{n}" for n in range(1, 9)}
             for r in found]
