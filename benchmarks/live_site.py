@@ -4,8 +4,9 @@
 
 For each page with explorers (`make book` first): a fresh Chromium (no cache) loads the page over HTTP from a local
 server; "live" is the page's own clock (`performance.now()`, from navigation start) when the bridge reports
-every explorer live or left a snapshot (a start that falls silent gets a second worker: counted). Then, for each live explorer, one control moves twice: the first move
-warms up, the second is timed from the `change` event to the new answer drawn (the bridge's `data-answer-ms`).
+every explorer live or left a snapshot (a start that falls silent gets a second worker: counted). Then, for each
+live explorer, one control moves twice: the first move warms up, the second is timed from the `change` event to
+the new answer drawn (the bridge's `data-answer-ms`).
 Targets (issue #29): live ≤ 15 s after the page loads (median over pages), an answer ≤ 100 ms after warm-up
 (median over explorers). It reports and never gates; writes `live_site.md` and `live_site.json` to --out.
 """

@@ -3,7 +3,8 @@ explorers starts Pyodide from the site's own files, and each live explorer, with
 worked answer, shows what the same Python function returns in this process for the same inputs (every number
 within a relative 1e-9, in the result and in the text a reader sees). No request may leave the site's host:
 `fixtures/offsite.html` makes two (one from the page, one from a Web Worker) and the check must report both.
-With JavaScript off, a page shows each explorer's snapshot.
+With JavaScript off, a page shows each explorer's snapshot; a calculator that never starts leaves it too, with a
+status line saying so (`fixtures/stalled.html`).
 
 Per page, the seconds from navigation to "live" and each explorer's answer time are written to
 `<site>/../live-times.json` (read by `benchmarks/live_site.py`); no test asserts a time.
