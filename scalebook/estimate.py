@@ -3,7 +3,9 @@
 An operation spends T_math = FLOPs / C on arithmetic and T_comms = bytes / W moving data (W: whatever the
 bytes cross, HBM, an ICI link, PCIe …). With perfect overlap it takes max(T_math, T_comms), a lower bound;
 with none, T_math + T_comms, an upper bound at most 2× the first. `Overlap` holds that rule, `Estimate` the
-numbers; neither needs a chip, so every module can return one (`roofline` builds them from a chip's specs).
+numbers; `StepEstimate` is an inference step's own account (weights, KV caches, FLOPs and collectives, which
+overlap by another rule). None needs a chip, so every module can return one (`roofline` builds them from a
+chip's specs).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from .units import check_fields, checks, fmt_bytes, fmt_flops, fmt_time
 
-__all__ = ["Overlap", "Estimate", "feasibility"]
+__all__ = ["Overlap", "Estimate", "StepEstimate", "feasibility"]
 
 _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
 
@@ -139,3 +141,108 @@ class Estimate(Overlap):
         )
         title = f"<caption>{html.escape(self.label)}</caption>" if self.label else ""
         return f"<table>{title}<tbody>{body}</tbody></table>"
+
+
+_STEP_TERMS = ("flops", "bytes", "t_math", "t_comms", "t_params", "t_kv", "t_ici", "t_elementwise", "t_fixed")
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """A decode (or prefill) step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs),
+    `t_ici` (model-parallel collectives over `network`: 'ICI' on TPUs, 'NVLink' or 'network' on GPUs) and,
+    calibrated, `t_elementwise` (norms, residual adds, rotary and the activation function between the matmuls,
+    through HBM) and `t_fixed` (the layers' fixed kernel costs), in seconds; `flops`, `bytes` (HBM) and `t_comms`
+    (bytes / W) as an `Estimate` has them. `time` = max(t_kv + max(t_math, t_params), t_ici), or their sum
+    t_kv + t_elementwise + t_fixed + max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives
+    and the elementwise kernels are serial). Its own type, not an `Estimate`: its time is not max(T_math, T_comms).
+    """
+
+    flops: float
+    bytes: float
+    t_math: float
+    t_comms: float
+    channel: str = "HBM"
+    label: str = ""
+    t_params: float = 0.0
+    t_kv: float = 0.0
+    t_ici: float = 0.0
+    t_elementwise: float = 0.0
+    t_fixed: float = 0.0
+    batch: int = 1
+    ici_adds: bool = False
+    memory_per_chip: float = 0.0  # bytes each chip holds: its share of the weights and of the KV caches
+    hbm_per_chip: float | None = None  # the chip's HBM bytes (None: unknown)
+    network: str = "ICI"
+    terms: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self, **dict.fromkeys(_STEP_TERMS, "result"), batch="count", ici_adds="flag",
+                     memory_per_chip="result", hbm_per_chip="?size", channel="text", label="text", network="text")
+
+    @property
+    def fits(self) -> bool:
+        """Whether the weights and KV caches fit the chips' HBM (True when the HBM size is unknown)."""
+        return self.hbm_per_chip is None or self.memory_per_chip <= self.hbm_per_chip
+
+    @property
+    def time(self) -> float:
+        """Seconds of the step (see the class)."""
+        local = self.t_kv + self.t_elementwise + self.t_fixed + max(self.t_math, self.t_params)
+        return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
+
+    @property
+    def upper(self) -> float:
+        """Seconds if nothing overlapped: every term one after the other."""
+        return self.t_kv + self.t_elementwise + self.t_fixed + self.t_math + self.t_params + self.t_ici
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte read from HBM."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the step: 'ici', 'kv' (cache reads), 'params' (weight reads) or 'compute'."""
+        if self.t_ici >= self.t_kv + max(self.t_math, self.t_params) and not self.ici_adds:
+            return "ici"
+        if self.t_kv >= max(self.t_math, self.t_params):
+            return "kv"
+        return "compute" if self.t_math >= self.t_params else "params"
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Tokens generated per second by the whole batch (one per sequence per step)."""
+        return self.batch / self.time
+
+    def __add__(self, other: StepEstimate) -> StepEstimate:
+        """Two steps of the same batch one after the other: every count and every term adds, so `time` adds
+        (each rule for `time` scales with its terms); memory is the larger of the two."""
+        if not isinstance(other, StepEstimate):
+            return NotImplemented
+        if (other.batch, other.ici_adds, other.hbm_per_chip) != (self.batch, self.ici_adds, self.hbm_per_chip):
+            raise ValueError(f"other: only steps of one batch on one system add; got batch {self.batch} and "
+                             f"{other.batch}, ici_adds {self.ici_adds} and {other.ici_adds}")
+        sums = {name: getattr(self, name) + getattr(other, name) for name in _STEP_TERMS}
+        return StepEstimate(**sums, channel=self.channel, label=" + ".join(x for x in (self.label, other.label) if x),
+                            batch=self.batch, ici_adds=self.ici_adds, hbm_per_chip=self.hbm_per_chip,
+                            memory_per_chip=max(self.memory_per_chip, other.memory_per_chip),
+                            network=self.network if self.network == other.network else "mixed")
+
+    def summary(self) -> dict[str, str]:
+        """Return the headline numbers formatted for people; the collectives' row only when there are any."""
+        rows = {"batch": str(self.batch), "weights from HBM": fmt_time(self.t_params),
+                "KV caches from HBM": fmt_time(self.t_kv), "FLOPs": fmt_time(self.t_math)}
+        if self.t_ici:
+            rows[f"{self.network} collectives"] = fmt_time(self.t_ici)
+        return {**rows, "step": fmt_time(self.time), "bound": self.bound, "tokens/s": f"{self.tokens_per_second:.4g}",
+                "memory/chip": feasibility(self.memory_per_chip, self.hbm_per_chip)}
+
+    def __str__(self) -> str:
+        s = self.summary()
+        head = f"{self.label}: " if self.label else ""
+        head += "" if self.fits else f"{s['memory/chip']}; "
+        ici = f", {self.network} {s[f'{self.network} collectives']}" if self.t_ici else ""
+        return (f"{head}{s['step']} per step ({self.bound}-bound; weights {s['weights from HBM']}, "
+                f"KV {s['KV caches from HBM']}, FLOPs {s['FLOPs']}{ici})")
+
+    _repr_html_ = Estimate._repr_html_

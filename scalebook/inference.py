@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import cache
 
 from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
 from .data import load
-from .estimate import Estimate, feasibility
+from .estimate import StepEstimate
 from .gemm import layer_efficiency
 from .hardware.chips import Chip, Efficiency, get_chip
 from .hardware.gpu import GpuCluster
@@ -34,79 +34,11 @@ from .hardware.topology import TpuMesh
 from .models import TransformerConfig, expected_experts, get_model
 from .roofline import critical_batch
 from .tables import Table
-from .units import LARGEST, check_fields, checks, fmt_time, is_a, sequence_of
+from .units import LARGEST, checks, fmt_time, is_a, sequence_of
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
            "max_batch", "pareto", "smallest_topology", "prices", "chip_price", "cost_per_million_tokens",
            "moe_critical_batch", "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
-
-
-@dataclass(frozen=True)
-class StepEstimate(Estimate):
-    """A decode step: `t_params` (weights from HBM), `t_kv` (KV caches from HBM), `t_math` (FLOPs),
-    `t_ici` (model-parallel collectives) and, calibrated, `t_elementwise` (norms, residual adds, rotary and the
-    activation function between the matmuls, through HBM) and `t_fixed` (the layers' fixed kernel costs), in
-    seconds. `time` = max(t_kv + max(t_math, t_params), t_ici), or their sum t_kv + t_elementwise + t_fixed +
-    max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives and the elementwise kernels are
-    serial)."""
-
-    t_params: float = 0.0
-    t_kv: float = 0.0
-    t_ici: float = 0.0
-    t_elementwise: float = 0.0
-    t_fixed: float = 0.0
-    batch: int = 1
-    ici_adds: bool = False
-    memory_per_chip: float = 0.0  # bytes each chip holds: its share of the weights and of the KV caches
-    hbm_per_chip: float | None = None  # the chip's HBM bytes (None: unknown)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_fields(self, t_params="result", t_kv="result", t_ici="result", t_elementwise="result",
-                     t_fixed="result", batch="count",
-                     ici_adds="flag", memory_per_chip="result", hbm_per_chip="?size")
-
-    @property
-    def fits(self) -> bool:
-        """Whether the weights and KV caches fit the chips' HBM (True when the HBM size is unknown)."""
-        return self.hbm_per_chip is None or self.memory_per_chip <= self.hbm_per_chip
-
-    @property
-    def time(self) -> float:
-        local = self.t_kv + self.t_elementwise + self.t_fixed + max(self.t_math, self.t_params)
-        return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
-
-    @property
-    def upper(self) -> float:
-        return self.t_kv + self.t_elementwise + self.t_fixed + self.t_math + self.t_params + self.t_ici
-
-    @property
-    def bound(self) -> str:
-        """Which term sets the step: 'ici', 'kv' (cache reads), 'params' (weight reads) or 'compute'."""
-        if self.t_ici >= self.t_kv + max(self.t_math, self.t_params) and not self.ici_adds:
-            return "ici"
-        if self.t_kv >= max(self.t_math, self.t_params):
-            return "kv"
-        return "compute" if self.t_math >= self.t_params else "params"
-
-    @property
-    def tokens_per_second(self) -> float:
-        """Tokens generated per second by the whole batch (one per sequence per step)."""
-        return self.batch / self.time
-
-    def summary(self) -> dict[str, str]:
-        return {"batch": str(self.batch), "weights from HBM": fmt_time(self.t_params),
-                "KV caches from HBM": fmt_time(self.t_kv), "FLOPs": fmt_time(self.t_math),
-                "ICI collectives": fmt_time(self.t_ici), "step": fmt_time(self.time), "bound": self.bound,
-                "tokens/s": f"{self.tokens_per_second:.4g}",
-                "memory/chip": feasibility(self.memory_per_chip, self.hbm_per_chip)}
-
-    def __str__(self) -> str:
-        s = self.summary()
-        head = f"{self.label}: " if self.label else ""
-        head += "" if self.fits else f"{s['memory/chip']}; "
-        return (f"{head}{s['step']} per step ({self.bound}-bound; weights {s['weights from HBM']}, "
-                f"KV {s['KV caches from HBM']}, FLOPs {s['FLOPs']}, ICI {s['ICI collectives']})")
 
 
 @checks(context="nonneg", batch="count", bytes_per_value="size", local_layers="frac0", window="nonneg",
@@ -196,6 +128,13 @@ def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
     return mesh if n_chips > 1 else None
 
 
+def _network(mesh: TpuMesh | GpuCluster | None) -> str:
+    """What a step's collectives cross: 'ICI' on a TPU slice, 'NVLink' within a GPU node, else 'NVLink + network'."""
+    if isinstance(mesh, GpuCluster):
+        return "NVLink" if mesh.n_chips <= mesh.gpus_per_node else "NVLink + network"
+    return "ICI"
+
+
 @checks(model=is_a(TransformerConfig), tokens="nonneg", ep="count")
 def weights_read(model: TransformerConfig, tokens: float, ep: int = 1) -> float:
     """Return the parameters a forward pass over `tokens` tokens reads, as the busiest chip sees them: all of a
@@ -242,12 +181,13 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     kv = kv_cache_bytes(model, context, 1, kv_bytes)
     t_ici = tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
-    return decode_time(weights_read(model, batch, ep), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
+    step = decode_time(weights_read(model, batch, ep), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
                              f"{chip.name}", efficiency=efficiency,
                        elementwise_bytes=_elementwise_bytes(model, batch, n_chips),
                        kv_reads=1.0 if gqa_kernel else model.N / model.K,
                        flop_params=model.param_count(active=True), held_params=model.param_count())
+    return replace(step, network=_network(mesh))
 
 
 @checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
@@ -296,7 +236,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
                         t_ici=t_ici, t_elementwise=t_elementwise, t_fixed=eff.layer_overhead * model.L,
                         batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal",
                         memory_per_chip=(model.param_count() * param_bytes + cache) / n_chips,
-                        hbm_per_chip=chip.hbm_bytes)
+                        hbm_per_chip=chip.hbm_bytes, network=_network(mesh))
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")
@@ -315,9 +255,12 @@ def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, conte
            batches: Sequence[int] | None = None, param_bytes: float = 2, kv_bytes: float = 2,
            mesh: TpuMesh | None = None) -> Table:
     """Return the latency/throughput trade-off over batch: per batch (up to what fits), the step time
-    (per-token latency) and the tokens/s per chip."""
+    (per-token latency, s) and the tokens/s per chip. By default the batches double from 1 and end at the largest
+    batch whose KV caches fit (none when the weights leave no room)."""
     limit = max_batch(model, chip, n_chips, context, param_bytes, kv_bytes)
-    batches = [b for b in (batches or [2**i for i in range(12)]) if b <= limit] or ([limit] if limit else [])
+    if batches is None:
+        batches = sorted({2**i for i in range(limit.bit_length())} | {limit}) if limit else []
+    batches = [b for b in batches if b <= limit] or ([limit] if limit else [])
     rows = []
     for b in batches:
         step = decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes, mesh=mesh)
