@@ -36,7 +36,9 @@ BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 SETTLE = 1.0  # seconds to keep listening after the load event, for async and deferred scripts
-OFFLINE = ("--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+# A laptop's window; every host but this one unreachable (see read_offline).
+OFFLINE = ("--window-size=1280,900", "--proxy-server=http://127.0.0.1:9",
+           "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
 class _Chromium:
