@@ -3,8 +3,7 @@
 The ground floor is the analytic model: pure Python and NumPy. `import scalebook` itself loads nothing; each
 name (`sb.expect`, `sb.training`, ...) loads its module on first use, so a script or widget pays only for what it
 touches. The live lab (`runtime`, `bench`, `xla`, `profiling`, the chapters' `labs`) imports JAX only when a
-function of it is called; `plots` and `widgets` import matplotlib and ipywidgets only when used. `sb.decoder` and
-`sb.sharded_ops` are chapters 7's and 10's labs.
+function of it is called; `plots` and `widgets` import matplotlib and ipywidgets only when used.
 
     import scalebook as sb
     rt = sb.setup()                        # emulate 8 CPU devices before JAX starts; describe the runtime
@@ -14,70 +13,83 @@ function of it is called; `plots` and `widgets` import matplotlib and ipywidgets
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .faces import face
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is loaded on first use
-    from . import collectives, grading, hardware, inference, models, roofline, serving, sharding, training, units
+    from . import (
+        autograde,
+        bench,
+        cheatsheet,
+        cli,
+        collectives,
+        deployment,
+        estimate,
+        gemm,
+        grading,
+        hardware,
+        hlo,
+        inference,
+        labs,
+        models,
+        moe,
+        multihost,
+        notebooks,
+        overlap,
+        plots,
+        problems,
+        profiling,
+        rings,
+        roofline,
+        runtime,
+        serving,
+        sharding,
+        svg,
+        systolic,
+        tables,
+        training,
+        units,
+        validation,
+        widgets,
+        xla,
+    )
     from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
+    from .estimate import Estimate
     from .grading import check, expect
-    from .hardware import Chip, GpuCluster, TpuMesh, get_chip, list_chips
+    from .hardware.chips import Chip, get_chip, list_chips
+    from .hardware.gpu import GpuCluster
+    from .hardware.topology import TpuMesh
     from .models import TransformerConfig, get_model
-    from .roofline import Estimate
     from .runtime import setup
     from .sharding import Plan, sharded_matmul
     from .tables import Table
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Chip", "Estimate", "Table", "TpuMesh", "GpuCluster", "Plan", "TransformerConfig", "get_chip", "get_model",
-    "list_chips", "expect", "check", "setup",
-    "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sharded_matmul",
-    "units", "hardware", "roofline", "gemm", "collectives", "sharding", "models", "training", "inference", "moe",
-    "serving", "deployment",
-    "grading",
-    "runtime", "bench", "xla", "hlo", "plots", "widgets", "svg", "systolic", "decoder", "autograde", "profiling",
-    "sharded_ops", "labs", "validation", "multihost", "problems", "notebooks", "overlap",
-    "cli", "cheatsheet",
-]
-
-# The names `import scalebook as sb` offers, each from the module that defines it. Nothing is imported until a
-# name is first used, so `import scalebook` costs a few milliseconds and the first `sb.<name>` loads only what
-# that name needs (the analytic floor: Python and NumPy; the live lab: JAX, on its first call).
-_NAMES = {
-    **{name: "collectives" for name in ("all_gather", "all_reduce", "all_to_all", "reduce_scatter")},
-    **{name: "grading" for name in ("check", "expect")},
-    **{name: "hardware" for name in ("Chip", "GpuCluster", "TpuMesh", "get_chip", "list_chips")},
-    **{name: "models" for name in ("TransformerConfig", "get_model")},
-    "Estimate": "roofline", "setup": "runtime", "Plan": "sharding", "sharded_matmul": "sharding", "Table": "tables",
+_MODULES = ("units", "tables", "estimate", "hardware", "roofline", "gemm", "collectives", "sharding", "models",
+            "training", "inference", "moe", "serving", "grading", "runtime", "bench", "xla", "hlo", "plots",
+            "widgets", "svg", "systolic", "autograde", "profiling", "labs", "validation", "multihost", "problems",
+            "notebooks", "overlap", "rings", "cli", "cheatsheet", "deployment")
+# The one table of the face: each name `import scalebook as sb` offers → the module that defines it (a module's
+# own name: the module). Nothing is imported until a name is first used.
+_TABLE = {
+    "Chip": "hardware.chips", "get_chip": "hardware.chips", "list_chips": "hardware.chips",
+    "TpuMesh": "hardware.topology", "GpuCluster": "hardware.gpu",
+    "TransformerConfig": "models", "get_model": "models",
+    "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
+    **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
+    "expect": "grading", "check": "grading", "setup": "runtime",
+    **{name: name for name in _MODULES},
 }
-# The chapters' labs under the names chapters 7 and 10 use: `sb.decoder`, `from scalebook import sharded_ops`.
-_LAB_NAMES = {"decoder": "labs.ch07_decoder", "sharded_ops": "labs.ch10_programs"}
-_MODULES = set(__all__) - set(_NAMES) - set(_LAB_NAMES) | {"tables"}
-# Old names, each with the module that replaced it and the release that removes it (JAX's `_deprecations` style):
-# a use warns, then works.
+# Old names a reader's notebook may still use: name → (message, target, removal release).
 _DEPRECATED = {
-    "pipeline": ("training.pipeline", "sb.pipeline is sb.training (pipeline_bubble, pipeline_schedule, ...)", "0.3"),
-    "planner": ("training.planner", "sb.planner is sb.training (plan, check_parallelism)", "0.3"),
-    "prediction": ("training.prediction", "sb.prediction is sb.training (predict, Prediction)", "0.3"),
+    "decoder": ("use sb.labs.ch07_decoder (chapter 7's lab)", "labs.ch07_decoder", "0.3"),
+    "sharded_ops": ("use sb.labs.ch10_programs (chapter 10's programs)", "labs.ch10_programs", "0.3"),
+    "pipeline": ("use sb.training (pipeline_bubble, pipeline_schedule, ...)", "training.pipeline", "0.3"),
+    "planner": ("use sb.training (plan, check_parallelism)", "training.planner", "0.3"),
+    "prediction": ("use sb.training (predict, Prediction)", "training.prediction", "0.3"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        value = getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    if name in _MODULES or name in _LAB_NAMES:
-        return importlib.import_module(f"{__name__}.{_LAB_NAMES.get(name, name)}")
-    if name in _DEPRECATED:
-        target, message, removal = _DEPRECATED[name]
-        warnings.warn(f"{message}; the old name goes in release {removal}", DeprecationWarning, stacklevel=2)
-        return importlib.import_module(f"{__name__}.{target}")
-    raise AttributeError(f"module 'scalebook' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__ = list(_TABLE)
+__getattr__, __dir__ = face(__name__, _TABLE, _DEPRECATED)

@@ -18,7 +18,7 @@ from .models import get_model
 from .roofline import critical_batch as matmul_critical_batch
 from .roofline import matmul
 from .tables import Table
-from .training import critical_batch, tp_limit
+from .training import min_tokens_per_chip, tp_limit
 from .units import checks, fmt_bytes, fmt_rate, fmt_time
 
 __all__ = ["constants", "formulas"]
@@ -47,7 +47,7 @@ def constants(chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100", "b200")) -> T
         link, network, dp_hardware, tp_hardware = _link(name)
         rows.append({"chip": chip.name, "bf16 FLOPs/s": chip.peak_flops(), "HBM B/s": chip.hbm_bandwidth,
                      "critical batch": matmul_critical_batch(chip), "link B/s": link, "network B/s": network,
-                     "DP tokens/chip": critical_batch("dp", dp_hardware),
+                     "DP tokens/chip": min_tokens_per_chip("dp", dp_hardware),
                      "F per TP way": 1 / tp_limit(1, tp_hardware)})
     rate = lambda v: fmt_rate(v, "B/s") if v else "—"  # noqa: E731
     whole = "{:,.0f}".format
@@ -77,10 +77,10 @@ def _rules() -> list[tuple[str, str, str, Callable[[], str]]]:
         ("training", "6 FLOPs per parameter per token", "FLOPs = 6 · P · tokens",
          lambda: f"LLaMA 3-70B: {llama.flops_per_token():.3g} FLOPs per token"),
         ("training", "DP / FSDP hide their traffic above", "B / X > C / (W · M_X)",
-         lambda: f"v5p, 3 axes: {critical_batch('fsdp', 'v5p', M_X=3):.0f}; H100 SuperPod: "
-                 f"{critical_batch('dp', pod):.0f} tokens per chip"),
+         lambda: f"v5p, 3 axes: {min_tokens_per_chip('fsdp', 'v5p', M_X=3):.0f}; H100 SuperPod: "
+                 f"{min_tokens_per_chip('dp', pod):.0f} tokens per chip"),
         ("training", "FSDP + TP at the best split", "B / N > α² / (M_X M_Y F)",
-         lambda: f"LLaMA 3-70B on v5p, M_X = 2: {critical_batch('fsdp_tp', 'v5p', F=llama.F, M_X=2):.0f} tokens"),
+         lambda: f"LLaMA 3-70B on v5p, M_X = 2: {min_tokens_per_chip('fsdp_tp', 'v5p', F=llama.F, M_X=2):.0f} tokens"),
         ("training", "tensor parallelism stays compute-bound while", "Y < M_Y · F · W / C",
          lambda: f"LLaMA 3-70B in an H100 node: Y < {tp_limit(llama.F, pod.subset(8)):.1f}"),
         ("inference", "each token caches keys and values", "bytes = 2 · L · K · H · b",

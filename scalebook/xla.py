@@ -23,21 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .hlo import KINDS, Collective, element_bytes
+from .hlo import Collective
 from .hlo import collectives as parse_collectives
-from .labs.ch05_mlp import mlp_argument_bytes, mlp_train_step
 from .runtime import compile_jit, device_mesh, jnp_dtype
 from .sharding import local_shape, parse_expr, partition_spec
 from .tables import Table
 from .units import checks, fmt_bytes, is_a
 
-# `KINDS`, `Collective`, `parse_collectives`, `element_bytes` (from `hlo`), `device_mesh` (from `runtime`) and
-# chapter 5's MLP lab (from `labs.ch05_mlp`) are re-exported under the names the chapters use.
-__all__ = [
-    "KINDS", "Collective", "compiled", "hlo_text", "cost_analysis", "collectives", "parse_collectives",
-    "summarize", "kinds", "element_bytes", "device_mesh", "matmul_collectives", "mlp_train_step",
-    "mlp_argument_bytes",
-]
+# Each name here is defined here: the HLO reader's names live in `hlo`, the mesh builder in `runtime`, and
+# chapter 5's MLP lab in `labs.ch05_mlp` (a lab stands on this module, never the other way round).
+__all__ = ["compiled", "hlo_text", "cost_analysis", "collectives", "summarize", "kinds", "matmul_collectives"]
 
 compiled = compile_jit
 

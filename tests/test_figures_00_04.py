@@ -80,12 +80,12 @@ def test_chapters_00_04_draw_36_or_more() -> None:
 
 
 def test_figure_cells_reads_only_final_plot_calls() -> None:
-    fig_cell = "```{code-cell} ipython3\nx = 1\nsb.plots.torus(m)\n```"
-    hidden = "```{code-cell} ipython3\nf = sb.plots.torus(m)\n```"
-    assert [_plot_call(ast.parse(c).body[-1].value) for c in ("sb.plots.torus(m)", "display(sb.plots.chip.tray())")] \
-        == ["torus", "chip.tray"]
+    fig_cell = "```{code-cell} ipython3\nx = 1\nsb.plots.tpu.torus(m)\n```"
+    hidden = "```{code-cell} ipython3\nf = sb.plots.tpu.torus(m)\n```"
+    calls = ("sb.plots.tpu.torus(m)", "display(sb.plots.chip.tray())")
+    assert [_plot_call(ast.parse(c).body[-1].value) for c in calls] == ["tpu.torus", "chip.tray"]
     assert len(_CELL.findall(fig_cell + "\n" + hidden)) == 2
-    assert isinstance(ast.parse("f = sb.plots.torus(m)").body[-1], ast.Assign)  # an assignment displays nothing
+    assert isinstance(ast.parse("f = sb.plots.tpu.torus(m)").body[-1], ast.Assign)  # an assignment displays nothing
 
 
 # --- the diagrams follow their inputs -------------------------------------------------------------------------
@@ -178,13 +178,14 @@ def test_matmul_flops_panels_use_the_counting_rule() -> None:
     lambda: chip_plots.pod_cubes(sb.TpuMesh("v5p", X=4, Y=8, Z=4)),
     lambda: chip_plots.slices(sb.TpuMesh("v5p", X=4, Y=4, Z=4), [((0, 0, 0), (4, 4, 4))]),
     lambda: chip_plots.elementwise_pipeline(2), lambda: chip_plots.mxu_pipeline(2, B=8, size=4), chip_plots.banner,
-    lambda: sb.plots.systolic_strip(2, 2, 2, steps=[0, 1]), lambda: sb.plots.sharding_gallery(["A[I_X, J]"], key=True),
+    lambda: sb.plots.tpu.systolic_strip(2, 2, 2, steps=[0, 1]),
+    lambda: sb.plots.array_layouts.sharding_gallery(["A[I_X, J]"], key=True),
     lambda: collective_steps.torus_steps(2, 2, "reduce_scatter"), lambda: collective_steps.collectives_summary(4),
     lambda: collective_steps.collective_matmul(3), lambda: transformer.layer_diagram("llama3-8b"),
     lambda: collective_steps.overlap_timeline(_RING),
     lambda: transformer.moe_diagram("deepseek-v3", shown=4), lambda: transformer.flash_tiles(4, 4, 2, causal=False),
     lambda: transformer.matmul_flops(2, 2, 2),
-    lambda: sb.plots.matmul_cases(["A[I, J_X] @ B[J_X, K] -> C[I, K]"], sb.TpuMesh("v5e", X=2, Y=2),
+    lambda: sb.plots.array_layouts.matmul_cases(["A[I, J_X] @ B[J_X, K] -> C[I, K]"], sb.TpuMesh("v5e", X=2, Y=2),
                                            {"I": 256, "J": 512, "K": 256}),
 ])
 def test_every_diagram_is_a_titled_figure(make) -> None:
@@ -202,8 +203,8 @@ def test_every_diagram_is_a_titled_figure(make) -> None:
     (lambda: collective_steps.torus_steps(4, 4, "all_scatter"), "kind"),
     (lambda: transformer.moe_diagram("llama3-70b"), "not a mixture"),
     (lambda: transformer.flash_tiles(8, 8, 3), "block"),
-    (lambda: sb.plots.sharding_gallery(["A[I_XY, J]"], {"X": 3, "Y": 1}), "multiple"),
-    (lambda: sb.plots.systolic_strip(2, 2, 2, steps=[9]), "step"),
+    (lambda: sb.plots.array_layouts.sharding_gallery(["A[I_XY, J]"], {"X": 3, "Y": 1}), "multiple"),
+    (lambda: sb.plots.tpu.systolic_strip(2, 2, 2, steps=[9]), "step"),
 ])
 def test_diagrams_refuse_bad_input(call, match: str) -> None:
     with pytest.raises(ValueError, match=match):

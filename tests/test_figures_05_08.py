@@ -51,9 +51,9 @@ def test_chapter_draws_at_least_the_books_figures(chapter: str) -> None:
 
 
 def test_the_count_ignores_figures_that_are_not_shown() -> None:
-    text = ("```{code-cell} ipython3\nfig = sb.plots.pareto()\nprint(1)\n```\n"
-            "```{code-cell} ipython3\nsb.plots.pareto()\n```")
-    assert _figure_calls(text) == ["sb.plots.pareto"]
+    text = ("```{code-cell} ipython3\nfig = sb.plots.inference.pareto()\nprint(1)\n```\n"
+            "```{code-cell} ipython3\nsb.plots.inference.pareto()\n```")
+    assert _figure_calls(text) == ["sb.plots.inference.pareto"]
 
 
 DRAWINGS = [

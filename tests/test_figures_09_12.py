@@ -70,23 +70,24 @@ def test_every_quiz_and_worked_problem_has_its_explorer(chapter):
 def test_gpu_figures_draw_from_package_objects():
     pytest.importorskip("matplotlib")
     node = sb.GpuCluster("h100", gpus=8)
-    figures = [sb.plots.gpu_chip("h100"), sb.plots.sm_diagram("b200"), sb.plots.warp_divergence(),
-               sb.plots.nvlink_nodes(), sb.plots.sharp_diagram(node), sb.plots.sharp_bandwidth(node, 2e-4),
-               sb.plots.nvl72(sb.hardware.gpu.get_cluster("gb200-nvl72")), sb.plots.nvswitch("4.0"),
-               sb.plots.gpu_pipeline(2, 2, t_reduce=2.5), sb.plots.gpu_pipeline(4, 4, t_send=0.3),
-               sb.plots.expert_parallel(node, ep=8, experts=64)]
+    g = sb.plots.gpu_diagrams
+    figures = [g.gpu_chip("h100"), g.sm_diagram("b200"), g.warp_divergence(),
+               g.nvlink_nodes(), g.sharp_diagram(node), g.sharp_bandwidth(node, 2e-4),
+               g.nvl72(sb.hardware.gpu.get_cluster("gb200-nvl72")), g.nvswitch("4.0"),
+               g.gpu_pipeline(2, 2, t_reduce=2.5), g.gpu_pipeline(4, 4, t_send=0.3),
+               g.expert_parallel(node, ep=8, experts=64)]
     for fig in figures:
         assert fig.axes[0].get_title() or fig.texts, fig
     with pytest.raises(ValueError, match="generations"):
-        sb.plots.nvlink_nodes(("9.9",))
+        sb.plots.gpu_diagrams.nvlink_nodes(("9.9",))
     with pytest.raises(ValueError, match="experts"):
-        sb.plots.expert_parallel(node, ep=3, experts=64)
+        sb.plots.gpu_diagrams.expert_parallel(node, ep=3, experts=64)
 
 
 def test_pipeline_timeline_counts_its_bubble():
     pytest.importorskip("matplotlib")
     # GPipe, 2 stages x 2 microbatches, backward = 2 forward: 12 units of work over 2 x 9 slots of time.
-    assert "busy 67%" in sb.plots.gpu_pipeline(2, 2).axes[0].get_title()
+    assert "busy 67%" in sb.plots.gpu_diagrams.gpu_pipeline(2, 2).axes[0].get_title()
 
 
 def test_tiling_numbers_memory_like_the_book():

@@ -367,7 +367,7 @@ recipe("xla.matmul_collectives", lambda: dict(expr="A[I_X, J] @ B[J, K] -> C[I_X
                                                 I=64, J=64, K=64),
        expr=["A[I] @ ", 3, None], axes=[{"X": 0}, 3, None])
 for _f in ("mlp_train_step", "mlp_argument_bytes"):
-    recipe(f"xla.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
+    recipe(f"labs.ch05_mlp.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
 recipe("bench.median_time", lambda: dict(fn=abs), fn=FN, warmup="count0")
 recipe("bench.calibrate", n="?count", nbytes="?size", progress="flag", collectives="?flag")
 recipe("bench.matmul_sweep", lambda: dict(shapes=[(64, 64, 64)]), shapes=[[(64, -1, 64)], [(2.5, 1, 1)], 3, None],

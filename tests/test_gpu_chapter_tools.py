@@ -10,11 +10,11 @@ from scalebook.widgets import fat_tree_explorer, gpu_anatomy_explorer, gpu_layou
 
 
 @pytest.mark.parametrize("draw", [
-    lambda: plots.level_bandwidth([GpuCluster("h100", gpus=1024), get_cluster("gb200-superpod")]),
-    lambda: plots.sharded_all_gather(GpuCluster("h100", gpus=256)),
-    lambda: plots.tpu_vs_gpu(sb.TpuMesh("v5p", 8, 8, 16), GpuCluster("h100", gpus=1024)),
-    lambda: plots.ragged_all_to_all(4),
-    lambda: plots.achieved_bandwidth(370e9, 2e-4, [(58e6, 150e9)]),
+    lambda: plots.gpus.level_bandwidth([GpuCluster("h100", gpus=1024), get_cluster("gb200-superpod")]),
+    lambda: plots.gpus.sharded_all_gather(GpuCluster("h100", gpus=256)),
+    lambda: plots.gpus.tpu_vs_gpu(sb.TpuMesh("v5p", 8, 8, 16), GpuCluster("h100", gpus=1024)),
+    lambda: plots.gpus.ragged_all_to_all(4),
+    lambda: plots.gpus.achieved_bandwidth(370e9, 2e-4, [(58e6, 150e9)]),
 ])
 def test_gpu_figures_are_labelled(draw):
     ax = draw().axes[0]
@@ -23,24 +23,24 @@ def test_gpu_figures_are_labelled(draw):
 
 def test_fat_tree_draws_every_node_and_switch():
     # A 1024-GPU SuperPod: 128 nodes, 4 SUs x 8 leaf switches, 16 spine switches (a schematic: no axes, a title).
-    ax = plots.fat_tree(GpuCluster("h100", gpus=1024)).axes[0]
+    ax = plots.gpus.fat_tree(GpuCluster("h100", gpus=1024)).axes[0]
     assert len(ax.patches) == 128 + 32 + 16 and "1024" in ax.get_title()
-    racks = plots.fat_tree(get_cluster("gb200-superpod")).axes[0]
+    racks = plots.gpus.fat_tree(get_cluster("gb200-superpod")).axes[0]
     assert len(racks.patches) == 8 + 1 and any("not listed" in t.get_text() for t in racks.texts)
 
 
 def test_figures_reject_bad_input():
     with pytest.raises(ValueError, match="clusters"):
-        plots.level_bandwidth([])
+        plots.gpus.level_bandwidth([])
     with pytest.raises(ValueError, match="kind"):
-        plots.tpu_vs_gpu(sb.TpuMesh("v5e", 4, 4), GpuCluster("h100", gpus=8), kind="broadcast")
+        plots.gpus.tpu_vs_gpu(sb.TpuMesh("v5e", 4, 4), GpuCluster("h100", gpus=8), kind="broadcast")
     with pytest.raises(ValueError, match="inner"):
-        plots.sharded_all_gather(GpuCluster("h100", gpus=8), inner=(8, 16))
+        plots.gpus.sharded_all_gather(GpuCluster("h100", gpus=8), inner=(8, 16))
 
 
 def test_sharded_all_gather_plot_flattens_then_falls():
     # 12.PQ3's figure: up to Y = 8 the leaf term is flat, beyond it falls as 1/Y.
-    ax = plots.sharded_all_gather(GpuCluster("h100", gpus=256), inner=(1, 8, 16, 32)).axes[0]
+    ax = plots.gpus.sharded_all_gather(GpuCluster("h100", gpus=256), inner=(1, 8, 16, 32)).axes[0]
     total = ax.get_lines()[-1].get_ydata()
     assert total[0] == pytest.approx(total[1]) and total[2] == pytest.approx(total[1] / 2 * 15 / 16 * 32 / 31)
 

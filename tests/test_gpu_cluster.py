@@ -210,8 +210,8 @@ def test_nvl72_racks_are_bound_by_nvlink_unless_a_replica_fills_the_rack():
     # Across racks with a replica per GPU the in-rack reduction over 900 GB/s binds (2.5e15/9e11 ~ 2778 tokens);
     # with a replica per rack only the 3.6 TB/s of rack egress counts (~694); TP across racks stays NVLink-bound.
     racks = gpu.get_cluster("gb200-superpod")
-    assert sb.training.critical_batch("dp", racks) == pytest.approx(2.5e15 / 900e9)
-    assert sb.training.critical_batch("dp", racks, model_parallel=72) == pytest.approx(2.5e15 / 3.6e12)
+    assert sb.training.min_tokens_per_chip("dp", racks) == pytest.approx(2.5e15 / 900e9)
+    assert sb.training.min_tokens_per_chip("dp", racks, model_parallel=72) == pytest.approx(2.5e15 / 3.6e12)
     assert sb.training.tp_limit(53248, racks) == pytest.approx(sb.training.tp_limit(53248, racks.subset(72)))
 
 
@@ -246,7 +246,7 @@ def test_gb200_racks_have_nine_times_the_node_egress():
     (lambda: sm.vector_flops("h100", clock="turbo"), "clock='turbo'"),
     (lambda: sm.vector_flops("b200", clock="base"), "no published base clock"),
     (lambda: gpu.fat_tree_switches(100), "gpus=100"),
-    (lambda: sb.training.critical_batch("dp", "v5p", model_parallel=8), "model_parallel"),
+    (lambda: sb.training.min_tokens_per_chip("dp", "v5p", model_parallel=8), "model_parallel"),
     (lambda: sb.training.check_parallelism(POD, 4e6, tp=3), "must divide"),
 ])
 def test_bad_cluster_input(call, message):
@@ -265,8 +265,8 @@ def test_gpu_training_rooflines_through_the_same_code_paths():
     # 12 (LLM rooflines): DP needs C/W ~ 990e12/450e9 = 2200 tokens per GPU in a node, 990e12/400e9 = 2475
     # across nodes; TP stays compute-bound up to Y ~ F/2200 in a node.
     t = sb.training
-    assert t.critical_batch("dp", NODE) == pytest.approx(2200, rel=0.01)
-    assert t.critical_batch("dp", POD) == pytest.approx(2475, rel=0.01)
+    assert t.min_tokens_per_chip("dp", NODE) == pytest.approx(2200, rel=0.01)
+    assert t.min_tokens_per_chip("dp", POD) == pytest.approx(2475, rel=0.01)
     assert t.tp_limit(28672, NODE) == pytest.approx(28672 / 2200, rel=0.01)  # ~13 -> 8-way TP in a node
 
 
@@ -277,13 +277,13 @@ def test_gpu_and_tpu_share_the_layer_model():
         gpu_cost = sb.training.layer_cost(strategy, 4096, 8192, 28672, POD, X=1024)
         tpu_cost = sb.training.layer_cost(strategy, 4096, 8192, 28672, fake, X=1024)
         assert (gpu_cost.t_math, gpu_cost.t_comms) == pytest.approx((tpu_cost.t_math, tpu_cost.t_comms))
-    assert sb.training.critical_batch("dp", POD) == pytest.approx(sb.training.critical_batch("dp", fake))
+    assert sb.training.min_tokens_per_chip("dp", POD) == pytest.approx(sb.training.min_tokens_per_chip("dp", fake))
 
 
 def test_q5_1_b200_superpod_rooflines():
     # 12.Q5.1: TP ~ F/2500 (about unchanged: 2.25e15/900e9); cross-node DP rises to 2.25e15/400e9 ~ 5625 tokens.
     b200 = GpuCluster("b200", gpus=1024)
-    assert sb.training.critical_batch("dp", b200) == pytest.approx(5625, rel=0.01)
+    assert sb.training.min_tokens_per_chip("dp", b200) == pytest.approx(5625, rel=0.01)
     assert sb.training.tp_limit(28672, b200.subset(8)) == pytest.approx(28672 / 2500, rel=0.01)
 
 
@@ -323,7 +323,7 @@ def test_q5_3_megatron_configs(gpus, seqs, model_parallel, critical):
 
 def test_moe_data_parallelism_needs_e_over_k_more_tokens():
     # ch. 12: k = 4 of E = 128 experts -> 32 x 2475 = 79,200 tokens per GPU across nodes.
-    assert sb.training.critical_batch("dp", POD, E=128, k=4) == pytest.approx(79200, rel=0.01)
+    assert sb.training.min_tokens_per_chip("dp", POD, E=128, k=4) == pytest.approx(79200, rel=0.01)
 
 
 def test_small_dp_degree_across_two_nodes():

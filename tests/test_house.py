@@ -1,16 +1,24 @@
-"""The package's shape stays as designed: no import circle, arrows only down the floors, short modules.
+"""The package's shape stays as designed: no import circle, arrows only down the floors, short modules, faces that
+show the contract.
 
-Read from the source with `ast`, so nothing is imported: module-level imports make the graph (imports under
-`if TYPE_CHECKING:` are for annotations only and do not run); an import inside a function may load JAX,
-matplotlib, ipywidgets or another optional library, and may load a sibling only inside a module's
-`__getattr__`, where it serves an old public name (`sb.pipeline`, `sb.planner`); the one other late
-import is the answer key (`problems`), which `grading.check` reaches only when called: the grader's sandbox hides
-the key, and `import scalebook` must work there.
+Read from the source with `ast`, so nothing is imported to build the graph: module-level imports make it (imports
+under `if TYPE_CHECKING:` are for annotations only and do not run); a name imported through a face (`from
+..training import plan`) is an arrow to the module the face's table names (`training.planner`). An import inside a
+function may load JAX, matplotlib, ipywidgets or another optional library; the one late sibling is the answer key
+(`problems`), which `grading.check` reaches only when called: the grader's sandbox hides the key, and `import
+scalebook` must work there. No module defines a module-level `__getattr__` except the faces, whose look-up is
+`scalebook.faces.face` serving one table and one dated deprecation table. Each check below is first shown to fail
+on a small fixture.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import re
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -20,8 +28,12 @@ MAX_LINES = 450
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
 UPPER = ("runtime", "bench", "xla", "profiling", "multihost", "labs", "plots", "widgets", "autograde", "sandbox",
          "submissions", "gradebook", "cgroups", "namespaces", "notebooks", "cli", "arguments")
-
-
+# The faces: a package's `__init__.py` that readers import, served by `faces.face` from its `_TABLE`.
+FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.labs", "scalebook.plots",
+         "scalebook.widgets")
+# Packages whose `__init__.py` is code, not a face, and why.
+NOT_FACES = {"scalebook.problems": "the answer key's registry (`problem`, `get_problem`)",
+             "scalebook.data": "the data files' loader (`load`)"}
 # Siblings a function may import when called, and why.
 LATE_SIBLINGS = {"problems": "the answer key, absent inside the grader's sandbox"}
 
@@ -32,10 +44,20 @@ def _name(path: Path) -> str:
 
 
 MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+PACKAGES = sorted(_name(p) for p in PACKAGE.rglob("__init__.py"))
 
 
-def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> list[str]:
-    """The package modules an `from ... import ...` statement loads (a name may be a submodule)."""
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
+def _table(face: str) -> dict[str, str]:
+    return importlib.import_module(face)._TABLE
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool, tables: dict[str, dict[str, str]]) -> list[str]:
+    """The package modules an `from ... import ...` statement loads (a name may be a submodule, or a name a face
+    serves from the module its table names)."""
     if node.level == 0:
         return [node.module] if node.module and node.module.startswith("scalebook") else []
     base = module.split(".") if is_package else module.split(".")[:-1]
@@ -43,6 +65,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> list[str]:
     target = ".".join([*base, *(node.module.split(".") if node.module else [])])
     found = [target] if target in MODULES else []
     found += [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES]
+    found += [f"{target}.{tables[target][a.name]}" for a in node.names if a.name in tables.get(target, {})]
     return found
 
 
@@ -73,13 +96,13 @@ def _top_level_imports(tree: ast.Module) -> list[ast.ImportFrom | ast.Import]:
 
 
 def _graph() -> dict[str, set[str]]:
+    tables = {face: _table(face) for face in FACES}
     graph = {}
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         edges = set()
-        for node in _top_level_imports(tree):
+        for node in _top_level_imports(_tree(module)):
             if isinstance(node, ast.ImportFrom):
-                for target in _resolve(module, node, path.name == "__init__.py"):
+                for target in _resolve(module, node, path.name == "__init__.py", tables):
                     edges |= _with_parents(target, module)
         graph[module] = edges - {module}
     return graph
@@ -107,31 +130,186 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _upper(module: str) -> bool:
+    return module.split(".")[1] in UPPER if "." in module else False
+
+
+def _upward(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """{ground module: the upper-floor modules it imports} (the root face, `scalebook`, is on neither floor)."""
+    wrong = {m: sorted(t for t in targets if _upper(t)) for m, targets in graph.items() if "." in m and not _upper(m)}
+    return {m: t for m, t in wrong.items() if t}
+
+
+def _getattr_problems(module: str, tree: ast.Module) -> list[str]:
+    """Why `tree` may not bind a module-level `__getattr__`: only a face may, and only as `face(...)` builds it."""
+    binds = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"]
+    binds += [n for n in tree.body if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__getattr__" for target in n.targets for t in ast.walk(target))]
+    if module not in FACES:
+        return [f"{module} binds __getattr__ at line {n.lineno}: only a face may" for n in binds]
+    built = [n for n in binds if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+             and getattr(n.value.func, "id", "") == "face"]
+    return [] if binds and built == binds else [f"{module}: __getattr__ must be `__getattr__, __dir__ = face(...)`"]
+
+
+def _declared(tree: ast.Module) -> dict[str, str]:
+    """{name: module relative to the face} that a face's `if TYPE_CHECKING:` imports declare (`from . import x`:
+    x → x; `from .hardware.chips import Chip`: Chip → hardware.chips)."""
+    block = next((n for n in tree.body if _type_checking(n)), None)
+    declared = {}
+    for node in ast.walk(block) if block else ():
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:
+                declared[alias.asname or alias.name] = node.module or alias.name
+    return declared
+
+
+def _face_disagreements(tree: ast.Module, table: dict[str, str], exported: list[str]) -> list[str]:
+    """Where a face's table, its `__all__` and its `if TYPE_CHECKING:` imports disagree."""
+    declared = _declared(tree)
+    out = [f"__all__ is not the table: {sorted(set(exported) ^ set(table))}"] if list(exported) != list(table) else []
+    out += [f"{n}: TYPE_CHECKING says {declared.get(n)!r}, the table {table.get(n)!r}"
+            for n in sorted(set(declared) | set(table)) if declared.get(n) != table.get(n)]
+    return out
+
+
+def _deprecation_problems(face: object, version: str) -> list[str]:
+    """Old names of `face._DEPRECATED` that do not warn, name no removal release after `version`, or resolve to
+    nothing."""
+    out = []
+    for name, (message, target, removal) in getattr(face, "_DEPRECATED", {}).items():
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", removal) or _release(removal) <= _release(version):
+            out.append(f"{name}: removal release {removal!r} is not a release after {version}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(face, name, None)
+        if not any(issubclass(w.category, DeprecationWarning) and removal in str(w.message) for w in caught):
+            out.append(f"{name}: using it does not warn with its removal release")
+        if value is None or not message:
+            out.append(f"{name}: resolves to {value!r} (target {target!r}), message {message!r}")
+    return out
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _binds_module(dotted: str) -> bool:
+    """Whether `import <dotted> as m` binds the module (a face that flattens a same-named function binds that)."""
+    package, _, name = dotted.rpartition(".")
+    importlib.import_module(dotted)
+    return inspect.ismodule(getattr(sys.modules[package], name))
+
+
+# --- each check fails on a fixture -------------------------------------------------------------------------------
+
 def test_the_walker_finds_a_cycle_when_there_is_one():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
+
+def test_an_import_from_the_ground_floor_up_is_found():
+    graph = {"scalebook.units": {"scalebook.plots.base"}, "scalebook.plots.base": {"scalebook.units"}}
+    assert _upward(graph) == {"scalebook.units": ["scalebook.plots.base"]}
+
+
+def test_an_import_through_a_face_is_an_arrow_to_the_defining_module():
+    node = ast.parse("from ..training import plan, Layout").body[0]
+    tables = {"scalebook.training": {"plan": "planner", "Layout": "layout"}}
+    found = _resolve("scalebook.problems.training", node, False, tables)
+    assert {"scalebook.training.planner", "scalebook.training.layout"} <= set(found)
+
+
+def test_a_getattr_outside_a_face_or_not_built_by_face_is_found():
+    assert _getattr_problems("scalebook.xla", ast.parse("def __getattr__(name):\n    return name"))
+    assert _getattr_problems("scalebook.plots", ast.parse("def __getattr__(name):\n    return name"))
+    assert not _getattr_problems("scalebook.plots", ast.parse("__getattr__, __dir__ = face(__name__, {}, {})"))
+
+
+def test_a_face_whose_table_all_and_type_checking_disagree_is_found():
+    tree = ast.parse("if TYPE_CHECKING:\n    from . import roofline\n    from .hardware.chips import Chip\n")
+    assert not _face_disagreements(tree, {"roofline": "roofline", "Chip": "hardware.chips"}, ["roofline", "Chip"])
+    assert _face_disagreements(tree, {"roofline": "roofline", "Chip": "hardware"}, ["roofline", "Chip"])
+    assert _face_disagreements(tree, {"roofline": "roofline", "Chip": "hardware.chips"}, ["roofline"])
+
+
+def test_an_old_name_without_warning_or_removal_release_is_found():
+    class Silent:  # a face that serves an old name without warning, and one dated before this release
+        _DEPRECATED = {"old": ("use new", "units:fmt_time", "0.3"), "older": ("use new", "units:fmt_time", "0.1")}
+        old = older = staticmethod(len)
+
+    assert [p.split(":")[0] for p in _deprecation_problems(Silent, "0.1.0")] == ["old", "older", "older"]
+
+
+def test_a_face_that_flattens_a_same_named_function_binds_the_function(tmp_path, monkeypatch):
+    (tmp_path / "flatface").mkdir()
+    (tmp_path / "flatface" / "__init__.py").write_text("from .roofline import roofline\n")
+    (tmp_path / "flatface" / "roofline.py").write_text("def roofline():\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert not _binds_module("flatface.roofline")
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] == "flatface"]:
+            del sys.modules[name]
+
+
+# --- the package -------------------------------------------------------------------------------------------------
 
 def test_the_package_has_no_import_circle():
     assert _cycle(_graph()) is None, " → ".join(_cycle(_graph()))
 
 
 def test_the_ground_floor_never_imports_the_upper_floor():
-    def upper(module: str) -> bool:
-        return module.split(".")[1] in UPPER if "." in module else False
-
-    wrong = {m: sorted(t for t in targets if upper(t))
-             for m, targets in _graph().items() if "." in m and not upper(m)}
-    assert not {m: t for m, t in wrong.items() if t}
+    assert not _upward(_graph())
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_siblings_are_imported_at_the_top_except_to_serve_an_old_name(module: str):
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+def test_no_module_level_getattr_except_a_face_s_table(module: str):
+    assert not _getattr_problems(module, _tree(module))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_is_a_face_or_says_why_not(package: str):
+    assert package in FACES or package in NOT_FACES, f"{package}: add it to FACES or say why in NOT_FACES"
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_a_face_s_all_table_and_type_checking_imports_agree(face: str):
+    module = importlib.import_module(face)
+    assert not _face_disagreements(_tree(face), module._TABLE, module.__all__)
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_name_of_a_face_resolves_without_warning(face: str):
+    module = importlib.import_module(face)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        missing = [name for name in module.__all__ if getattr(module, name, None) is None]
+    assert not missing and set(module.__all__) <= set(dir(module))
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_deprecated_name_warns_with_a_removal_release(face: str):
+    import scalebook
+
+    assert not _deprecation_problems(importlib.import_module(face), scalebook.__version__)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if "." in m))
+def test_import_as_binds_the_module(module: str):
+    assert _binds_module(module), f"`import {module} as m` binds something else than the module"
+
+
+def test_the_plots_face_no_longer_flattens():
+    import scalebook.plots.roofline as m
+
+    assert inspect.ismodule(m) and callable(m.roofline)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_siblings_are_imported_at_the_top(module: str):
     late = []
-    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        if function.name == "__getattr__":
-            continue
+    for function in (n for n in ast.walk(_tree(module)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         late += [f"line {n.lineno}" for n in ast.walk(function)
                  if isinstance(n, ast.ImportFrom) and (n.level > 0 or (n.module or "").startswith("scalebook"))
                  and (n.module or "").split(".")[-1] not in LATE_SIBLINGS]
@@ -144,9 +322,9 @@ def test_no_module_is_longer_than_the_limit(module: str):
     assert lines <= MAX_LINES, f"{module} has {lines} lines; split it by idea (limit {MAX_LINES})"
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
+@pytest.mark.parametrize("module", sorted(set(MODULES) - set(FACES)))
 def test_every_name_in_all_is_defined(module: str):
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    tree = _tree(module)
     exported = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                      and any(getattr(t, "id", "") == "__all__" for t in n.targets)), [])
     defined = {t.id for n in tree.body if isinstance(n, ast.Assign) for target in n.targets
@@ -155,9 +333,8 @@ def test_every_name_in_all_is_defined(module: str):
     defined |= {(a.asname or a.name).split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in n.names}
     defined |= {t.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(t := n.target, ast.Name)}
-    lazy = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__"}
     missing = [name for name in exported if name not in defined]
-    assert not missing or lazy, f"{module}.__all__ names {missing}, which it does not define"
+    assert not missing, f"{module}.__all__ names {missing}, which it does not define"
 
 
 def test_the_readme_names_every_module_of_the_package():

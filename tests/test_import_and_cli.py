@@ -1,7 +1,11 @@
 """`import scalebook` is light and fast; the command line prints answers and clear errors."""
 
+import functools
+import importlib
+import inspect
 import subprocess
 import sys
+import warnings
 
 import pytest
 from speed import assert_fast
@@ -43,18 +47,55 @@ print(before, "scalebook.grading" in sys.modules, "scalebook.serving" in sys.mod
 
 def test_names_load_their_module_on_first_use_and_only_it():
     out = subprocess.run([sys.executable, "-c", LAZY_PROBE], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["[]", "True", "False"]
+    assert out.split() == ["['scalebook.faces']", "True", "False"]  # the face's machinery, nothing else
 
 
-def test_every_public_name_resolves_and_is_listed():
+def test_every_public_name_resolves_to_the_object_its_module_defines():
     import scalebook as sb
 
-    for name in sb._NAMES:  # the classes and functions (the modules of the lab are left to their own tests)
-        assert name in sb.__all__ and getattr(sb, name) is getattr(sb, sb._NAMES[name]).__dict__[name], name
-    assert set(sb.__all__) <= set(dir(sb))
-    assert sb.expect is sb.grading.expect and sb.Table is sb.tables.Table
-    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+    for name, module in sb._TABLE.items():
+        defining = importlib.import_module(f"scalebook.{module}")
+        assert getattr(sb, name) is (defining if module == name else vars(defining)[name]), name
+    assert sb.expect is sb.grading.expect and sb.Table is sb.tables.Table and sb.Estimate is sb.roofline.Estimate
+    with pytest.raises(AttributeError, match="module 'scalebook' has no attribute 'nonsense'"):
         sb.nonsense  # noqa: B018
+
+
+# DESIGN.md's public API: tests outside this repository call exactly these, so each resolves without a warning.
+DESIGN_API = ["get_chip", "get_model", "TransformerConfig", "expect", "roofline.matmul", "roofline.critical_intensity",
+              "TpuMesh", "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "GpuCluster", "sharded_matmul",
+              "training.step_time", "training.memory", "training.plan", "training.predict", "inference.decode_step",
+              "inference.prefill", "validation.table", "validation.summary", "xla.collectives", "bench.calibrate",
+              "bench.matmul_sweep"]
+
+
+@pytest.mark.parametrize("dotted", DESIGN_API)
+def test_the_design_api_resolves_without_a_warning(dotted: str):
+    import scalebook as sb
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert callable(functools.reduce(getattr, dotted.split("."), sb)), dotted
+
+
+@pytest.mark.parametrize("old, new", [
+    ("decoder", "labs.ch07_decoder"), ("sharded_ops", "labs.ch10_programs"),
+    ("training.critical_batch", "training.min_tokens_per_chip"), ("plots.chip_diagram", "plots.chip.chip_diagram"),
+    ("plots.sweep", "plots.roofline.sweep"), ("pipeline", "training.pipeline"),
+])
+def test_an_old_name_warns_then_serves_the_new_one(old: str, new: str):
+    import scalebook as sb
+
+    with pytest.warns(DeprecationWarning, match=r"goes in release 0\.3: use sb\."):
+        value = functools.reduce(getattr, old.split("."), sb)
+    assert value is functools.reduce(getattr, new.split("."), sb)
+
+
+def test_a_name_of_a_module_is_the_module_not_an_old_flat_figure():
+    import scalebook as sb
+    import scalebook.plots.roofline as m
+
+    assert inspect.ismodule(m) and sb.plots.roofline is m and inspect.ismodule(sb.plots.validation)
 
 
 def test_cli_roofline(capsys):

@@ -13,7 +13,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
 
-from scalebook import decoder  # noqa: E402
+from scalebook.labs import ch07_decoder  # noqa: E402
 from scalebook.plots.inference import breakdown_curves, kv_variant_table, pareto_curve  # noqa: E402
 
 # --- the bookkeeping ------------------------------------------------------------------------------------------
@@ -50,8 +50,8 @@ def test_kv_variants_against_mha():
 # --- figures --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("draw", [sb.plots.pareto, sb.plots.latency_breakdown, sb.plots.kv_variants,
-                                  sb.plots.throughput_vs_batch])
+@pytest.mark.parametrize("draw", [sb.plots.inference.pareto, sb.plots.inference.latency_breakdown,
+                                  sb.plots.inference.kv_variants, sb.plots.inference.throughput_vs_batch])
 def test_figures_have_titles_and_labelled_axes(draw):
     fig = draw()
     ax = fig.axes[0]
@@ -59,14 +59,14 @@ def test_figures_have_titles_and_labelled_axes(draw):
 
 
 def test_pareto_draws_one_curve_per_context_that_fits():
-    ax = sb.plots.pareto(contexts=(1024, 8192)).axes[0]
+    ax = sb.plots.inference.pareto(contexts=(1024, 8192)).axes[0]
     assert len(ax.get_lines()) == 2 and ax.get_xscale() == ax.get_yscale() == "log"
     assert "ms" in ax.get_xlabel()
 
 
-@pytest.mark.parametrize("draw, kwargs", [(sb.plots.latency_breakdown, {"batches": (10, 1)}),
-                                          (sb.plots.throughput_vs_batch, {"batches": (0, 10)}),
-                                          (sb.plots.pareto, {"contexts": ()})])
+@pytest.mark.parametrize("draw, kwargs", [(sb.plots.inference.latency_breakdown, {"batches": (10, 1)}),
+                                          (sb.plots.inference.throughput_vs_batch, {"batches": (0, 10)}),
+                                          (sb.plots.inference.pareto, {"contexts": ()})])
 def test_figures_reject_bad_ranges(draw, kwargs):
     with pytest.raises(ValueError):
         draw(**kwargs)
@@ -107,36 +107,36 @@ def test_explorers_redraw_in_well_under_a_tenth_of_a_second(make, change):
 
 # --- the live lab: a tiny decoder with a KV cache -------------------------------------------------------------
 
-SMALL = dataclasses.replace(decoder.TINY, D=64, F=128, N=4, K=2, H=16, V=97)
+SMALL = dataclasses.replace(ch07_decoder.TINY, D=64, F=128, N=4, K=2, H=16, V=97)
 
 
 def test_init_has_the_configs_parameter_count():
-    params = decoder.init(SMALL)
+    params = ch07_decoder.init(SMALL)
     assert sum(x.size for x in jax.tree.leaves(params)) == SMALL.param_count()
 
 
 def test_a_decode_step_continues_the_prefill_exactly():
-    params = decoder.init(SMALL, seed=1)
+    params = ch07_decoder.init(SMALL, seed=1)
     prompt = jnp.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
-    cache = decoder.decode_step(params, decoder.prefill(params, prompt, capacity=8), jnp.array([7, 7]))
-    whole = decoder.prefill(params, jnp.concatenate([prompt, jnp.full((2, 1), 7)], axis=1))
+    cache = ch07_decoder.decode_step(params, ch07_decoder.prefill(params, prompt, capacity=8), jnp.array([7, 7]))
+    whole = ch07_decoder.prefill(params, jnp.concatenate([prompt, jnp.full((2, 1), 7)], axis=1))
     assert int(cache["length"]) == 6
     assert jnp.allclose(cache["logits"], whole["logits"], atol=1e-4)
     assert jnp.allclose(cache["k"][:, :, :, :6], whole["k"], atol=1e-5)
 
 
 def test_a_full_cache_and_bad_configs_are_refused():
-    params = decoder.init(SMALL)
-    cache = decoder.prefill(params, jnp.zeros((1, 4), jnp.int32))
+    params = ch07_decoder.init(SMALL)
+    cache = ch07_decoder.prefill(params, jnp.zeros((1, 4), jnp.int32))
     with pytest.raises(ValueError, match="full"):
-        decoder.decode_step(params, cache, jnp.zeros((1,), jnp.int32))
+        ch07_decoder.decode_step(params, cache, jnp.zeros((1,), jnp.int32))
     with pytest.raises(ValueError, match="dense"):
-        decoder.init(dataclasses.replace(SMALL, tied=True))
+        ch07_decoder.init(dataclasses.replace(SMALL, tied=True))
 
 
 def test_measure_decode_has_a_row_per_batch_beside_the_prediction():
     chip = sb.get_chip("v5e").replace(name="test chip", fp32_flops=1e11, hbm_bandwidth=1e10)
-    table = decoder.measure_decode((1, 4), context=32, config=SMALL, repeats=2, chip=chip, progress=False)
+    table = ch07_decoder.measure_decode((1, 4), context=32, config=SMALL, repeats=2, chip=chip, progress=False)
     assert table.column("batch") == [1, 4]
     size = 4  # fp32 on the CPU
     weights = SMALL.param_count() * size / 1e10

@@ -141,7 +141,7 @@ def _labelled(fig):
 
 
 def test_attention_share_figure_marks_the_crossovers():
-    fig = sb.plots.attention_share(["llama3-70b", "llama3-8b"])
+    fig = sb.plots.models.attention_share(["llama3-70b", "llama3-8b"])
     _labelled(fig)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and len(ax.get_lines()) == 5  # two curves, two 50% marks, the 50% line
@@ -149,11 +149,11 @@ def test_attention_share_figure_marks_the_crossovers():
     cfg = sb.get_model("llama3-70b")
     assert y[0] == 0.5 and x[0] == pytest.approx(2 * cfg.matmul_params() / cfg.attention_flops_per_token(0.5))
     with pytest.raises(ValueError, match="increasing"):
-        sb.plots.attention_share(T=(10, 1))
+        sb.plots.models.attention_share(T=(10, 1))
 
 
 def test_param_breakdown_bars_sum_to_one():
-    fig = sb.plots.param_breakdown(["llama3-8b", "deepseek-v3"])
+    fig = sb.plots.models.param_breakdown(["llama3-8b", "deepseek-v3"])
     _labelled(fig)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]

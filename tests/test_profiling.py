@@ -26,7 +26,7 @@ def _mlp(x, w1, w2):
 
 @pytest.fixture(scope="module")
 def mlp_args():
-    mesh = sb.xla.device_mesh({"X": 8})
+    mesh = sb.runtime.device_mesh({"X": 8})
     put = lambda a, spec: jax.device_put(a, NamedSharding(mesh, spec))  # noqa: E731
     return (put(jnp.ones((B, D)), P()), put(jnp.ones((D, F)), P(None, "X")), put(jnp.ones((F, D)), P("X", None)))
 

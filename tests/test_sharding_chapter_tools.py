@@ -80,26 +80,27 @@ def test_ring_schedule_rejects_bad_rings(kwargs, message):
 
 
 def test_sharding_grid_is_titled_with_local_shape_and_bytes():
-    fig = sb.plots.sharding_grid("A[I_XY, J]", sb.TpuMesh("v5e", X=8, Y=2), {"I": 1024, "J": 4096}, dtype="fp32")
+    mesh = sb.TpuMesh("v5e", X=8, Y=2)
+    fig = sb.plots.sharding.sharding_grid("A[I_XY, J]", mesh, {"I": 1024, "J": 4096}, dtype="fp32")
     assert "fp32[64, 4096]" in fig._suptitle.get_text() and "1.05 MB" in fig._suptitle.get_text()
     left, right = fig.axes
     assert "elements" in left.get_xlabel() and "mesh axis" in right.get_ylabel() and left.get_title()
 
 
 def test_sharding_grid_accepts_plain_axis_sizes():
-    fig = sb.plots.sharding_grid("A[I_X, J]", {"X": 4, "Y": 2}, {"I": 64, "J": 64})
+    fig = sb.plots.sharding.sharding_grid("A[I_X, J]", {"X": 4, "Y": 2}, {"I": 64, "J": 64})
     assert "2 copies" in fig._suptitle.get_text()
 
 
 def test_ring_steps_draws_one_panel_per_step():
-    fig = sb.plots.ring_steps(8, "all_gather", nbytes=8e6)
+    fig = sb.plots.sharding.ring_steps(8, "all_gather", nbytes=8e6)
     assert sum(ax.get_visible() and ax.axison for ax in fig.axes) == 5
     assert "1 MB" in fig._suptitle.get_text() and fig.axes[0].get_xlabel() == "device"
 
 
 def test_collective_vs_size_shows_floor_bandwidth_and_measurements():
     mesh = sb.TpuMesh("v5e", X=8, Y=4)
-    fig = sb.plots.collective_vs_size(mesh, "Y", measured=[(1e5, 5e-6), (1e7, 3e-4)])
+    fig = sb.plots.sharding.collective_vs_size(mesh, "Y", measured=[(1e5, 5e-6), (1e7, 3e-4)])
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and "bytes" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
     labels = [line.get_label() for line in ax.get_lines()]
@@ -109,9 +110,9 @@ def test_collective_vs_size_shows_floor_bandwidth_and_measurements():
 
 def test_collective_vs_size_rejects_bad_input():
     with pytest.raises(ValueError, match="kind"):
-        sb.plots.collective_vs_size(sb.TpuMesh("v5e", X=4), "X", kind="psum")
+        sb.plots.sharding.collective_vs_size(sb.TpuMesh("v5e", X=4), "X", kind="psum")
     with pytest.raises(ValueError, match="sizes"):
-        sb.plots.collective_vs_size(sb.TpuMesh("v5e", X=4), "X", sizes=[0, 1])
+        sb.plots.sharding.collective_vs_size(sb.TpuMesh("v5e", X=4), "X", sizes=[0, 1])
 
 
 # --- explorers -----------------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def _labelled(fig):
 
 
 def test_bandwidth_ladder_is_ordered_and_labelled():
-    fig = sb.plots.bandwidth_ladder()
+    fig = sb.plots.tpu.bandwidth_ladder()
     ax = fig.axes[0]
     _labelled(fig)
     assert ax.get_yscale() == "log" and "bytes/s" in ax.get_ylabel()
@@ -87,7 +87,7 @@ def test_bandwidth_ladder_is_ordered_and_labelled():
 @pytest.mark.parametrize("mesh, panels", [(sb.TpuMesh("v5e", X=4, Y=4), 1), (sb.TpuMesh("v5p", X=4, Y=4, Z=4), 4),
                                           (sb.TpuMesh("v5e", X=16, Y=16), 1)])
 def test_torus_draws_every_plane_labelled(mesh, panels):
-    fig = sb.plots.torus(mesh)
+    fig = sb.plots.tpu.torus(mesh)
     assert len(fig.axes) == panels
     _labelled(fig)
     assert f"diameter {mesh.diameter}" in fig._suptitle.get_text()
@@ -96,15 +96,15 @@ def test_torus_draws_every_plane_labelled(mesh, panels):
 
 
 def test_systolic_figure_and_its_range():
-    fig = sb.plots.systolic(3)
+    fig = sb.plots.tpu.systolic(3)
     _labelled(fig)
     assert "cycle 4 of 9" in fig.axes[0].get_title()
     with pytest.raises(ValueError, match="step"):
-        sb.plots.systolic(9)
+        sb.plots.tpu.systolic(9)
 
 
 def test_stage_breakdown_marks_max_and_sum():
-    fig = sb.plots.stage_breakdown({"a": 0.1, "b": sb.roofline.estimate(0, 8.2e9, "v5e")})
+    fig = sb.plots.tpu.stage_breakdown({"a": 0.1, "b": sb.roofline.estimate(0, 8.2e9, "v5e")})
     _labelled(fig)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert any("100 ms" in s for s in labels) and any("110 ms" in s for s in labels)

@@ -9,9 +9,9 @@ from scalebook import training as t
 
 def test_ex1_data_parallel_batch_per_chip_on_v5p():
     # 5.Ex1: B/X > C/W = 4.59e14 / 1.8e11 ~ 2550 tokens per chip; 850 over 3 axes; ~7.6M tokens per pod.
-    assert t.critical_batch("dp", "v5p") == pytest.approx(2550, rel=0.001)
-    assert t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(850, rel=0.001)
-    assert 8960 * t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(7.6e6, rel=0.01)
+    assert t.min_tokens_per_chip("dp", "v5p") == pytest.approx(2550, rel=0.001)
+    assert t.min_tokens_per_chip("fsdp", "v5p", M_X=3) == pytest.approx(850, rel=0.001)
+    assert 8960 * t.min_tokens_per_chip("fsdp", "v5p", M_X=3) == pytest.approx(7.6e6, rel=0.01)
 
 
 def test_ex2_largest_pure_dp_model():
@@ -22,7 +22,7 @@ def test_ex2_largest_pure_dp_model():
 def test_ex3_and_ex4_chips_before_fsdp_turns_comms_bound():
     # 5.Ex3: a 40M-token batch at 850 tokens per chip -> ~47,000 chips. 5.Ex4: 16M -> ~18,823 chips, and
     # LLaMA 3-70B's 6.3e24 FLOPs take ~17 days on them at 50% MFU.
-    per_chip = t.critical_batch("fsdp", "v5p", M_X=3)
+    per_chip = t.min_tokens_per_chip("fsdp", "v5p", M_X=3)
     assert 40e6 / per_chip == pytest.approx(47000, rel=0.01)
     chips = 16e6 / per_chip
     assert chips == pytest.approx(18823, rel=0.001)
@@ -40,12 +40,12 @@ def test_ex6_ex7_fsdp_tp_split_and_threshold():
     # 5.Ex6: N = 64, B = 48,000, F ~ 32k, M_X/M_Y = 2 -> X_opt ~ 13.9 (choose 16 x 4).
     # 5.Ex7: B/N > 2550^2 / (2·F) ~ 99 tokens per chip for F = 32,768.
     assert t.x_opt(48000, 32000, 64, M_X=2) == pytest.approx(13.9, rel=0.01)
-    assert t.critical_batch("fsdp_tp", "v5p", F=32768, M_X=2) == pytest.approx(99, rel=0.01)
+    assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=32768, M_X=2) == pytest.approx(99, rel=0.01)
 
 
 def test_dcn_batch_per_slice():
     # ch. 5: pure DP across slices needs B per slice > C / W_dcn = 4.59e14 / 6.25e9 = 73,440 (the summary says ~71k).
-    assert t.critical_batch("dcn", "v5p") == pytest.approx(73440)
+    assert t.min_tokens_per_chip("dcn", "v5p") == pytest.approx(73440)
 
 
 def test_q2_llama2_13b_memory_at_16m_tokens():
@@ -59,7 +59,7 @@ def test_q2_llama2_13b_memory_at_16m_tokens():
 def test_q3_fsdp_tp_for_llama2_13b_on_a_v5p_cube_of_4096():
     # 5.Q3: threshold 2550^2/(2·13,824) ~ 235 tokens/chip; X_opt = sqrt(3e6·2·4096/13,824) ~ 1333;
     # step ~ 6·3e6·13e9 / (4096·4.6e14·0.4) ~ 300 ms.
-    assert t.critical_batch("fsdp_tp", "v5p", F=13824, M_X=2) == pytest.approx(235, rel=0.01)
+    assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=13824, M_X=2) == pytest.approx(235, rel=0.01)
     assert t.x_opt(3e6, 13824, 4096, M_X=2) == pytest.approx(1333, rel=0.01)
     step = t.step_time("llama2-13b", "v5p", 4096, 3e6, "fsdp_tp", X=1024, Y=4, M_X=2, mfu=0.4)
     assert step.t_math == pytest.approx(0.3, rel=0.04)
@@ -76,9 +76,9 @@ def test_chapter_6_llama3_70b_on_a_v5p_pod():
     assert mem.per_chip == pytest.approx(2.4e9, rel=0.02)
     # 6.A8: FSDP over batch and sequence: 4·1024·1024 / 8960 ~ 468 tokens per chip < 850 -> comms-bound.
     per_chip = 4 * 1024 * 1024 / 8960
-    assert per_chip == pytest.approx(468, rel=0.001) and per_chip < t.critical_batch("fsdp", "v5p", M_X=3)
+    assert per_chip == pytest.approx(468, rel=0.001) and per_chip < t.min_tokens_per_chip("fsdp", "v5p", M_X=3)
     # 6.A9: FSDP + TP needs only 2550^2/(2·28,672) ~ 113 tokens per chip; X_opt ~ 1618 -> 2048 x 4.
-    assert t.critical_batch("fsdp_tp", "v5p", F=28672, M_X=2) == pytest.approx(113, rel=0.01)
+    assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=28672, M_X=2) == pytest.approx(113, rel=0.01)
     assert t.x_opt(4 * 1024 * 1024, 28672, 8960, M_X=2) == pytest.approx(1618, rel=0.01)
 
 
@@ -109,8 +109,8 @@ def test_mfu_against_the_fp8_peak():
     (lambda: t.layer_cost("zero", 1, 1, 1, "v5p"), "strategy="),
     (lambda: t.layer_cost("dp", 1, 1, 1, "v5p", X=0), "X=0"),
     (lambda: t.layer_cost("dp", 1, 1, 1, "h100"), "no ICI bandwidth"),
-    (lambda: t.critical_batch("tp", "v5p"), "no batch threshold"),
-    (lambda: t.critical_batch("fsdp_tp", "v5p"), "F "),
+    (lambda: t.min_tokens_per_chip("tp", "v5p"), "no batch threshold"),
+    (lambda: t.min_tokens_per_chip("fsdp_tp", "v5p"), "F "),
     (lambda: t.memory("llama3-8b", 1e6, optimizer="lion"), "optimizer="),
     (lambda: t.memory("llama3-8b", 1e6, n_chips=0), "n_chips"),
     (lambda: t.activation_bytes("llama3-8b", 1e6, "some"), "saves_per_layer"),
@@ -235,15 +235,15 @@ def test_zero_stages_shard_more_and_more_state():
 def test_ex8_all_strategies_comms_bound_below_400k_tokens_on_a_full_v5p_cube():
     # 5.Ex8: on 16x16x16 (4096 chips) with F = 8192·4, FSDP + TP is compute-bound only above
     # N · α² / (M_X·M_Y·F) = 4096 · 2550² / (2 · 8192 · 4) ~ 4e5 tokens.
-    assert 4096 * t.critical_batch("fsdp_tp", "v5p", F=4 * 8192, M_X=2) == pytest.approx(4.06e5, rel=0.01)
+    assert 4096 * t.min_tokens_per_chip("fsdp_tp", "v5p", F=4 * 8192, M_X=2) == pytest.approx(4.06e5, rel=0.01)
 
 
 def test_ex9_llama3_70b_at_2m_tokens():
     # 5.Ex9 (F ~ 30k): TP up to ~11 per axis; FSDP on 3 axes up to 2M/850 ~ 2,400 chips; FSDP + TP down to
     # ~108 tokens per chip, i.e. ~18k chips.
     assert t.tp_limit(30000, "v5p") == pytest.approx(11.8, rel=0.01)
-    assert 2e6 / t.critical_batch("fsdp", "v5p", M_X=3) == pytest.approx(2400, rel=0.03)
-    assert t.critical_batch("fsdp_tp", "v5p", F=30000, M_X=2) == pytest.approx(108, rel=0.01)
+    assert 2e6 / t.min_tokens_per_chip("fsdp", "v5p", M_X=3) == pytest.approx(2400, rel=0.03)
+    assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=30000, M_X=2) == pytest.approx(108, rel=0.01)
 
 
 def test_q1_llama2_13b_components():

@@ -59,7 +59,7 @@ def test_curves_reject_a_bad_chip_count():
 
 
 def test_strategy_times_is_a_labelled_log_log_figure():
-    ax = sb.plots.strategy_times().axes[0]
+    ax = sb.plots.training.strategy_times().axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert "tokens" in ax.get_xlabel() and "(s)" in ax.get_ylabel() and ax.get_title()
 
@@ -70,19 +70,19 @@ def test_memory_bars_split_state_or_replicate_it():
     assert replicated["optimizer"] == pytest.approx(8 * mem.params / 2)  # 8 bytes of Adam per 2 of bf16
     assert sharded["optimizer"] == pytest.approx(replicated["optimizer"] / 4096)
     assert sharded["activations"] == replicated["activations"]
-    ax = sb.plots.memory_bars({"DP": mem, "FSDP": mem}, hbm="v5p", replicated=["DP"]).axes[0]
+    ax = sb.plots.training.memory_bars({"DP": mem, "FSDP": mem}, hbm="v5p", replicated=["DP"]).axes[0]
     assert "GB" in ax.get_xlabel() and ax.get_title()
     with pytest.raises(ValueError, match="at least one"):
-        sb.plots.memory_bars({})
+        sb.plots.training.memory_bars({})
 
 
 def test_pipeline_figure_draws_one_patch_per_slot():
     grid = sb.training.pipeline_schedule(4, 8, "1f1b")
-    ax = sb.plots.pipeline(grid).axes[0]
+    ax = sb.plots.training.pipeline(grid).axes[0]
     assert len(ax.patches) == 4 * len(grid[0])
     assert "27%" in ax.get_title()  # (P-1)/(M+P-1) = 3/11
     with pytest.raises(ValueError, match="stage"):
-        sb.plots.pipeline([])
+        sb.plots.training.pipeline([])
 
 
 # --- explorers ------------------------------------------------------------------------------------------------
@@ -133,21 +133,21 @@ def test_explorers_redraw_in_well_under_a_tenth_of_a_second(make, change):
     ("fsdp_tp", ["all_gather", "all_reduce"]),
 ])
 def test_each_strategy_emits_the_collectives_the_chapter_predicts(strategy, expected):
-    colls, memory = sb.xla.mlp_train_step(strategy)
+    colls, memory = sb.labs.ch05_mlp.mlp_train_step(strategy)
     assert sb.xla.kinds(colls) == expected
     assert min(memory.values()) > 0
 
 
 @needs_8
 def test_fsdp_gathers_each_weight_once_over_all_devices():
-    colls, _ = sb.xla.mlp_train_step("fsdp", B=256, D=128, F=512)
+    colls, _ = sb.labs.ch05_mlp.mlp_train_step("fsdp", B=256, D=128, F=512)
     gathers = [c for c in colls if c.kind == "all_gather"]
     assert len(gathers) == 2 and all(c.group_size == 8 and c.nbytes == 128 * 512 * 4 for c in gathers)
 
 
 @needs_8
 def test_fsdp_tp_puts_weights_on_x_and_activations_on_y():
-    colls, _ = sb.xla.mlp_train_step("fsdp_tp", {"X": 4, "Y": 2})
+    colls, _ = sb.labs.ch05_mlp.mlp_train_step("fsdp_tp", {"X": 4, "Y": 2})
     assert {c.group_size for c in colls if c.kind == "all_gather"} == {4}
     assert 2 in {c.group_size for c in colls if c.kind == "all_reduce"}
 
@@ -155,15 +155,16 @@ def test_fsdp_tp_puts_weights_on_x_and_activations_on_y():
 @needs_8
 @pytest.mark.parametrize("strategy", ["dp", "fsdp", "tp", "fsdp_tp"])
 def test_argument_bytes_are_the_sharding_arithmetic(strategy):
-    _, memory = sb.xla.mlp_train_step(strategy, dtype="fp32")
-    predicted = sb.xla.mlp_argument_bytes(strategy)
+    _, memory = sb.labs.ch05_mlp.mlp_train_step(strategy, dtype="fp32")
+    predicted = sb.labs.ch05_mlp.mlp_argument_bytes(strategy)
     assert memory["arguments"] == predicted["weights"] + predicted["batch"]
     assert memory["outputs"] == pytest.approx(predicted["weights"], rel=1e-3)
 
 
 def test_argument_bytes_divide_by_the_sharding_axes():
-    assert sb.xla.mlp_argument_bytes("dp") == {"weights": 2 * 128 * 512 * 4, "batch": 256 * 128 * 4 / 8}
-    assert sb.xla.mlp_argument_bytes("fsdp_tp", {"X": 2, "Y": 4}, dtype="bf16")["weights"] == 2 * 128 * 512 * 2 / 8
+    assert sb.labs.ch05_mlp.mlp_argument_bytes("dp") == {"weights": 2 * 128 * 512 * 4, "batch": 256 * 128 * 4 / 8}
+    weights = sb.labs.ch05_mlp.mlp_argument_bytes("fsdp_tp", {"X": 2, "Y": 4}, dtype="bf16")["weights"]
+    assert weights == 2 * 128 * 512 * 2 / 8
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -174,7 +175,7 @@ def test_argument_bytes_divide_by_the_sharding_axes():
 ])
 def test_mlp_train_step_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        sb.xla.mlp_train_step(**kwargs)
+        sb.labs.ch05_mlp.mlp_train_step(**kwargs)
 
 
 def test_memory_bars_total_matches_math():

@@ -24,11 +24,11 @@ def test_layout_is_validated_once_and_reads_chapter_5s_letters():
         Layout(tp=0)
 
 
-def test_modules_bind_as_modules_and_the_face_has_no_lazy_lookup():
+def test_modules_bind_as_modules_and_the_face_serves_its_table():
     for name in ("layout", "pipeline", "footprint", "book", "terms", "prediction", "planner"):
         module = importlib.import_module(f"scalebook.training.{name}")
-        assert module.__name__ == f"scalebook.training.{name}"
-    assert not hasattr(training, "__getattr__")
+        assert module.__name__ == f"scalebook.training.{name}" and getattr(training, name) is module
+    assert set(training.__all__) == set(training._TABLE)
     assert set(training.__all__) >= {"predict", "plan", "step_time", "memory", "Layout", "Prediction"}
 
 

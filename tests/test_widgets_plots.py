@@ -56,20 +56,20 @@ def test_update_unknown_control():
 
 
 def test_roofline_plot_is_labelled():
-    fig = sb.plots.roofline(["v5e", "h100"], points={"matmul": sb.roofline.matmul(128, 8192, 8192, "v5e")})
+    fig = sb.plots.roofline.roofline(["v5e", "h100"], points={"matmul": sb.roofline.matmul(128, 8192, 8192, "v5e")})
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert "FLOPs per byte" in ax.get_xlabel() and "FLOP/s" in ax.get_ylabel() and ax.get_title()
 
 
 def test_batch_roofline_reaches_peak():
-    fig = sb.plots.batch_roofline("v5e", [(4096, 4096)], weight_dtype="int8", act_dtype="bf16")
+    fig = sb.plots.roofline.batch_roofline("v5e", [(4096, 4096)], weight_dtype="int8", act_dtype="bf16")
     line = fig.axes[0].lines[0]
     assert max(line.get_ydata()) == pytest.approx(1.97e14)
 
 
 def test_plot_rejects_bad_ranges():
     with pytest.raises(ValueError, match="intensity"):
-        sb.plots.roofline("v5e", intensity=(10, 1))
+        sb.plots.roofline.roofline("v5e", intensity=(10, 1))
     with pytest.raises(ValueError, match="batches"):
-        sb.plots.batch_roofline("v5e", [(1024, 1024)], batches=[])
+        sb.plots.roofline.batch_roofline("v5e", [(1024, 1024)], batches=[])

@@ -139,7 +139,7 @@ replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}
 
 
 def test_async_iota_and_sub_axis_forms_parse_once_each():
-    found = [(c.kind, c.group_size, c.groups, c.nbytes) for c in xla.parse_collectives(ACCELERATOR_FORMS)]
+    found = [(c.kind, c.group_size, c.groups, c.nbytes) for c in sb.hlo.collectives(ACCELERATOR_FORMS)]
     assert found == [
         ("all_gather", 4, 2, 256 * 1024 * 2),  # the result half of the start tuple, bf16[256,1024]
         ("all_reduce", 8, 1, 1024 * F32),  # empty replica groups: all num_partitions devices

@@ -1,6 +1,6 @@
 """Chapter 10's programs: one matmul in JAX's three sharding modes, collective matmuls, the multi-host layout.
 
-The toy mixture of experts lives in `ch10_moe` and is re-exported here, so `sharded_ops.moe_jit` works.
+The toy mixture of experts lives in `ch10_moe` and is re-exported here, so `ch10_programs.moe_jit` works.
 
 Everything here runs on the 8 emulated CPU devices of `sb.setup()` and, unchanged, on a TPU or GPU slice.
 The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the book's letters
@@ -8,10 +8,10 @@ The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the bo
 
     import scalebook as sb
     sb.setup()
-    from scalebook import sharded_ops           # this module, under the name the chapter uses
-    sharded_ops.sharding_modes(64, 128, 256)    # the collectives Auto, Explicit and Manual compile to
-    sharded_ops.time_collective_matmul(1024, 2048, 8192)
-    sharded_ops.time_overlapped_mlp(1024, 2048, 8192)   # AllGather- and ReduceScatter-style rings chained
+    from scalebook.labs import ch10_programs      # this module, as chapter 10 imports it
+    ch10_programs.sharding_modes(64, 128, 256)    # the collectives Auto, Explicit and Manual compile to
+    ch10_programs.time_collective_matmul(1024, 2048, 8192)
+    ch10_programs.time_overlapped_mlp(1024, 2048, 8192)   # AllGather- and ReduceScatter-style rings chained
 
 JAX is imported only when a function here is called.
 """

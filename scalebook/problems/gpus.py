@@ -11,7 +11,7 @@ from ..hardware.gpu import GpuCluster, get_cluster
 from ..hardware.sm import clock_from_vector_flops, cuda_cores, tensor_core_flops_per_cycle, vector_add
 from ..models import get_model
 from ..roofline import critical_intensity, matmul
-from ..training import check_parallelism, critical_batch, pipeline_comms, tp_limit
+from ..training import check_parallelism, min_tokens_per_chip, pipeline_comms, tp_limit
 from . import problem
 
 # LLaMA 3.1-405B's model width and MLP width, used by several problems.
@@ -72,7 +72,7 @@ def b200_inner_sharded_all_gather() -> float:
 def gb200_moe_dp_batch() -> float:
     """Tokens per GPU above which data parallelism across the 8 NVL72 racks of a GB200 SuperPod is
     compute-bound for an MoE routing each token to 8 of 256 experts, each replica filling one 72-GPU rack."""
-    return critical_batch("dp", get_cluster("gb200-superpod"), model_parallel=72, E=256, k=8)
+    return min_tokens_per_chip("dp", get_cluster("gb200-superpod"), model_parallel=72, E=256, k=8)
 
 
 @problem("12.9", title="How wide tensor parallelism can go in an NVL72 rack", unit="GPUs")
@@ -86,7 +86,7 @@ def h200_megatron_min_batch() -> float:
     """Global batch (tokens) above which 8-way TP x 4-way PP with DP over the rest of 2048 H200s is
     compute-bound."""
     cluster = GpuCluster("h200", gpus=2048)
-    return critical_batch("dp", cluster, model_parallel=8 * 4) * cluster.gpus
+    return min_tokens_per_chip("dp", cluster, model_parallel=8 * 4) * cluster.gpus
 
 
 @problem("12.11", title="Pipeline sends for LLaMA 3.1-405B", unit="s")
@@ -169,7 +169,7 @@ def book_spine_all_reduce() -> float:
 @problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens")
 def book_b200_dp_batch() -> float:
     """Tokens per GPU that keep plain data parallelism compute-bound across the nodes of a B200 SuperPod."""
-    return critical_batch("dp", GpuCluster("b200", gpus=1024))
+    return min_tokens_per_chip("dp", GpuCluster("b200", gpus=1024))
 
 
 @problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s")

@@ -10,7 +10,16 @@ from __future__ import annotations
 import math
 
 from ..models import get_model
-from ..training import critical_batch, expert_parallel, max_params, memory, pipeline_bubble, step_time, tp_limit, x_opt
+from ..training import (
+    expert_parallel,
+    max_params,
+    memory,
+    min_tokens_per_chip,
+    pipeline_bubble,
+    step_time,
+    tp_limit,
+    x_opt,
+)
 from . import problem
 
 # LLaMA 3-405B's MLP width and a full TPU v5p pod (16 x 20 x 28 chips), shared by several problems.
@@ -21,7 +30,7 @@ V5P_POD = 8960
 @problem("05.1", title="Data parallelism on a two-axis v6e slice", unit="tokens per chip")
 def dp_batch_v6e() -> float:
     """Per-chip batch above which pure DP is compute-bound on a TPU v6e slice, gradients reduced over both axes."""
-    return critical_batch("dp", "v6e", M_X=2)
+    return min_tokens_per_chip("dp", "v6e", M_X=2)
 
 
 @problem("05.2", title="The largest model pure DP can train on a TPU7x", unit="parameters")
@@ -58,7 +67,7 @@ def x_opt_llama3_8b() -> float:
 @problem("05.7", title="The smallest batch for LLaMA 3-405B on a full pod", unit="tokens")
 def fsdp_tp_min_batch_405b() -> float:
     """Global batch above which FSDP + TP at X_opt is compute-bound on 8960 v5p chips (M_X = 2, M_Y = 1)."""
-    return V5P_POD * critical_batch("fsdp_tp", "v5p", F=F_405B, M_X=2, M_Y=1)
+    return V5P_POD * min_tokens_per_chip("fsdp_tp", "v5p", F=F_405B, M_X=2, M_Y=1)
 
 
 @problem("05.8", title="Step time of LLaMA 3-8B under FSDP", unit="s")
@@ -70,7 +79,7 @@ def fsdp_step_time() -> float:
 @problem("05.9", title="How many slices over the data-centre network", unit="slices", rtol=0.0)
 def dcn_max_slices() -> int:
     """Most v5p slices a 2,000,000-token batch can be split over (pure DP across slices) and stay compute-bound."""
-    return math.floor(2e6 / critical_batch("dcn", "v5p"))
+    return math.floor(2e6 / min_tokens_per_chip("dcn", "v5p"))
 
 
 @problem("05.10", title="Microbatches for a small bubble", unit="microbatches", rtol=0.0)
@@ -120,7 +129,7 @@ def book_q3_step_time() -> float:
 @problem("05.16", title="The book's Ex1: tokens per step on a v5p pod", unit="tokens")
 def book_ex1_pod_batch() -> float:
     """Smallest global batch keeping pure DP compute-bound on a full 8960-chip v5p pod, gradients over 3 axes."""
-    return V5P_POD * critical_batch("dp", "v5p", M_X=3)
+    return V5P_POD * min_tokens_per_chip("dp", "v5p", M_X=3)
 
 
 @problem("05.17", title="The book's Ex2: the largest model under pure DP on a v5p", unit="parameters")
@@ -132,14 +141,14 @@ def book_ex2_max_params() -> float:
 @problem("05.18", title="The book's Ex3: chips for DeepSeek-V2's batch", unit="chips")
 def book_ex3_chips_40m() -> float:
     """Chips a 40e6-token batch keeps compute-bound under FSDP over the three axes of a v5p torus."""
-    return 40e6 / critical_batch("fsdp", "v5p", M_X=3)
+    return 40e6 / min_tokens_per_chip("fsdp", "v5p", M_X=3)
 
 
 @problem("05.19", title="The book's Ex4: LLaMA 3-70B under FSDP", unit="days")
 def book_ex4_days() -> float:
     """Days to train LLaMA 3-70B on 15e12 tokens with 16e6-token batches on the 18,823 v5p chips FSDP (3 axes) can
     use, at 50% MFU."""
-    chips = round(16e6 / critical_batch("fsdp", "v5p", M_X=3))
+    chips = round(16e6 / min_tokens_per_chip("fsdp", "v5p", M_X=3))
     return 15e12 / 16e6 * step_time("llama3-70b", "v5p", chips, 16e6, "fsdp", M_X=3, mfu=0.5).time / 86400
 
 
@@ -158,16 +167,16 @@ def book_ex6_x_opt() -> float:
 @problem("05.22", title="The book's Ex7: FSDP + TP's tokens per chip", unit="tokens per chip")
 def book_ex7_mixed_threshold() -> float:
     """Tokens per chip FSDP + TP needs on v5p with F = 32,768 and M_X·M_Y = 2."""
-    return critical_batch("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
+    return min_tokens_per_chip("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
 
 
 @problem("05.23", title="The book's Ex8: the smallest batch for a 4096-chip pod", unit="tokens")
 def book_ex8_min_batch() -> float:
     """Global batch below which every strategy is communication-bound on a v5p 16x16x16, F = 32,768, at X_opt."""
-    return 4096 * critical_batch("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
+    return 4096 * min_tokens_per_chip("fsdp_tp", "v5p", F=32_768, M_X=2, M_Y=1)
 
 
 @problem("05.24", title="The book's Ex9: chips for LLaMA 3-70B's 2M batch under FSDP + TP", unit="chips")
 def book_ex9_mixed_chips() -> float:
     """Chips a 2e6-token batch keeps compute-bound under FSDP + TP with the book's F ≈ 30,000 and M_X·M_Y = 2."""
-    return 2e6 / critical_batch("fsdp_tp", "v5p", F=30_000, M_X=2, M_Y=1)
+    return 2e6 / min_tokens_per_chip("fsdp_tp", "v5p", F=30_000, M_X=2, M_Y=1)

@@ -10,7 +10,7 @@ import math
 
 from ..hardware.chips import get_chip
 from ..models import from_hf_config, get_model, hf_config
-from ..training import critical_batch, memory
+from ..training import memory, min_tokens_per_chip
 from ..training.planner import plan
 from . import problem
 
@@ -77,13 +77,13 @@ def memory_per_chip_405b() -> float:
 def fsdp_chip_limit_70b() -> float:
     """Chip count above which pure FSDP over 3 v5p axes (sequences sharded too) of a 4 * 2**20-token batch turns
     communication-bound."""
-    return 4 * 2**20 / critical_batch("fsdp", "v5p", M_X=3)
+    return 4 * 2**20 / min_tokens_per_chip("fsdp", "v5p", M_X=3)
 
 
 @problem("06.10", title="How many pods a 16M batch can feed", unit="pods", rtol=0.0)
 def most_pods_405b() -> int:
     """Most whole v5p pods on which LLaMA 3.1-405B with a 16 * 2**20-token batch meets the FSDP x TP bound."""
-    per_chip = critical_batch("fsdp_tp", "v5p", F=get_model("llama3-405b").F, M_X=2, M_Y=1)
+    per_chip = min_tokens_per_chip("fsdp_tp", "v5p", F=get_model("llama3-405b").F, M_X=2, M_Y=1)
     return math.floor(16 * 2**20 / per_chip / V5P_POD)
 
 

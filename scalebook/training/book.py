@@ -32,8 +32,8 @@ from ..models import TransformerConfig, get_model
 from ..units import check_int, check_positive, checks, dtype_bytes, is_a
 from .pipeline import pipeline_bubble, pipeline_comms
 
-__all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "critical_batch", "tp_limit",
-           "x_opt", "comms_time", "step_time", "mfu", "expert_parallel"]
+__all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "tp_limit", "x_opt",
+           "comms_time", "step_time", "mfu", "expert_parallel"]
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp", "dp_tp")
 
@@ -167,11 +167,6 @@ def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float |
             raise ValueError("F (the MLP width) is needed for the FSDP + TP threshold")
         return alpha**2 / (M_X * M_Y * F)
     raise ValueError(f"strategy={strategy!r} has no batch threshold; allowed: dp, fsdp, fsdp_tp, dcn")
-
-
-# The book calls this threshold the critical batch; `roofline.critical_batch` is the batch of one compute-bound
-# matmul, so the training threshold's own name says what it is, and the old name stays for the chapters.
-critical_batch = min_tokens_per_chip
 
 
 @checks(F="size", M_Y="count", dtype="dtype")

@@ -13,7 +13,7 @@ from ..plots.base import geomspace
 from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
-from ..training import check_parallelism, critical_batch
+from ..training import check_parallelism, min_tokens_per_chip
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time
 from .core import Explorer, Log, explore
 from .sharding import _first
@@ -102,7 +102,7 @@ def gpu_layout_view(cluster: str = "h100-superpod", gpus: int = 4096, batch_toke
     replicas = [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if r <= gpus and gpus % r == 0]
     chart = Chart(title=f"{gpus} GPUs of {cluster}: is data parallelism compute-bound?",
                   xlabel="GPUs per model replica (TP × PP × EP)", ylabel="tokens per GPU", xlog=True, ylog=True)
-    chart.line(replicas, [critical_batch("dp", system, model_parallel=r, E=E, k=k) for r in replicas],
+    chart.line(replicas, [min_tokens_per_chip("dp", system, model_parallel=r, E=E, k=k) for r in replicas],
                label="threshold: compute-bound above")
     chart.points([check["model parallel"]], [check["tokens/GPU"]], label="this layout", color="#d62728")
     table = Table([check], formats={"tokens/GPU": "{:.0f}".format, "critical tokens/GPU": "{:.0f}".format},

@@ -14,7 +14,7 @@ from typing import Any
 from ..hardware.chips import Chip, get_chip
 from ..models import LETTER_MEANINGS, TransformerConfig, config_table, get_model, model_names
 from ..tables import Table
-from ..training import critical_batch, tp_limit, x_opt
+from ..training import min_tokens_per_chip, tp_limit, x_opt
 from ..training.planner import plan
 from ..units import checks, fmt_flops, fmt_si, fmt_time, is_a
 from .core import Explorer, Log, explore
@@ -111,8 +111,8 @@ def batch_bounds(model: Model = "llama3-70b", chip: str | Chip = "v5p", n_chips:
     pod = math.prod(c.max_slice or (n_chips,))
     slices = max(1, math.ceil(n_chips / pod))
     per_chip, sequences = batch_tokens / n_chips, batch_tokens / seq_len
-    fsdp = critical_batch("fsdp", c, M_X=axes)
-    mixed = critical_batch("fsdp_tp", c, F=cfg.F, M_X=max(1, axes - 1))
+    fsdp = min_tokens_per_chip("fsdp", c, M_X=axes)
+    mixed = min_tokens_per_chip("fsdp_tp", c, F=cfg.F, M_X=max(1, axes - 1))
     y_max = tp_limit(cfg.F, c)
     rows = [
         {"check": "pure data parallelism, no sequence sharding", "needs": f"chips ≤ sequences ({sequences:.0f})",
@@ -127,7 +127,7 @@ def batch_bounds(model: Model = "llama3-70b", chip: str | Chip = "v5p", n_chips:
          "passes": "—"},
     ]
     if slices > 1:
-        dcn = critical_batch("dcn", c)
+        dcn = min_tokens_per_chip("dcn", c)
         rows.append({"check": f"data parallelism over DCN ({slices} slices)", "needs": f"> {dcn:,.0f} tokens/slice",
                      "has": f"{batch_tokens / slices:,.0f}", "passes": batch_tokens / slices > dcn})
     return Table(rows, formats={"passes": lambda v: v if isinstance(v, str) else "yes" if v else "no"},

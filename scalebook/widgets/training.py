@@ -17,10 +17,10 @@ from ..tables import Table
 from ..training import (
     PIPELINE_SCHEDULES,
     REMAT_SAVES,
-    critical_batch,
     idle_fraction,
     max_params,
     memory,
+    min_tokens_per_chip,
     pipeline_bubble,
     pipeline_schedule,
     step_time,
@@ -184,8 +184,8 @@ def threshold_table(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: int 
     """Return each strategy's bound on `chip` (ch. 5): tokens per chip DP/FSDP (over all M_X + M_Y axes) and
     FSDP + TP need, the TP width limit, how many chips a global batch `B` keeps compute-bound, and X_opt for `N`
     chips."""
-    dp = critical_batch("fsdp", chip, M_X=M_X + M_Y)
-    mixed = critical_batch("fsdp_tp", chip, F=F, M_X=M_X, M_Y=M_Y)
+    dp = min_tokens_per_chip("fsdp", chip, M_X=M_X + M_Y)
+    mixed = min_tokens_per_chip("fsdp_tp", chip, F=F, M_X=M_X, M_Y=M_Y)
     rows = [{"strategy": f"DP / FSDP over all {M_X + M_Y} axes", "bound": f"B/X > {dp:,.0f} tokens per chip",
              "chips B keeps busy": f"{B / dp:,.0f}"},
             {"strategy": f"FSDP + TP (M_X·M_Y = {M_X * M_Y})", "bound": f"B/N > {mixed:,.0f} tokens per chip",
