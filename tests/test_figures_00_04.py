@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from explorers import assert_answers_fast
+from scalebook.rings import ring_schedule
 
 import scalebook as sb
 from scalebook.plots import chip as chip_plots
 from scalebook.plots import collective_steps, transformer
-from scalebook.plots.sharding import ring_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 # Figures per chapter in How To Scale Your Model (placements, shared/book-figures.md): 36 in chapters 00–04.
@@ -244,7 +244,7 @@ def test_every_worked_problem_has_an_explorer(chapter: str) -> None:
 @pytest.mark.parametrize("n", [4, 8, 16])
 def test_ring_drawings_follow_the_priced_schedule(n: int) -> None:
     """The drawn ring has as many steps as the pricing counts hops, and its busiest link sets the priced time."""
-    from scalebook.plots.sharding import busiest_link_share
+    from scalebook.rings import busiest_link_share
 
     for wrap in (True, False):
         mesh = sb.TpuMesh("v5e", X=n, Y=16 if n != 16 else 4, wrap={"X": wrap})

@@ -19,18 +19,20 @@ from typing import Any
 import fuzzing
 import numpy as np
 import pytest
+import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
+import scalebook.validation  # noqa: F401  (not imported by `import scalebook`)
 from fuzzing import HUGE, INF, NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scalebook as sb
-import scalebook.validation  # noqa: F401  (not imported by `import scalebook`)
 
 MODULES = [
     "units", "estimate", "roofline", "hardware.chips", "hardware.topology", "hardware.gpu", "hardware.sm", "models",
     "sharding", "serving", "training.pipeline", "training.planner", "cheatsheet", "systolic", "tables", "svg", "hlo",
     "grading", "training", "training.layout", "training.book", "training.footprint", "training.prediction",
-    "inference", "collectives", "validation", "gemm", "moe", "overlap", "deployment",
+    "inference", "collectives", "validation", "gemm", "moe", "overlap", "deployment", "rings",
+    "training.curves",
 ]
 
 # Public callables that take no part in the fuzz, each with its reason.
@@ -50,6 +52,7 @@ EXEMPT = {
     "grading.strip_solutions": "owned by the autograder's issue (#18)", "grading.plain_answer": "autograder's (#18)",
     "serving.Requests": RECORD, "serving.Report": RECORD,
     "overlap.CollectiveMatmul": RECORD,
+    "rings.Piece": RECORD, "rings.RingStep": RECORD, "training.curves.StrategyCurves": RECORD,
     "sharding.Step": RECORD, "sharding.Plan": RECORD, "sharding.ArraySpec": "built by parse_spec, which is fuzzed",
     "systolic.Frame": RECORD, "systolic.Run": RECORD, "systolic.Grid": RECORD,
     "hlo.HloOp": "built by parse_op, which is fuzzed", "hlo.Collective": "built by hlo.collectives, fuzzed",
@@ -219,6 +222,16 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                                I=1024, J=8192, K=8192),
                                   {"expr": ["A[I] @ ", "A[I, J] @ B[J, K] -> C[I, K]", 3, None], "mesh": "obj",
                                    "dtype": "name", "I": "count", "J": "count", "K": "count"}),
+    "rings.axis_sizes": (lambda: dict(mesh={"X": 4}), {"mesh": [{"X": 0}, {"X": 2.5}, {}, 3, None]}),
+    "rings.device_blocks": (lambda: dict(spec="A[I_X, J_Y]", mesh={"X": 2, "Y": 2}),
+                            {"spec": ["A[I_X", 3, None], "mesh": [{"X": 0}, {"Y": 2}, 3, None]}),
+    "rings.ring_schedule": (lambda: dict(n=8),
+                            {"n": "count", "kind": "name", "bidirectional": "flag", "wrap": "flag"}),
+    "rings.busiest_link_pieces": (lambda: dict(states=sb.rings.ring_schedule(4)), {"states": [3, None]}),
+    "rings.busiest_link_share": (lambda: dict(n=8),
+                                 {"n": "count", "kind": "name", "bidirectional": "flag", "wrap": "flag"}),
+    "rings.overlapped_ring_time": (lambda: dict(t_step=1e-6, t_send=2e-6, steps=4),
+                                   {"t_step": "nonneg", "t_send": "nonneg", "steps": "count"}),
     "sharding.partition_spec": (lambda: dict(spec="A[I_X, J]"), {"spec": ["A[I_X", 3, None]}),
     "sharding.mesh_axes": (lambda: dict(mesh={"X": 4}), {"mesh": [{"X": 0}, {"X": 2.5}, 3, None]}),
     "serving.Lengths": (lambda: dict(median=512, sigma=0.5), {"median": "size", "sigma": "nonneg"}),
@@ -295,6 +308,16 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                    "dtype": "name"}),
     "training.max_params": (lambda: dict(chip="v5p"),
                             {"chip": "name", "optimizer": "name", "param_dtype": "name", "opt_dtype": "name"}),
+    "training.curves.best_split": (lambda: dict(B=1e6, D=8192, F=32768, chip="v5p", N=256),
+                                   {"B": "size", "D": "size", "F": "size", "chip": "name", "N": "count",
+                                    "M_X": "count", "M_Y": "count"}),
+    "training.curves.strategy_cost": (lambda: dict(strategy="fsdp", B=1e6, D=8192, F=32768, chip="v5p", N=256),
+                                      {"strategy": "name", "B": "size", "D": "size", "F": "size", "chip": "name",
+                                       "N": "count", "M_X": "count", "M_Y": "count"}),
+    "training.curves.strategy_curves": (lambda: dict(N=256, batches=[1e5, 1e6]),
+                                        {"chip": "name", "N": "count", "D": "size", "F": "size", "M_X": "count",
+                                         "M_Y": "count", "batches": [[1, NAN], [0], [], 3]}),
+    "units.geomspace": (lambda: dict(lo=1, hi=100, n=3), {"lo": "size", "hi": "size", "n": [1, 2.5, NAN, None]}),
     "training.layer_cost": (lambda: dict(strategy="dp", B=2**20, D=8192, F=28672, chip="v5p", X=16),
                             {"strategy": "name", "B": "size", "D": "size", "F": "size", "chip": "name",
                              "X": "count", "Y": "count", "M_X": "count", "M_Y": "count", "dtype": "name",
@@ -486,11 +509,12 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "gemm.layer_efficiency": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=4096, chip="h100"),
                               {"model": "obj", "tokens": "size", "chip": "name", "tp": "count", "ep": "count"}),
 }
-R["inference.StepEstimate"] = (R["estimate.Estimate"][0], {**R["estimate.Estimate"][1], "t_params": "result",
-                                                            "t_kv": "result", "t_ici": "result", "batch": "count",
-                                                            "ici_adds": "flag", "memory_per_chip": "result",
-                                                            "hbm_per_chip": "?size", "t_elementwise": "result",
-                                                            "t_fixed": "result"})
+R["estimate.StepEstimate"] = (R["estimate.Estimate"][0],
+                              {**{k: v for k, v in R["estimate.Estimate"][1].items() if k not in
+                                  ("t_latency", "latency_adds")}, "t_params": "result", "t_kv": "result",
+                               "t_ici": "result", "batch": "count", "ici_adds": "flag", "memory_per_chip": "result",
+                               "hbm_per_chip": "?size", "t_elementwise": "result", "t_fixed": "result",
+                               "network": "text"})
 
 
 def test_every_public_callable_has_a_recipe():

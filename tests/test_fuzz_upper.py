@@ -25,6 +25,7 @@ import fuzzing
 import matplotlib
 import numpy as np
 import pytest
+import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
 from fuzzing import NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
 from test_fuzz import EXEMPT as GROUND_EXEMPT
 from test_fuzz import R as GROUND  # re-exports of ground-floor callables are fuzzed there
@@ -50,8 +51,8 @@ EXEMPT = {
     "plots.diagram.cell": DRAWING, "plots.diagram.box": DRAWING, "plots.diagram.arrow": DRAWING,
     "plots.diagram.canvas": DRAWING, "plots.diagram.panels": DRAWING,
     "plots.roofline.human_ticks": DRAWING, "plots.roofline.legend_outside": DRAWING,
-    "plots.inference.Breakdown": RECORD, "plots.parallelism.Transfer": RECORD, "plots.sharding.Piece": RECORD,
-    "plots.sharding.RingStep": RECORD, "plots.training.StrategyCurves": RECORD,
+    "plots.inference.Breakdown": RECORD, "plots.parallelism.Transfer": RECORD,
+
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
@@ -173,7 +174,6 @@ recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=_hw(), cluster=_cluster()), me
 recipe("plots.gpus.ragged_all_to_all", units=[[2, 0], [2.5], 3, None])
 recipe("plots.gpus.achieved_bandwidth", lambda: dict(peak=4e11, overhead=1e-5), overhead="nonneg",
        quoted=[[(1e6, NAN)], 3], nbytes=PAIR)
-recipe("plots.inference.pareto_curve", lambda: dict(model="llama3-70b", chip="v5e", n_chips=16, context=8192))
 recipe("plots.inference.breakdown_curves", batches=[[1, NAN], [0], 3])
 recipe("plots.inference.kv_variant_table", local_layers="frac0")
 recipe("plots.inference.pareto", contexts=[[1024, NAN], [-1], 3, None])
@@ -219,10 +219,6 @@ recipe("plots.serving.speculative_panels", acceptances=[[0.5, 1.5], [NAN], 3, No
 recipe("plots.serving.latency_cost", models=[["llama3-8bx"], 3, None], chips=[[16, 0], [2.5], 3, None])
 recipe("plots.serving.weight_stationary_curves", chips=[[8, 0], [2.5], 3, None])
 recipe("plots.serving.latency_bound_gather", batches=[[1, NAN], [0], 3, None])
-recipe("plots.sharding.device_blocks", lambda: dict(spec="A[I_X, J_Y]", mesh={"X": 2, "Y": 2}),
-       spec=["A[I_X", 3, None], mesh=[{"X": 0}, 3, None])
-recipe("plots.sharding.ring_schedule", lambda: dict(n=8))
-recipe("plots.sharding.busiest_link_share", lambda: dict(n=8))
 recipe("plots.sharding.sharding_grid", lambda: dict(spec="A[I_X, J_Y]", mesh={"X": 2, "Y": 2},
                                                      sizes={"I": 64, "J": 64}),
        spec=["A[I_X", 3, None], mesh=[{"X": 0}, 3, None], sizes=[{"I": -1, "J": 64}, 3, None])
@@ -247,9 +243,6 @@ recipe("plots.trace.time_breakdown", lambda: dict(trace=_trace()), trace=OBJ)
 recipe("plots.trace.op_rooflines", lambda: dict(trace=_trace()), trace=OBJ)
 recipe("plots.trace.memory_budget", lambda: dict(parts={"weights": 1e9}), parts=[{"w": NAN}, {"w": -1}, 3, None])
 recipe("plots.training.tokens", lambda: dict(n=1e6), n="nonneg")
-recipe("plots.training.best_split", lambda: dict(B=1e6, D=8192, F=32768, chip="v5p", N=256))
-recipe("plots.training.strategy_cost", lambda: dict(strategy="fsdp", B=1e6, D=8192, F=32768, chip="v5p", N=256))
-recipe("plots.training.strategy_curves", batches=[[1, NAN], [0], 3])
 recipe("plots.training.strategy_times", batches=[[1, NAN], [0], 3])
 recipe("plots.training.per_chip", lambda: dict(memory=_memory()), memory=OBJ)
 recipe("plots.training.memory_bars", lambda: dict(memories={"a": _memory()}), memories=[{"a": 3}, 3, None],
@@ -311,7 +304,7 @@ recipe("widgets.sharding.collective_chart", lambda: dict(mesh=_hw(), axes="X", k
        mesh=OBJ, axes=["Q", 3], also_sharded="-")
 recipe("widgets.sharding.collective_explorer", axes="name", also_sharded="name", wrap="name")
 recipe("widgets.sharding.matmul_explorer", A=["A[I_X", 3, None], B=["B[J", 3, None], C=["C[I", 3, None])
-recipe("widgets.sharding.ring_html", lambda: dict(states=sb.plots.sharding.ring_schedule(4), step=1,
+recipe("widgets.sharding.ring_html", lambda: dict(states=sb.rings.ring_schedule(4), step=1,
                                                    kind="all_gather", wrap=True),
        states=[3, None, [3]], step="count0")
 recipe("widgets.sharding.ring_explorer", step="count0")

@@ -12,15 +12,16 @@ sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device cou
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
-
 from scalebook.labs import ch07_decoder  # noqa: E402
-from scalebook.plots.inference import breakdown_curves, kv_variant_table, pareto_curve  # noqa: E402
+
+from scalebook.plots.inference import breakdown_curves, kv_variant_table  # noqa: E402
 
 # --- the bookkeeping ------------------------------------------------------------------------------------------
 
 
-def test_pareto_curve_runs_to_the_largest_batch_that_fits():
-    batches, steps, rates = pareto_curve("llama3-70b", "v5e", 16, 8192)
+def test_pareto_runs_to_the_largest_batch_that_fits():
+    curve = sb.inference.pareto("llama3-70b", "v5e", 16, 8192, param_bytes=1, kv_bytes=1)
+    batches, steps, rates = (curve.column(c) for c in ("batch", "step", "tokens/s/chip"))
     limit = sb.inference.max_batch("llama3-70b", "v5e", 16, 8192, 1, 1)
     assert batches[0] == 1 and batches[-1] == limit == 138  # (256 GB - 70.6 GB of int8 weights) / 1.34 GB
     assert steps == sorted(steps) and rates == sorted(rates)

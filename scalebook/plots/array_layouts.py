@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..hardware import TpuMesh
+from ..kinds import mapping_of
+from ..rings import Coord, axis_sizes, device_blocks
 from ..sharding import ArraySpec, parse_expr, parse_spec, sharded_matmul
 from ..units import checks, fmt_time, is_a
-from .base import figure, mapping_of
-from .sharding import PALETTE, Coord, axis_sizes, coord_text, device_blocks, mesh_text
+from .base import figure
+from .sharding import PALETTE, coord_text, mesh_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

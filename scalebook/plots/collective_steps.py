@@ -1,4 +1,4 @@
-"""Collectives drawn step by step from the ring schedule that prices them (`plots.sharding.ring_schedule`): on a
+"""Collectives drawn step by step from the ring schedule that prices them (`rings.ring_schedule`): on a
 2-D torus (one ring phase per axis), the four collectives side by side before and after, a collective
 matmul whose partial sums travel round the ring while the next block is multiplied, and its timeline against the
 collective-then-matmul order (`overlap.CollectiveMatmul.schedule`)."""
@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..overlap import CollectiveMatmul
+from ..rings import RingStep, ring_schedule
 from ..units import checks, fmt_time, is_a
 from .base import figure, time_axis
 from .diagram import arrow, box, panels
-from .sharding import PALETTE, RingStep, ring_schedule
+from .sharding import PALETTE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

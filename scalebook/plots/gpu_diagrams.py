@@ -15,8 +15,9 @@ from typing import Any
 from ..collectives import all_reduce
 from ..hardware import get_chip, sm
 from ..hardware.gpu import NVLINK, GpuCluster
+from ..kinds import positive_range
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time, is_a
-from .base import figure, finish, positive_range
+from .base import figure, finish
 from .diagram import COLOURS, arrow, box, canvas, panels
 
 __all__ = ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth",

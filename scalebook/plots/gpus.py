@@ -12,8 +12,9 @@ from .. import collectives
 from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels, ragged_fill
 from ..hardware.gpu import GpuCluster
 from ..hardware.topology import TpuMesh
+from ..kinds import positive_range
 from ..units import checks, fmt_rate, is_a, sequence_of
-from .base import figure, finish, positive_range
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -1,8 +1,9 @@
 """Figures for the inference chapter: the latency/throughput Pareto, what a decode step spends its time on, the KV
 cache of each attention variant, and one layer's latency and throughput against the batch.
 
-The bookkeeping behind them (`pareto_curve`, `breakdown_curves`, `kv_variant_table`) is plain Python on
-`scalebook.inference`, shared with the chapter's explorers, which draw the same curves as SVG.
+The Pareto curves are `inference.pareto`'s; the bookkeeping behind the others (`breakdown_curves`,
+`kv_variant_table`) is plain Python on `scalebook.inference`, shared with the chapter's explorers, which draw
+the same curves as SVG.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from .. import inference
 from ..hardware.chips import Chip, get_chip
 from ..inference import decode_step, decode_time, kv_cache_bytes, max_batch
+from ..kinds import positive_range
 from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch
 from ..tables import Table
-from ..units import checks, fmt_bytes
-from .base import figure, finish, geomspace, positive_range
+from ..units import checks, fmt_bytes, geomspace
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Breakdown", "pareto_curve", "breakdown_curves", "kv_variant_table", "pareto", "latency_breakdown",
+__all__ = ["Breakdown", "breakdown_curves", "kv_variant_table", "pareto", "latency_breakdown",
            "kv_variants", "throughput_vs_batch"]
 
 Model = TransformerConfig | str
@@ -33,20 +36,6 @@ _TERMS = {"t_params": ("weights from HBM", "#4e79a7"), "t_kv": ("KV caches from 
 def _knee(chip: Chip | str, param_bytes: float) -> float:
     """The critical batch of decode matmuls with `param_bytes`-byte weights and bf16 arithmetic."""
     return critical_batch(chip, weight_dtype={1: "int8", 0.5: "int4"}.get(param_bytes, "bf16"))
-
-
-def _batches(limit: int) -> list[int]:
-    """Powers of two up to `limit`, and `limit` itself (the largest batch that fits)."""
-    return sorted({2**i for i in range(limit.bit_length()) if 2**i <= limit} | {limit}) if limit else []
-
-
-@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size")
-def pareto_curve(model: Model, chip: Chip | str, n_chips: int, context: float, param_bytes: float = 1,
-                 kv_bytes: float = 1) -> tuple[list[int], list[float], list[float]]:
-    """Return (batches, step times in s, tokens/s per chip) from batch 1 to the largest batch whose KV caches fit."""
-    batches = _batches(max_batch(model, chip, n_chips, context, param_bytes, kv_bytes))
-    steps = [decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes) for b in batches]
-    return batches, [s.time for s in steps], [s.tokens_per_second / n_chips for s in steps]
 
 
 @dataclass(frozen=True)
@@ -117,9 +106,10 @@ def pareto(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int =
         raise ValueError("contexts must list at least one context length")
     fig, ax = figure((7.5, 4.8))
     for context in contexts:
-        batches, steps, rates = pareto_curve(model, chip, n_chips, context, param_bytes, kv_bytes)
-        if not batches:
+        curve = inference.pareto(model, chip, n_chips, context, param_bytes=param_bytes, kv_bytes=kv_bytes)
+        if not curve:
             continue
+        batches, steps, rates = (curve.column(c) for c in ("batch", "step", "tokens/s/chip"))
         (line,) = ax.loglog(np.array(steps) * 1e3, rates, "o-", ms=3, lw=1.8, label=f"context {context:g}")
         ax.annotate(f"B = {batches[-1]}", (steps[-1] * 1e3, rates[-1]), textcoords="offset points", xytext=(4, -10),
                     fontsize=8, color=line.get_color())

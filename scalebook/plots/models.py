@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..kinds import positive_range
 from ..models import TransformerConfig, get_model
 from ..units import checks, is_a
-from .base import figure, finish, positive_range
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

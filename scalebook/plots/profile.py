@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..kinds import has, positive_range
 from ..units import check_int, checks
-from .base import figure, has, positive_range
+from .base import figure
 
 __all__ = ["timeline", "KIND_COLOURS"]
 

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
+from ..kinds import has, positive_range
 from ..roofline import achievable_flops, matmul
 from ..units import checks, fmt_rate, is_a, sequence_of
-from .base import figure, finish, has, positive_range
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

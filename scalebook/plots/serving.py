@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 from ..collectives import all_gather
 from ..hardware.topology import TpuMesh
 from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
+from ..kinds import a_model
 from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_time, is_a, sequence_of
-from .base import a_model, figure, finish, schematic, time_axis
+from .base import figure, finish, schematic, time_axis
 from .diagram import cell
 
 if TYPE_CHECKING:

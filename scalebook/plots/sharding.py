@@ -1,23 +1,23 @@
 """Figures for the sharding chapter: which device holds which block of an array, a ring collective step by
 step, and a collective's time against the array size (latency floor and bandwidth line).
 
-The bookkeeping behind the pictures (`device_blocks`, `ring_schedule`) is plain Python, shared with the
-chapter's explorers, which draw the same states as HTML instead of matplotlib.
+The bookkeeping behind the pictures (`device_blocks`, `ring_schedule`) is the ground floor's `rings`, which the
+chapter's explorers draw as HTML instead of matplotlib.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..collectives import KINDS, collective
 from ..hardware.topology import TpuMesh
+from ..kinds import mapping_with
+from ..rings import Coord, RingStep, axis_sizes, busiest_link_pieces, device_blocks, ring_schedule
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
 from ..units import checks, fmt_bytes, fmt_time, is_a, sequence_of
-from .base import figure, mapping_with
+from .base import figure
 from .roofline import human_ticks, legend_outside
 
 if TYPE_CHECKING:
@@ -25,173 +25,11 @@ if TYPE_CHECKING:
 
 _MEASURED = sequence_of("sizes", "(bytes, seconds) pairs")
 
-__all__ = ["device_blocks", "Piece", "RingStep", "RING_KINDS", "ring_schedule", "busiest_link_share", "sharding_grid",
-           "ring_steps", "collective_vs_size", "PALETTE"]
+__all__ = ["sharding_grid", "ring_steps", "collective_vs_size", "PALETTE"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
-RING_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
-Coord = tuple[int, ...]
 Measured = Sequence[tuple[float, float]]
-
-
-def axis_sizes(mesh: TpuMesh | Mapping[str, int]) -> dict[str, int]:
-    sizes = dict(mesh.axes if isinstance(mesh, TpuMesh) else mesh)
-    if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes.values()):
-        raise ValueError(f"mesh={mesh!r} must be a TpuMesh or map axis names to positive sizes, e.g. {{'X': 4}}")
-    return sizes
-
-
-@checks(mesh=is_a(TpuMesh, dict))
-def device_blocks(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int]) -> dict[tuple[int, ...], list[Coord]]:
-    """Return, for each block of the array (its index along every dimension), the device coordinates holding it.
-
-    A dimension split over axes 'XY' has |X|·|Y| blocks, X the major axis; a mesh axis the spec does not
-    mention replicates the array, so several devices hold the same block.
-    """
-    spec = spec if isinstance(spec, ArraySpec) else parse_spec(spec)
-    sizes = axis_sizes(mesh)
-    unknown = sorted({a for a in spec.used_axes if a not in sizes})
-    if unknown:
-        raise ValueError(f"{spec} uses mesh axes {unknown}; the mesh has {list(sizes)}")
-    names = list(sizes)
-    owners: dict[tuple[int, ...], list[Coord]] = {}
-    for coord in itertools.product(*(range(n) for n in sizes.values())):
-        at = dict(zip(names, coord))
-        block = []
-        for _, axes in spec.dims:
-            index = 0
-            for a in axes:
-                index = index * sizes[a] + at[a]
-            block.append(index)
-        owners.setdefault(tuple(block), []).append(coord)
-    return dict(sorted(owners.items()))
-
-
-@dataclass(frozen=True)
-class Piece:
-    """A piece of the array on one device: `chunk` picks its colour, `fill` (0..1) how complete it is, `source` the
-    device it started on (AllToAll; -1 where every device contributes)."""
-
-    chunk: int
-    fill: float
-    label: str
-    source: int = -1
-
-
-@dataclass(frozen=True)
-class RingStep:
-    """The state of a ring collective after `step` steps: what each device holds, and what crossed each link.
-
-    `held[i]` lists the pieces on device i; `links[(i, j)]` counts the pieces sent from i to its neighbour j
-    during this step; `piece_fraction` is one piece's share of the whole array V (1/n, or 1/n² for AllToAll).
-    """
-
-    step: int
-    held: tuple[tuple[Piece, ...], ...]
-    links: dict[tuple[int, int], int]
-    piece_fraction: float
-
-
-def _sides(n: int, owner: int, bidirectional: bool, wrap: bool) -> list[tuple[int, list[int]]]:
-    """The devices on each side of `owner`, nearest first, with the direction (+1 or -1) pieces travel."""
-    if wrap:
-        right = n // 2 if bidirectional else n - 1
-        return [(+1, [(owner + d) % n for d in range(1, right + 1)]),
-                (-1, [(owner - d) % n for d in range(1, n - right)])]
-    return [(+1, list(range(owner + 1, n))), (-1, list(range(owner - 1, -1, -1)))]
-
-
-def _check_ring(n: int, kind: str, bidirectional: bool, wrap: bool) -> None:
-    if not isinstance(n, int) or not 2 <= n <= 16:
-        raise ValueError(f"n={n!r} must be an integer number of devices from 2 to 16")
-    if kind not in RING_KINDS:
-        raise ValueError(f"kind={kind!r}; allowed: {list(RING_KINDS)}")
-    if not wrap and not bidirectional:
-        raise ValueError("a one-way line cannot reach its first device: a one-way ring needs wraparound (wrap=True)")
-
-
-@checks(n="count", bidirectional="flag", wrap="flag")
-def ring_schedule(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> list[RingStep]:
-    """Return the states of a ring collective over `n` devices, from step 0 (the start) to the last step.
-
-    AllGather: shard j spreads from device j one hop per step in each direction. ReduceScatter: chunk j's
-    partial sums flow towards device j, each device adding its own before passing them on (a piece's fill
-    is the share of the n contributions it holds). AllReduce: the ReduceScatter's steps, then the AllGather's.
-    AllToAll: device i's piece for device k moves one hop per
-    step along the shortest way. Without `wrap` the devices form a line; without `bidirectional` every
-    piece travels the same way round.
-    """
-    _check_ring(n, kind, bidirectional, wrap)
-    if kind == "all_to_all":
-        return _all_to_all_schedule(n, bidirectional, wrap)
-    if kind == "all_reduce":  # a ReduceScatter, then an AllGather of the summed chunks
-        scatter = ring_schedule(n, "reduce_scatter", bidirectional, wrap)
-        gather = ring_schedule(n, "all_gather", bidirectional, wrap)[1:]
-        return scatter + [RingStep(len(scatter) - 1 + s.step, s.held, s.links, s.piece_fraction) for s in gather]
-    sides = {j: _sides(n, j, bidirectional, wrap) for j in range(n)}
-    last = max(len(devs) for s in sides.values() for _, devs in s)
-    if kind == "all_gather":
-        have = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
-    else:
-        have = [[1.0] * n for _ in range(n)]
-    states = [_ring_state(0, have, {}, kind, n)]
-    for step in range(1, last + 1):
-        links: dict[tuple[int, int], int] = {}
-        for j, side_list in sides.items():
-            for _, devs in side_list:
-                if step > len(devs):
-                    continue
-                if kind == "all_gather":
-                    src, dst = ([j] + devs)[step - 1], devs[step - 1]
-                    have[dst][j] = 1.0
-                else:
-                    far = len(devs) - step
-                    src, dst = devs[far], ([j] + devs)[far]
-                    have[dst][j] += have[src][j]
-                    have[src][j] = 0.0
-                links[(src, dst)] = links.get((src, dst), 0) + 1
-        states.append(_ring_state(step, have, links, kind, n))
-    return states
-
-
-def _ring_state(step: int, have: list[list[float]], links: dict[tuple[int, int], int], kind: str,
-                n: int) -> RingStep:
-    if kind == "all_gather":
-        held = tuple(tuple(Piece(j, 1.0, str(j)) for j in range(n) if row[j]) for row in have)
-    else:
-        held = tuple(tuple(Piece(j, row[j] / n, f"{j}:{row[j]:.0f}") for j in range(n) if row[j]) for row in have)
-    return RingStep(step, held, dict(links), 1 / n)
-
-
-def _all_to_all_schedule(n: int, bidirectional: bool, wrap: bool) -> list[RingStep]:
-    def direction(src: int, dst: int) -> int:
-        if not wrap:
-            return 1 if dst > src else -1
-        ahead = (dst - src) % n
-        return 1 if not bidirectional or ahead <= n // 2 else -1
-
-    at = {(s, d): s for s in range(n) for d in range(n)}
-
-    def state(step: int, links: dict[tuple[int, int], int]) -> RingStep:
-        order = sorted(at.items(), key=lambda kv: kv[0][::-1])
-        held = tuple(tuple(Piece(d, 1.0, f"{s}→{d}", s) for (s, d), where in order if where == i) for i in range(n))
-        return RingStep(step, held, links, 1 / n**2)
-
-    states, step = [state(0, {})], 0
-    while any(where != d for (_, d), where in at.items()):
-        step += 1
-        links: dict[tuple[int, int], int] = {}
-        for (s, d), where in at.items():
-            if where != d:
-                nxt = (where + direction(s, d)) % n
-                links[(where, nxt)] = links.get((where, nxt), 0) + 1
-                at[(s, d)] = nxt
-        states.append(state(step, links))
-    return states
-
-
-# --- figures ---------------------------------------------------------------------------------------------------
 
 
 @checks(dtype="dtype", mesh=is_a(TpuMesh, dict))
@@ -272,26 +110,6 @@ def mesh_text(axes: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{a}: {n}" for a, n in axes.items()) + "}"
 
 
-def _busiest(states: Sequence[RingStep]) -> int:
-    totals: dict[tuple[int, int], int] = {}
-    for s in states:
-        for link, k in s.links.items():
-            totals[link] = totals.get(link, 0) + k
-    return max(totals.values(), default=0)
-
-
-@checks(n="count", bidirectional="flag", wrap="flag")
-def busiest_link_share(n: int, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True) -> float:
-    """Return the share of the array V that crosses the busiest link (one direction) during a ring collective.
-
-    In the bandwidth-bound regime the collective takes this share × V / (one-way link bandwidth): 1/2 for an
-    AllGather on a bidirectional ring, (n-1)/n on a one-way ring; for an AllToAll (n+2)/(8n) on a bidirectional
-    ring and (n-1)/(2n) on a one-way one.
-    """
-    states = ring_schedule(n, kind, bidirectional, wrap)
-    return _busiest(states) * states[0].piece_fraction
-
-
 @checks(n="count", bidirectional="flag", wrap="flag", nbytes="?size")
 def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True, wrap: bool = True,
                nbytes: float | None = None, title: str | None = None) -> Figure:
@@ -313,7 +131,7 @@ def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True,
     for ax in axes[len(states):]:
         ax.set_axis_off()
     piece = fmt_bytes(nbytes * states[0].piece_fraction) if nbytes else f"1/{round(1 / states[0].piece_fraction)} of V"
-    busiest = _busiest(states)
+    busiest = busiest_link_pieces(states)
     how = ("bidirectional" if bidirectional else "one-way") + (" ring" if wrap else " line (no wraparound)")
     fig.suptitle(title or f"{kind} over {n} devices on a {how}: {len(states) - 1} steps; one piece = {piece}; "
                           f"busiest link carries {busiest} pieces "

@@ -12,8 +12,9 @@ from .. import systolic as _systolic
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
+from ..kinds import mapping_with
 from ..units import check_kind, checks, fmt_rate, is_a, sequence_of
-from .base import figure, mapping_with
+from .base import figure
 from .roofline import human_ticks
 
 if TYPE_CHECKING:

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from ..hlo import _tiles, padding, parse_hlo
+from ..kinds import has, mapping_of
 from ..units import checks, fmt_bytes, fmt_time
-from .base import figure, finish, has, mapping_of
+from .base import figure, finish
 from .diagram import COLOURS, arrow, box, canvas
 from .profile import KIND_COLOURS
 

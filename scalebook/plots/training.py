@@ -1,28 +1,28 @@
 """Figures for the training chapter: communication time of each parallelism strategy against the batch, training
 memory per chip, and a pipeline schedule.
 
-The bookkeeping behind the first picture (`strategy_curves`) is plain Python on `training.layer_cost`, shared with
-the chapter's explorer, which draws the same curves as SVG instead of matplotlib.
+The first picture draws what `training.curves.strategy_curves` returns; the chapter's explorer draws the same
+curves as SVG instead of matplotlib.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..estimate import Estimate
 from ..hardware.chips import Chip, chip_names, get_chip
-from ..training import Memory, idle_fraction, layer_cost, x_opt
+from ..kinds import mapping_with
+from ..training.curves import strategy_curves
+from ..training.footprint import Memory
+from ..training.pipeline import idle_fraction
 from ..units import check_choice, check_positive, checks, is_a
-from .base import figure, finish, geomspace, mapping_with
+from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["STRATEGY_LABELS", "StrategyCurves", "tokens", "best_split", "strategy_cost", "strategy_curves",
-           "strategy_times", "per_chip", "memory_bars", "pipeline"]
+__all__ = ["STRATEGY_LABELS", "tokens", "strategy_times", "per_chip", "memory_bars", "pipeline"]
 
 STRATEGY_LABELS = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp_tp": "FSDP + TP"}
 _COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
@@ -30,95 +30,10 @@ _LABEL_OFFSETS = {"dp": (8, -16), "fsdp": (-12, 10), "tp": (8, -16), "fsdp_tp": 
 _MEMORY_PARTS = {"params": "#4e79a7", "grads": "#76b7b2", "optimizer": "#f28e2b", "activations": "#e15759"}
 
 
-@dataclass(frozen=True)
-class StrategyCurves:
-    """Per-layer times of each strategy over a range of global batches B (tokens), all on N chips.
-
-    `t_math[i]` is the compute time at `batches[i]` (the same for every strategy); `t_comms[s][i]` the
-    communication time of strategy s; `splits[i]` the (X, Y) that FSDP + TP uses there; `crossovers[s]` the
-    batch where s stops being communication-bound (None when it never changes bound inside the range).
-    """
-
-    batches: list[float]
-    t_math: list[float]
-    t_comms: dict[str, list[float]]
-    splits: list[tuple[int, int]]
-    crossovers: dict[str, float | None]
-
-
 @checks(n="nonneg")
 def tokens(n: float) -> str:
     """Format a token count the way the text quotes it: '650k', '3.5M'."""
     return f"{n / 1e6:.2g}M" if n >= 1e6 else f"{n / 1e3:.3g}k" if n >= 1e3 else f"{n:.3g}"
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
-@checks(B="size", D="size", F="size", N="count", M_X="count", M_Y="count")
-def best_split(B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
-               M_Y: int = 1) -> tuple[Estimate, int, int]:
-    """Return (the FSDP + TP layer `Estimate`, X, Y) at the divisor of N nearest X_opt = sqrt((B/F)(M_X/M_Y)N).
-
-    The two divisors either side of X_opt are tried and the one with less communication kept.
-    """
-    target = x_opt(B, F, N, M_X, M_Y)
-    divisors = _divisors(N)
-    below = max((d for d in divisors if d <= target), default=1)
-    above = min((d for d in divisors if d >= target), default=N)
-    options = [(layer_cost("fsdp_tp", B, D, F, chip, X=X, Y=N // X, M_X=M_X, M_Y=M_Y), X, N // X)
-               for X in {below, above}]
-    return min(options, key=lambda o: (o[0].t_comms, o[1]))
-
-
-@checks(B="size", D="size", F="size", N="count", M_X="count", M_Y="count")
-def strategy_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str, N: int, M_X: int = 1,
-                  M_Y: int = 1) -> tuple[Estimate, int, int]:
-    """Return (the layer `Estimate`, X, Y) of `strategy` on N chips: DP, FSDP and TP use every chip over all
-    M_X + M_Y mesh axes; FSDP + TP splits N = X·Y near X_opt (`best_split`)."""
-    if strategy == "fsdp_tp":
-        return best_split(B, D, F, chip, N, M_X, M_Y)
-    if strategy == "tp":
-        return layer_cost("tp", B, D, F, chip, Y=N, M_Y=M_X + M_Y), 1, N
-    return layer_cost(strategy, B, D, F, chip, X=N, M_X=M_X + M_Y), N, 1
-
-
-def _crossover(batches: Sequence[float], t_math: Sequence[float], t_comms: Sequence[float]) -> float | None:
-    """Batch where t_math overtakes t_comms, interpolated on log axes; None if it never happens in the range."""
-    for i in range(1, len(batches)):
-        if t_math[i - 1] < t_comms[i - 1] and t_math[i] >= t_comms[i]:
-            lo = math.log(t_comms[i - 1] / t_math[i - 1])
-            hi = math.log(t_comms[i] / t_math[i])
-            f = lo / (lo - hi)
-            return math.exp(math.log(batches[i - 1]) + f * math.log(batches[i] / batches[i - 1]))
-    return None
-
-
-@checks(N="count", D="size", F="size", M_X="count", M_Y="count", batches="?sizes")
-def strategy_curves(chip: Chip | str = "v5p", N: int = 4096, D: float = 8192, F: float = 32768, M_X: int = 2,
-                    M_Y: int = 1, batches: Sequence[float] | None = None) -> StrategyCurves:
-    """Return every strategy's per-layer times against the global batch (ch. 5's training roofline).
-
-    DP, FSDP and TP use all N chips over all M_X + M_Y mesh axes; FSDP + TP puts X (over M_X axes) times
-    Y (over M_Y axes) = N, with X the divisor of N nearest X_opt at each batch.
-    """
-    if not isinstance(N, int) or N < 1:
-        raise ValueError(f"N={N!r} must be a positive integer number of chips")
-    bs = list(batches) if batches is not None else geomspace(1e4, 1e8, 81)
-    if not bs or min(bs) <= 0:
-        raise ValueError(f"batches must be positive token counts, got {batches!r}")
-    t_comms: dict[str, list[float]] = {s: [] for s in STRATEGY_LABELS}
-    t_math, splits = [], []
-    for B in bs:
-        for strategy in STRATEGY_LABELS:
-            est, X, Y = strategy_cost(strategy, B, D, F, chip, N, M_X, M_Y)
-            t_comms[strategy].append(est.t_comms)
-        t_math.append(est.t_math)
-        splits.append((X, Y))
-    crossovers = {s: _crossover(bs, t_math, t) for s, t in t_comms.items()}
-    return StrategyCurves(bs, t_math, t_comms, splits, crossovers)
 
 
 @checks(N="count", D="size", F="size", M_X="count", M_Y="count", batches="?sizes")

@@ -9,12 +9,11 @@ from ..collectives import KINDS, gpu_levels
 from ..hardware import sm
 from ..hardware.chips import get_chip
 from ..hardware.gpu import PRESETS, get_cluster
-from ..plots.base import geomspace
 from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
 from ..training import check_parallelism, min_tokens_per_chip
-from ..units import checks, fmt_bytes, fmt_rate, fmt_time
+from ..units import checks, fmt_bytes, fmt_rate, fmt_time, geomspace
 from .core import Explorer, Log, explore
 from .sharding import _first
 

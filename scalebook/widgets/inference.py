@@ -7,8 +7,8 @@ Each answer is an SVG `Chart` with a `Table` or `StepEstimate` beside it: a redr
 from __future__ import annotations
 
 from ..hardware.chips import get_chip
-from ..inference import StepEstimate, cost_per_million_tokens, decode_step
-from ..plots.inference import breakdown_curves, kv_variant_table, pareto_curve
+from ..inference import StepEstimate, cost_per_million_tokens, decode_step, pareto
+from ..plots.inference import breakdown_curves, kv_variant_table
 from ..svg import Chart
 from ..tables import Table
 from ..units import checks, fmt_time
@@ -41,9 +41,10 @@ def _pareto_view(model: str, chip: str, n_chips: int, precision: str, context: f
                   xlabel="per-token latency: one decode step (ms)", ylabel="tokens/s per chip", xlog=True, ylog=True)
     rows = []
     for ctx in (*_REFERENCE_CONTEXTS, context):
-        batches, steps, rates = pareto_curve(cfg, chip, n_chips, ctx, b, b)
-        if not batches:
+        curve = pareto(cfg, chip, n_chips, ctx, param_bytes=b, kv_bytes=b)
+        if not curve:
             continue
+        batches, steps, rates = (curve.column(c) for c in ("batch", "step", "tokens/s/chip"))
         current = ctx == context
         chart.line([s * 1e3 for s in steps], rates, label=f"context {ctx}" if current else f"context {ctx} (ref.)",
                    color="#d62728" if current else None, dash=not current)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import html
 
 from ..hardware.chips import get_chip
+from ..kinds import mapping_of
 from ..models import get_model
-from ..plots.base import mapping_of
-from ..plots.training import STRATEGY_LABELS, per_chip, strategy_cost, strategy_curves, tokens
+from ..plots.training import STRATEGY_LABELS, per_chip, tokens
 from ..svg import Chart
 from ..tables import Table
 from ..training import (
@@ -27,6 +27,7 @@ from ..training import (
     tp_limit,
     x_opt,
 )
+from ..training.curves import strategy_cost, strategy_curves
 from ..units import checks, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
 from .sharding import TPU_CHIPS, _first
