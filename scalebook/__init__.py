@@ -60,10 +60,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     from .hardware.chips import Chip, get_chip, list_chips
     from .hardware.gpu import GpuCluster
     from .hardware.topology import TpuMesh
+    from .hints import hint
     from .models import TransformerConfig, get_model
     from .runtime import setup
     from .sharding import Plan, sharded_matmul
     from .tables import Table
+    from .variants import problem
 
 __version__ = "0.1.0"
 
@@ -79,7 +81,7 @@ _TABLE = {
     "TransformerConfig": "models", "get_model": "models",
     "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
-    "expect": "grading", "check": "grading", "setup": "runtime",
+    "expect": "grading", "check": "grading", "setup": "runtime", "problem": "variants", "hint": "hints",
     **{name: name for name in _MODULES},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,11 @@ from typing import Any
 from . import sandbox
 from .gradebook import Gradebook, grader_error, summary
 from .grading import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, Comparison
+from .hints import MAX_HINTS, hint_text
+from .mistakes import likely_mistake
 from .submissions import Result, Submission, find_submissions, read_once
 from .tables import Table
+from .variants import VARIANT, student_key, values_for
 
 __all__ = ["question_points", "read_answers", "grade_one", "grade", "main"]
 
@@ -63,31 +67,62 @@ def question_points(problem_set: str, root: Path) -> dict[str, int]:
 
 
 class _Key:
-    """The answer key, in the grader's process only: each reference computed once, shared by the threads."""
+    """The answer key, in the grader's process only: each reference computed once per variant (the inputs'
+    values of one student, `scalebook.variants`), shared by the threads. `secret` is the course's: each
+    student's values are drawn from HMAC(secret, name); without it everyone has the book's values."""
 
-    def __init__(self) -> None:
+    def __init__(self, secret: str | None = None) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[Any, float]] = {}
+        self._cache: dict[tuple[str, str], tuple[Any, float]] = {}
+        self.secret = secret
 
-    def judge(self, qid: str, answer: Any) -> str:
-        """'right' or 'wrong' for a plain-data `answer` to `qid`, by the comparison `sb.check` uses; 'no key'
-        when the key has no working reference for `qid` (the course's fault, not the student's)."""
+    def values(self, student: str, qids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """{qid: the input values of `student`'s variant} (the book's without a secret; {} for a qid the key
+        does not know)."""
+        key = student_key(self.secret, student) if self.secret else None
+        out = {}
+        for qid in qids:
+            try:
+                out[qid] = values_for(qid, key)
+            except Exception:  # noqa: BLE001 - an unknown or broken question has no inputs; judge says 'no key'
+                out[qid] = {}
+        return out
+
+    def _reference(self, qid: str, values: dict[str, Any]) -> tuple[Any, float]:
+        """(reference, rtol) of `qid` for `values`, or (None, -1) when the key has no working reference."""
         from .problems import get_problem  # the key: absent inside the sandbox, where this module also runs
 
+        cache_key = (qid, json.dumps(values, sort_keys=True))
         with self._lock:
-            if qid not in self._cache:
+            if cache_key not in self._cache:
                 try:
                     problem = get_problem(qid)
-                    self._cache[qid] = (problem.reference(), problem.rtol)
+                    self._cache[cache_key] = (problem.reference(values), problem.rtol)
                 except Exception:  # noqa: BLE001 - a broken key entry marks its question, not the run
-                    self._cache[qid] = (None, -1.0)
-        reference, rtol = self._cache[qid]
+                    self._cache[cache_key] = (None, -1.0)
+            return self._cache[cache_key]
+
+    def judge(self, qid: str, answer: Any, values: dict[str, Any] | None = None) -> str:
+        """'right' or 'wrong' for a plain-data `answer` to `qid` with the inputs `values` (default the
+        book's), by the comparison `sb.check` uses; 'no key' when the key has no working reference for
+        `qid` (the course's fault, not the student's)."""
+        reference, rtol = self._reference(qid, values or {})
         if rtol < 0:
             return "no key"
         try:
             return "right" if Comparison(answer, reference, rtol).ok else "wrong"
         except (TypeError, ValueError, OverflowError):
             return "wrong"
+
+    def advice(self, qid: str, answer: Any, values: dict[str, Any]) -> str:
+        """What the feedback says beside a wrong answer: the likely mistake, if one is computable, and the
+        question's first hint; never the expected value."""
+        reference, rtol = self._reference(qid, values)
+        try:
+            first = f"Hint: {hint_text(qid, 1, values)}" if rtol >= 0 else ""
+        except (ValueError, KeyError):
+            first = ""
+        return " ".join(filter(None, (likely_mistake(answer, reference, max(rtol, 0.0)), first)))
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
@@ -97,21 +132,21 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
-def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str, str]:
-    """Return {qid: outcome} from the answer records a submission sent, for the qids in `possible`.
-
-    The last record of a question counts. A record is only a question id and an answer: any other field
-    (an 'outcome', say) is ignored, and a record that is malformed, oversized or holds anything but plain
-    data makes its question 'wrong'. `judge(qid, answer)` returns 'right' or 'wrong'.
-    """
+def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int]]:
+    """The last answer of each question a submission sent (`...` unanswered, None malformed, else
+    ('answer', value)) and the hints it took per question (the highest level recorded, 0 to MAX_HINTS)."""
     last: dict[str, Any] = {}
+    hints: dict[str, int] = {}
     for line in data[:MAX_ANSWERS].splitlines():
         try:
             if len(line) > MAX_RECORD:
                 raise ValueError("oversized")
             record = json.loads(line)
             qid = record["qid"]
-            if "unanswered" in record and "answer" not in record:
+            if "hint" in record and "answer" not in record:
+                level = record["hint"] if type(record["hint"]) is int else MAX_HINTS
+                hints[qid] = max(hints.get(qid, 0), min(max(level, 1), MAX_HINTS))
+            elif "unanswered" in record and "answer" not in record:
                 last[qid] = ...
             elif _is_plain(record["answer"]) and "invalid" not in record:
                 last[qid] = ("answer", record["answer"])
@@ -121,6 +156,18 @@ def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str,
             named = _QID.search(line[:200])
             if named:
                 last[named[1].decode()] = None
+    return last, hints
+
+
+def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str, str]:
+    """Return {qid: outcome} from the answer records a submission sent, for the qids in `possible`.
+
+    The last record of a question counts. A record is only a question id and an answer (or a hint taken):
+    any other field (an 'outcome', a 'seed', a 'student') is ignored, and a record that is malformed,
+    oversized or holds anything but plain data makes its question 'wrong'. `judge(qid, answer)` returns
+    'right' or 'wrong'.
+    """
+    last = _records(data)[0]
     outcomes = {}
     for qid in possible:
         if qid not in last:
@@ -151,7 +198,8 @@ def _check_notebook(path: str) -> tuple[int, str]:
     return 0, ""
 
 
-def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, timeout: float) -> sandbox.SandboxResult:
+def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, timeout: float,
+                     variant: str) -> sandbox.SandboxResult:
     """Run the notebook in a plain child process (--no-sandbox): a clean environment and rlimits, no isolation."""
     def cap() -> None:
         for kind, value in ((resource.RLIMIT_AS, limits.memory), (resource.RLIMIT_FSIZE, limits.file_size),
@@ -160,7 +208,7 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, time
 
     env = {"HOME": str(notebook.parent), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
            "LANG": "C.UTF-8", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JAX_PLATFORMS": "cpu",
-           "MPLBACKEND": "Agg", GRADE_ANSWERS: str(answers)}
+           "MPLBACKEND": "Agg", GRADE_ANSWERS: str(answers), VARIANT: variant}
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "scalebook.autograde", "_run", str(notebook), str(timeout)],
                                 env=env, cwd=notebook.parent, stdin=subprocess.DEVNULL, stdout=log,
@@ -175,37 +223,47 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, time
         return sandbox.SandboxResult(code, log.read().decode("utf-8", "replace"))
 
 
-def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: bool, key: _Key,
-             possible: dict[str, int], hide: tuple[str, ...]) -> tuple[str, dict[str, str], str]:
-    """Run one notebook (its `content`); return its status, its outcomes and a detail line."""
+def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: bool, variant: str,
+             hide: tuple[str, ...]) -> tuple[str, bytes, str]:
+    """Run one notebook (its `content`) with the student's `variant` (`VARIANT`'s JSON: their name and input
+    values, never the secret) in its environment; return its status, the records it sent and a detail line."""
     with tempfile.TemporaryDirectory(prefix="scalebook-grade-") as tmp:
         answers = Path(tmp) / "answers.jsonl"
         answers.touch()
         if sandboxed:
             argv = ["python", "-m", "scalebook.autograde", "_run", f"{sandbox.HOME}/{_NOTEBOOK}", str(timeout)]
             ran = sandbox.run(argv, {_NOTEBOOK: content}, answers, limits, timeout + _GRACE,
-                              env={GRADE_ANSWERS: sandbox.ANSWERS}, hide=hide)
+                              env={GRADE_ANSWERS: sandbox.ANSWERS, VARIANT: variant}, hide=hide)
         else:
             copy = Path(tmp) / "work" / _NOTEBOOK
             copy.parent.mkdir()
             copy.write_bytes(content)
-            ran = _run_unsandboxed(copy, answers, limits, timeout)
+            ran = _run_unsandboxed(copy, answers, limits, timeout, variant)
         with open(answers, "rb") as f:
             data = f.read(MAX_ANSWERS)
     last = (ran.output.strip().splitlines() or [""])[-1][:200]
     status = "timeout" if ran.timed_out else _EXITS.get(ran.returncode, "error")
     if ran.returncode == 6:
-        return f"not python ({last[:40]})", {}, "only Python notebooks are graded"
+        return f"not python ({last[:40]})", b"", "only Python notebooks are graded"
     detail = {"graded": "", "corrupt": "not a readable notebook",
               "timeout": f"a cell ran longer than {timeout:g} s, or the notebook longer than {timeout + _GRACE:g} s"
               }.get(status, last)
-    return status, read_answers(data, possible, key.judge), detail
+    return status, data, detail
+
+
+def _scored(possible: dict[str, int], outcomes: dict[str, str], hints: dict[str, int], hint_cost: float) -> dict:
+    """Points per question: its points when right, less `hint_cost` of them per hint taken (never below 0)."""
+    return {q: (round(p * max(0.0, 1 - hint_cost * hints.get(q, 0)), 3) if hint_cost else p)
+            if outcomes.get(q) == "right" else 0 for q, p in possible.items()}
 
 
 def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxed: bool = True,
-              limits: sandbox.Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = ()) -> Result:
+              limits: sandbox.Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = (),
+              hint_cost: float = 0.0) -> Result:
     """Grade one submission; never raises: anything that goes wrong becomes the row's status. `hide` names
-    host folders its sandbox must not see (the course root, the submissions, the gradebook's folder)."""
+    host folders its sandbox must not see (the course root, the submissions, the gradebook's folder). The
+    student the file's name names is the one whose variant (`key`'s secret) it is graded against, whatever
+    the notebook claims; `hint_cost` is the fraction of a question's points each hint taken costs."""
     try:
         if submission.refused:
             return Result(submission, submission.refused, detail=submission.why)
@@ -221,10 +279,15 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
             status, detail = "corrupt", "not a readable notebook"
         if status:
             return Result(submission, status, possible=possible, points=zero, detail=detail)
-        status, outcomes, detail = _execute(content, limits or sandbox.Limits(), timeout, sandboxed, key or _Key(),
-                                            possible, hide)
-        points = {q: (p if outcomes.get(q) == "right" else 0) for q, p in possible.items()}
-        return Result(submission, status, outcomes, points, possible, detail)
+        key = key or _Key()
+        values = key.values(submission.student, possible)
+        variant = json.dumps({"student": submission.student, "values": values})
+        status, data, detail = _execute(content, limits or sandbox.Limits(), timeout, sandboxed, variant, hide)
+        last, hints = _records(data)
+        outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
+        advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
+        return Result(submission, status, outcomes, _scored(possible, outcomes, hints, hint_cost), possible, detail,
+                      {q: n for q, n in hints.items() if q in possible}, advice)
     except Exception as err:  # noqa: BLE001 - the error boundary: one file never stops the class's grading
         return grader_error(submission, err)
 
@@ -255,16 +318,21 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
 
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,
-          sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None) -> Table:
+          sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
+          secret: str | None = None, hint_cost: float = 0.0) -> Table:
     """Grade every file in `folder`; write the CSV gradebook `out` (a row per file, a column per question) and
     `feedback/<student>-<hash>.md` beside it; return the summary (a row per student, a column per problem set).
 
     `timeout` is in seconds per cell; `jobs` notebooks run at once. Each runs in a sandbox (see `sandbox`);
     without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`, which runs
-    the notebooks as plain processes (trusted work only) and says so in every row.
+    the notebooks as plain processes (trusted work only) and says so in every row. With the course's
+    `secret`, each student is graded against their own variant (`scalebook.variants`); `hint_cost` (0 to 1)
+    is the fraction of a question's points each hint taken costs.
     """
     if not timeout > 0 or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")
+    if not (isinstance(hint_cost, (int, float)) and 0 <= hint_cost <= 1):
+        raise ValueError(f"hint_cost={hint_cost!r} must be a fraction of a question's points, 0 to 1")
     root = Path(root) if root else Path.cwd()
     if not (root / "solutions").is_dir():
         raise ValueError(f"root={str(root)!r} has no solutions/ folder (run from the repository root)")
@@ -278,11 +346,11 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode)
-    key, hide = _Key(), tuple(str(p.resolve()) for p in (root, folder, out.parent))
+    key, hide = _Key(secret), tuple(str(p.resolve()) for p in (root, folder, out.parent))
 
     def one(index: int) -> None:
         try:
-            result = grade_one(submissions[index], root, timeout, sandboxed, limits, key, hide)
+            result = grade_one(submissions[index], root, timeout, sandboxed, limits, key, hide, hint_cost)
         except Exception as err:  # noqa: BLE001 - grade_one never raises; should it, the row says so
             result = grader_error(submissions[index], err)
         book.record(index, result)

@@ -73,7 +73,7 @@ def feedback_name(student: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', clean(student))[:60]}-{hashlib.sha256(raw).hexdigest()[:8]}.md"
 
 
-_HINTS = {"right": "✓", "wrong": "✗ wrong — rerun the cell to see the expected value and compare units",
+_HINTS = {"right": "✓", "wrong": "✗ wrong — `sb.hint(...)` with the question's id gives a hint; compare units",
           "unanswered": "… not answered — replace the `...`", "missing": "? never checked — did the cell run?",
           "no key": "! not graded: the answer key has no reference for it — tell your teacher"}
 
@@ -84,9 +84,17 @@ def _feedback_section(r: Result) -> str:
     lines = [f"## {name}: {r.total} / {sum(r.possible.values())} points ({markdown(r.status)})", ""]
     if r.detail:
         lines.append(f"{markdown(r.detail)}\n")
-    lines += [f"- {q}: {r.points.get(q, 0)}/{p} {_HINTS[r.outcomes.get(q, 'missing')]}"
-              for q, p in r.possible.items()]
+    lines += [f"- {q}: {r.points.get(q, 0)}/{p} {_line(r, q)}" for q, p in r.possible.items()]
     return "\n".join(lines) + "\n\n"
+
+
+def _line(r: Result, qid: str) -> str:
+    """A question's verdict in the feedback: ✓ or ✗ with the likely mistake and a hint, never the expected
+    value; and the hints taken."""
+    outcome = r.outcomes.get(qid, "missing")
+    text = f"✗ wrong — {markdown(r.advice[qid])}" if outcome == "wrong" and r.advice.get(qid) else _HINTS[outcome]
+    taken = r.hints.get(qid, 0)
+    return text + (f" ({taken} hint{'s' * (taken > 1)} taken)" if taken else "")
 
 
 def _feedback_title(student: str) -> str:
@@ -114,7 +122,7 @@ class Gradebook:
         self.submissions = submissions
         self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
         self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
-                        "total", "possible", "status", "sandbox", "detail"]
+                        "total", "possible", "hints", "status", "sandbox", "detail"]
         self.feedback.mkdir(exist_ok=True)
         _write_atomic(out, ",".join(self.columns) + "\r\n")
         self.csv: TextIO = open(out, "a", newline="", encoding="utf-8")  # closed by finish
@@ -124,7 +132,8 @@ class Gradebook:
         """The CSV row of one result, every text cell escaped."""
         return {"student": cell(r.submission.student), "problem set": r.submission.problem_set or "",
                 "file": cell(str(r.submission.path.relative_to(self.folder))), **r.points, "total": r.total,
-                "possible": sum(r.possible.values()), "status": cell(r.status), "sandbox": self.mode,
+                "possible": sum(r.possible.values()), "hints": sum(r.hints.values()), "status": cell(r.status),
+                "sandbox": self.mode,
                 "detail": cell(r.detail)}
 
     def record(self, index: int, result: Result) -> None:

@@ -22,8 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .mistakes import likely_mistake
 from .tables import Table
 from .units import check_choice, check_kind, check_number, fmt_si, fmt_time
+from .variants import draw, enrolled, key_in_session
 
 __all__ = ["Comparison", "Check", "CheckedNumbers", "ExpectationError", "expect", "checked_numbers", "check",
            "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
@@ -209,9 +211,11 @@ def checked_numbers() -> CheckedNumbers:
 def check(qid: str, answer: Any) -> Comparison | None:
     """Grade `answer` to problem `qid` against its registered reference solution.
 
-    Returns a ✓ `Comparison` when right; raises `ExpectationError` with the reference value when wrong;
-    prints a reminder and returns None when the answer is still the `...` placeholder. In grading mode
-    (`GRADE_ANSWERS` set) it records the answer for the grader and returns None.
+    Returns a ✓ `Comparison` when right; raises `ExpectationError` when wrong: in self-study with the
+    reference value, in a course (a student named, `sb.setup(student=...)`) with the likely mistake and a
+    pointer to `sb.hint`, never the value. The reference is for this student's own values of the inputs
+    (`scalebook.variants`). Prints a reminder and returns None when the answer is still the `...`
+    placeholder. In grading mode (`GRADE_ANSWERS` set) it records the answer for the grader and returns None.
     """
     if os.environ.get(GRADE_ANSWERS):
         _hand_out(qid, answer)
@@ -223,12 +227,18 @@ def check(qid: str, answer: Any) -> Comparison | None:
         print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
         return None
     unit = problem.unit if problem.unit in ("s", "B", "B/s", "FLOP/s") else ""
+    reference = problem.reference(draw(problem.params, key_in_session(), problem.qid))
     try:
-        result = Comparison(answer, problem.reference(), problem.rtol, f"answer in {problem.unit}", qid, unit,
+        result = Comparison(answer, reference, problem.rtol, f"answer in {problem.unit}", qid, unit,
                             reference_name="expected")
         ok = result.ok
     except (TypeError, ValueError) as err:  # an answer of the wrong kind (a string, an array ...)
         raise ExpectationError(f"✗ {qid}: the answer must be a number in {problem.unit}, got {answer!r}") from err
+    if not ok and enrolled() is not None:
+        mistake = likely_mistake(answer, reference, problem.rtol)
+        raise ExpectationError(f"✗ {qid}: not within {_percent(problem.rtol)} of the answer for your values "
+                               f"({problem.unit}). {mistake + ' ' if mistake else ''}"
+                               f"`sb.hint({qid!r})` gives a hint.")
     if not ok:
         raise ExpectationError(str(result))
     return result

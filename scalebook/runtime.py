@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .hardware.chips import Chip, chip_for_device_kind
 from .units import JAX_DTYPES, check_int, checks
+from .variants import enrol
 
 if TYPE_CHECKING:
     import jax
@@ -74,13 +75,16 @@ def _request_cpu_devices(n: int) -> None:
 
 
 @checks(n_cpu_devices="count", quiet="flag")
-def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
+def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = None, key: str | None = None) -> Runtime:
     """Emulate `n_cpu_devices` CPU devices (unless JAX already started), detect the runtime, print a line.
 
     On a TPU or GPU runtime the accelerator stays the default backend; the CPU devices are still there
-    (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count.
+    (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count. A course names
+    its `student` here, with the `key` the teacher issued (`scalebook.variants.enrol`): the problem sets then
+    show that student's own values and never an expected answer.
     """
     n_cpu_devices = check_int("n_cpu_devices", n_cpu_devices, high=4096)
+    enrol(student, key)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
     try:

@@ -49,7 +49,8 @@ class Submission:
 
 @dataclass
 class Result:
-    """The grade of one submission: points per question, and a status ('graded', 'timeout', 'error' ...)."""
+    """The grade of one submission: points per question, a status ('graded', 'timeout', 'error' ...), the
+    hints taken and the advice its feedback gives beside each wrong answer."""
 
     submission: Submission
     status: str
@@ -57,9 +58,11 @@ class Result:
     points: dict[str, int] = field(default_factory=dict)
     possible: dict[str, int] = field(default_factory=dict)
     detail: str = ""
+    hints: dict[str, int] = field(default_factory=dict)  # hints taken per question
+    advice: dict[str, str] = field(default_factory=dict)  # per wrong answer: the likely mistake and a hint
 
     @property
-    def total(self) -> int:
+    def total(self) -> float:
         return sum(self.points.values())
 
 

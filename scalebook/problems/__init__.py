@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..units import closest
+from ..variants import Param, parameters
 
 __all__ = ["Problem", "problem", "get_problem", "list_problems"]
 
@@ -25,26 +26,35 @@ _REGISTRY: dict[str, Problem] = {}
 
 @dataclass(frozen=True)
 class Problem:
-    """One graded problem: its id ('01.3'), a short title, the answer's unit and tolerance."""
+    """One graded problem: its id ('01.3'), a short title, the answer's unit and tolerance, its reference
+    solution, its varied inputs (`params`, see `scalebook.variants`) and two progressive hints (the second
+    a template filled with the student's values, `{V}` for input V)."""
 
     qid: str
     title: str
     unit: str
     rtol: float
-    solve: Callable[[], Any]
+    solve: Callable[..., Any]
+    hints: tuple[str, ...] = ()
+    params: tuple[Param, ...] = ()
 
-    def reference(self) -> Any:
-        """Return the reference answer, computed now with scalebook."""
-        return self.solve()
+    def reference(self, values: Mapping[str, Any] | None = None) -> Any:
+        """Return the reference answer for the input `values` (default: the book's), computed now."""
+        unknown = set(values or {}) - {p.name for p in self.params}
+        if unknown:
+            raise ValueError(f"values={dict(values or {})!r}: problem {self.qid} has no inputs {sorted(unknown)}")
+        return self.solve(**(values or {}))
 
 
-def problem(qid: str, title: str, unit: str, rtol: float = 0.01) -> Callable[[Callable[[], Any]], Callable]:
-    """Register the decorated zero-argument function as the reference solution of problem `qid`."""
+def problem(qid: str, title: str, unit: str, rtol: float = 0.01,
+            hints: tuple[str, str] = ()) -> Callable[[Callable[..., Any]], Callable]:
+    """Register the decorated function as the reference solution of problem `qid`: called with no arguments
+    it answers the book's problem; its `vary`-marked keyword inputs make each student's variant."""
 
-    def register(solve: Callable[[], Any]) -> Callable[[], Any]:
+    def register(solve: Callable[..., Any]) -> Callable[..., Any]:
         if qid in _REGISTRY:
             raise ValueError(f"problem id {qid!r} is registered twice")
-        _REGISTRY[qid] = Problem(qid, title, unit, rtol, solve)
+        _REGISTRY[qid] = Problem(qid, title, unit, rtol, solve, tuple(hints), parameters(solve))
         return solve
 
     return register

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..hardware.chips import get_chip
 from ..roofline import critical_batch, critical_intensity, crossover_batch, einsum, estimate, matmul, tiled_matmul
 from ..units import dtype_bytes
+from ..variants import vary
 from . import problem
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff) and the LLaMA 3 vocabulary.
@@ -18,111 +19,188 @@ D_LLAMA, F_LLAMA, V_LLAMA = 8192, 28672, 128256
 TILE_EDGES = (128, 256, 512, 1024, 2048, 4096)
 
 
-@problem("01.1", title="Two clocks: the no-overlap bound", unit="s")
-def no_overlap_time() -> float:
-    """A v6e step of 3e12 FLOPs that moves 2.4e9 bytes through HBM, with nothing overlapped."""
-    return estimate(3e12, 2.4e9, "v6e").upper
+@problem("01.1", title="Two clocks: the no-overlap bound", unit="s", hints=(
+    "Two clocks: the math time (FLOPs over peak FLOP/s) and the HBM time (bytes over bandwidth). With no "
+    "overlap, one waits for the other.",
+    "T = {flops} / 9.2e14 FLOP/s + {nbytes} / 1.6e12 B/s (the v6e's bf16 peak and HBM bandwidth).",
+))
+def no_overlap_time(flops: float = vary(3e12, 1e12, 1e13), nbytes: float = vary(2.4e9, 5e8, 8e9)) -> float:
+    """A v6e step of `flops` FLOPs that moves `nbytes` bytes through HBM, with nothing overlapped."""
+    return estimate(flops, nbytes, "v6e").upper
 
 
-@problem("01.2", title="Intensity of a residual add", unit="FLOPs/byte")
-def residual_add_intensity() -> float:
-    """z = x + y on bf16[4096, 8192] arrays: one FLOP per element, three arrays through HBM."""
-    return einsum("BD,BD->BD", {"B": 4096, "D": D_LLAMA}, "v5e").intensity
+@problem("01.2", title="Intensity of a residual add", unit="FLOPs/byte", hints=(
+    "Intensity is FLOPs over bytes moved; an elementwise add does one FLOP per element and moves every "
+    "array once, whatever the shape.",
+    "{B}·{D} FLOPs over three arrays of {B}·{D} elements, 2 bytes each (bf16): the shape cancels.",
+))
+def residual_add_intensity(B: int = vary(4096, 512, 16384, step=512), D: int = vary(D_LLAMA, 1024, 16384, step=1024),
+                           dtype: str = vary("bf16", choices=("bf16", "int8"))) -> float:
+    """z = x + y on [B, D] arrays of `dtype`: one FLOP per element, three arrays through HBM."""
+    return einsum("BD,BD->BD", {"B": B, "D": D}, "v5e", dtype).intensity
 
 
-@problem("01.3", title="A fused softmax over the vocabulary", unit="s")
-def softmax_time() -> float:
-    """Softmax of bf16[8192, 128256] logits on an H100: 5 FLOPs per element, read once, written once."""
-    elements = 8192 * V_LLAMA
+@problem("01.3", title="A fused softmax over the vocabulary", unit="s", hints=(
+    "5 FLOPs per element against 4 bytes per element (read and write bf16): far below an H100's critical "
+    "intensity, so only the memory clock matters.",
+    "T = 2 · 2 bytes · {T} · {V} / 3.35e12 B/s (read once, write once, H100 HBM).",
+))
+def softmax_time(T: int = vary(8192, 1024, 32768, step=1024), V: int = vary(V_LLAMA, 32000, 262144, step=256)) -> float:
+    """Softmax of bf16[T, V] logits on an H100: 5 FLOPs per element, read once, written once."""
+    elements = T * V
     return estimate(5 * elements, 2 * dtype_bytes("bf16") * elements, "h100").time
 
 
-@problem("01.4", title="An unfused activation after a matmul", unit="fraction")
-def unfused_activation_overhead() -> float:
+@problem("01.4", title="An unfused activation after a matmul", unit="fraction", hints=(
+    "The matmul is compute-bound at this batch; the separate activation pass is memory-bound (read and "
+    "write the [B, F] output).",
+    "(4 · {B} · F / 8.2e11 B/s) / (2 · {B} · {D} · F / 1.97e14 FLOP/s), F = 28672: B cancels, so it is "
+    "about 2 · C / (W · {D}).",
+))
+def unfused_activation_overhead(B: int = vary(2048, 1024, 8192, step=256),
+                                D: int = vary(D_LLAMA, 2048, 16384, step=1024)) -> float:
     """Time of a separate elementwise pass over the [B, F] output, as a fraction of the matmul's time (v5e)."""
-    B = 2048
-    up = matmul(B, D_LLAMA, F_LLAMA, "v5e")
+    up = matmul(B, D, F_LLAMA, "v5e")
     activation = einsum("BF->BF", {"B": B, "F": F_LLAMA}, "v5e")
     return activation.time / up.time
 
 
-@problem("01.5", title="Critical intensity across four chips", unit="FLOPs/byte")
-def highest_critical_intensity() -> float:
-    """The largest bf16 HBM critical intensity among TPU v6e, TPU7x, B200 and H200."""
-    return max(critical_intensity(chip) for chip in ("v6e", "tpu7x", "b200", "h200"))
+@problem("01.5", title="Critical intensity across four chips", unit="FLOPs/byte", hints=(
+    "Critical intensity is peak FLOP/s over HBM bandwidth (C / W); compute it for each chip and keep the "
+    "largest.",
+    "max of C / W over {first}, {second}, {third} and {fourth} (`sb.get_chip(name)` gives C and W).",
+))
+def highest_critical_intensity(
+        first: str = vary("v6e", choices=("v6e", "v5e", "v5p", "v4", "v3", "v2")),
+        second: str = vary("tpu7x", choices=("tpu7x", "h100", "mi300x", "a100", "v100", "gb200", "mi325x")),
+        third: str = vary("b200", choices=("b200", "h800", "mi355x", "b300")),
+        fourth: str = vary("h200", choices=("h200", "gb300", "v5p", "v4"))) -> float:
+    """The largest bf16 HBM critical intensity among the four chips named."""
+    return max(critical_intensity(chip) for chip in (first, second, third, fourth))
 
 
-@problem("01.6", title="Weight-only fp8 on a B200: critical batch", unit="tokens")
-def fp8_weight_critical_batch() -> float:
-    """Token batch above which a bf16-compute matmul with fp8 weights is compute-bound on a B200."""
-    return critical_batch("b200", dtype="bf16", weight_dtype="fp8")
+@problem("01.6", title="Weight-only fp8 on a B200: critical batch", unit="tokens", hints=(
+    "For B much smaller than D and F, the weights' bytes dominate the memory clock; compute uses bf16 peak.",
+    "2·B·D·F / C > D·F · (bytes per weight) / W  →  B > (C / W) · (bytes per weight) / 2 on a {chip}.",
+))
+def fp8_weight_critical_batch(
+        chip: str = vary("b200", choices=("b200", "h100", "h200", "a100", "gb200", "mi300x", "mi325x", "mi355x")),
+) -> float:
+    """Token batch above which a bf16-compute matmul with fp8 weights is compute-bound on `chip`."""
+    return critical_batch(chip, dtype="bf16", weight_dtype="fp8")
 
 
-@problem("01.7", title="Exact crossover batch of a LLaMA-70B MLP matmul", unit="tokens")
-def llama_crossover_batch() -> float:
-    """Batch at which bf16[B, 8192] @ bf16[8192, 28672] turns compute-bound on an H100, exact byte count."""
-    return crossover_batch(D_LLAMA, F_LLAMA, "h100")
+@problem("01.7", title="Exact crossover batch of a LLaMA-70B MLP matmul", unit="tokens", hints=(
+    "Count every byte, not just the weights: 2BD + 2DF + 2BF bytes against 2BDF FLOPs; set the two "
+    "clocks equal and solve for B.",
+    "B = 1 / (W / C - 1/{D} - 1/{F}) with C / W of the H100 (9.89e14 / 3.35e12).",
+))
+def llama_crossover_batch(D: int = vary(D_LLAMA, 4096, 16384, step=512),
+                          F: int = vary(F_LLAMA, 14336, 57344, step=1024)) -> float:
+    """Batch at which bf16[B, D] @ bf16[D, F] turns compute-bound on an H100, exact byte count."""
+    return crossover_batch(D, F, "h100")
 
 
-@problem("01.8", title="A matmul at 80% of peak", unit="s")
-def practical_matmul_time() -> float:
-    """bf16[16384, 8192] @ bf16[8192, 28672] on a B200 whose kernels reach 80% of peak FLOP/s."""
-    return matmul(16384, D_LLAMA, F_LLAMA, "b200", efficiency=0.8).time
+@problem("01.8", title="A matmul at 80% of peak", unit="s", hints=(
+    "At this size the matmul is compute-bound; real kernels reach only a fraction of peak, so divide by "
+    "the achieved FLOP/s.",
+    "T = 2 · {B} · 8192 · 28672 / ({efficiency} · 2.25e15 FLOP/s), if the memory clock is shorter.",
+))
+def practical_matmul_time(B: int = vary(16384, 4096, 65536, step=1024),
+                          efficiency: float = vary(0.8, 0.5, 0.95)) -> float:
+    """bf16[B, 8192] @ bf16[8192, 28672] on a B200 whose kernels reach `efficiency` of peak FLOP/s."""
+    return matmul(B, D_LLAMA, F_LLAMA, "b200", efficiency=efficiency).time
 
 
-@problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D")
-def split_matmul_min_width() -> float:
+@problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D", hints=(
+    "The link is the memory here: each GPU computes on its half of D and must send its partial sums; "
+    "compare the math clock with the NVLink clock.",
+    "B·D·F / C > 2·B·F / W_nvlink  →  D > 2 · C / W_nvlink on a {chip} (`nvlink_bandwidth`).",
+))
+def split_matmul_min_width(
+        chip: str = vary("h100", choices=("h100", "h200", "b200", "a100", "v100", "gb200", "h800"))) -> float:
     """Smallest D for which X[B, D] @ W[D, F], D split over two H100s, is compute-bound over NVLink.
 
     Each GPU does B·D·F FLOPs and sends its bf16 partial sums [B, F] to the other, so compute-bound
     means B·D·F / C > 2·B·F / W, i.e. D > 2·C / W.
     """
-    h100 = get_chip("h100")
-    return dtype_bytes("bf16") * critical_intensity(h100, bandwidth=h100.nvlink_bandwidth)
+    gpu = get_chip(chip)
+    return dtype_bytes("bf16") * critical_intensity(gpu, bandwidth=gpu.nvlink_bandwidth)
 
 
-@problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge", rtol=0.0)
-def smallest_compute_bound_tile() -> int:
-    """Smallest square power-of-two tile for which an 8192^3 bf16 tiled matmul is compute-bound on an H100."""
+@problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge",
+         rtol=0.0, hints=(
+    "Each tile of the output re-reads rows of A and columns of B from HBM; bigger tiles mean fewer "
+    "re-reads, so intensity grows with the tile edge b.",
+    "Intensity ≈ t·b / (2t + 1) with t = 8192 / b; find the smallest power of two b where it exceeds the "
+    "{chip}'s C / W.",
+))
+def smallest_compute_bound_tile(
+        chip: str = vary("h100", choices=("h100", "a100", "h200", "b200", "v5e", "v6e", "v5p", "mi300x"))) -> int:
+    """Smallest square power-of-two tile for which an 8192^3 bf16 tiled matmul is compute-bound on `chip`."""
     n = 8192
-    return next(b for b in TILE_EDGES if tiled_matmul(n, n, n, b, b, b, "h100").bound == "compute")
+    return next(b for b in TILE_EDGES if tiled_matmul(n, n, n, b, b, b, chip).bound == "compute")
 
 
-@problem("01.11", title="Weights streamed from the host over PCIe", unit="tokens")
-def host_offload_critical_batch() -> float:
-    """Batch above which an H200 matmul is compute-bound when int8 weights stream from host DRAM over PCIe."""
+@problem("01.11", title="Weights streamed from the host over PCIe", unit="tokens", hints=(
+    "The weights now cross PCIe, not HBM: PCIe bandwidth is the W of this roofline.",
+    "2·B·D·F / C > D·F · {weight_dtype} bytes / W_pcie  →  B > C · (bytes per weight) / (2 · W_pcie).",
+))
+def host_offload_critical_batch(weight_dtype: str = vary("int8", choices=("int8", "fp8", "bf16"))) -> float:
+    """Batch above which an H200 matmul is compute-bound when weights stream from host DRAM over PCIe."""
     h200 = get_chip("h200")
-    return critical_batch(h200, dtype="bf16", weight_dtype="int8", bandwidth=h200.pcie_bandwidth)
+    return critical_batch(h200, dtype="bf16", weight_dtype=weight_dtype, bandwidth=h200.pcie_bandwidth)
 
 
 # --- the book's own problems (How To Scale Your Model, ch. 1, "A Few Problems to Work") ---------------------
 
 
-@problem("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens")
-def book_int8_critical_batch() -> float:
-    """Batch above which an int8 x int8 matmul (int8 compute) is compute-bound on a v5e, for B << D, F."""
-    return critical_batch("v5e", "int8")
+@problem("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens", hints=(
+    "With int8 everything both the FLOP/s (int8 peak) and the bytes per value (1) change.",
+    "2·B·D·F / C_int8 > D·F / W  →  B > C_int8 / (2 W) on a {chip}.",
+))
+def book_int8_critical_batch(
+        chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4", "v3", "tpu7x", "h100", "a100"))) -> float:
+    """Batch above which an int8 x int8 matmul (int8 compute) is compute-bound on `chip`, for B << D, F."""
+    return critical_batch(chip, "int8")
 
 
-@problem("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens")
-def book_int8_weight_critical_batch() -> float:
+@problem("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens", hints=(
+    "Compute stays bf16 (bf16 peak), but the weights that dominate the bytes are 1 byte each.",
+    "2·B·D·F / C_bf16 > D·F · 1 byte / W  →  B > C_bf16 / (2 W) on a {chip}.",
+))
+def book_int8_weight_critical_batch(
+        chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4", "v3", "tpu7x", "h100", "a100"))) -> float:
     """The same with int8 weights, bf16 activations and bf16 compute."""
-    return critical_batch("v5e", weight_dtype="int8")
+    return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens")
-def book_small_matmul_crossover() -> float:
-    """Exact batch at which an int8-weight, bf16-activation [B, 1024] @ [1024, 1024] matmul turns compute-bound."""
-    return crossover_batch(1024, 1024, "v5e", weight_dtype="int8", act_dtype="bf16")
+@problem("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens", hints=(
+    "At small D and F the activations' bytes (2BD in, 2BF out) are no longer negligible against the weights.",
+    "2·B·{D}·{F} / C = (2B·{D} + {D}·{F} + 2B·{F}) / W; solve this linear equation for B (v5e).",
+))
+def book_small_matmul_crossover(D: int = vary(1024, 512, 4096, step=256),
+                                F: int = vary(1024, 512, 4096, step=256)) -> float:
+    """Exact batch at which an int8-weight, bf16-activation [B, D] @ [D, F] matmul turns compute-bound."""
+    return crossover_batch(D, F, "v5e", weight_dtype="int8", act_dtype="bf16")
 
 
-@problem("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte")
-def book_batched_matrix_intensity() -> float:
-    """Intensity of int8[B, D] x int8[B, D, F] -> int8[B, F] with B = 512, D = F = 8192."""
-    return einsum("BD,BDF->BF", {"B": 512, "D": 8192, "F": 8192}, "v5e", "int8").intensity
+@problem("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte", hints=(
+    "Every row has its own matrix, so nothing is reused: the B·D·F weight bytes grow with B, like the FLOPs.",
+    "2·{B}·{D}·{F} FLOPs over ({B}·{D} + {B}·{D}·{F} + {B}·{F}) bytes (int8): about 2.",
+))
+def book_batched_matrix_intensity(B: int = vary(512, 64, 4096, step=64), D: int = vary(8192, 1024, 16384, step=1024),
+                                  F: int = vary(8192, 1024, 16384, step=1024)) -> float:
+    """Intensity of int8[B, D] x int8[B, D, F] -> int8[B, F]."""
+    return einsum("BD,BDF->BF", {"B": B, "D": D, "F": F}, "v5e", "int8").intensity
 
 
-@problem("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens")
-def book_h100_critical_batch() -> float:
-    """bf16 critical batch of an H100 SXM (dense bf16 peak, HBM bandwidth)."""
-    return critical_batch("h100")
+@problem("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens", hints=(
+    "Spec sheets print bf16 FLOP/s with sparsity; a dense matmul gets half of that.",
+    "B > C_dense / W on a {chip}: dense bf16 peak over HBM bandwidth.",
+))
+def book_h100_critical_batch(
+        chip: str = vary("h100", choices=("h100", "h200", "a100", "b200", "gb200", "mi300x", "mi325x", "mi355x")),
+) -> float:
+    """bf16 critical batch of `chip` (dense bf16 peak, HBM bandwidth)."""
+    return critical_batch(chip)

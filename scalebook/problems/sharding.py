@@ -11,6 +11,7 @@ from ..hardware.chips import get_chip
 from ..hardware.topology import TpuMesh
 from ..sharding import bytes_per_device, sharded_matmul, total_bytes
 from ..units import dtype_bytes
+from ..variants import vary
 from . import problem
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff), the LLaMA 3 vocabulary, and a
@@ -22,51 +23,77 @@ F_WIDE = 4 * D_LLAMA
 DP_MATMUL = "X[B, D] @ W[D_X, F] -> Y[B, F]"
 
 
-@problem("03.1", title="The shard of an optimizer moment", unit="B")
-def moment_shard_bytes() -> float:
-    """Bytes per chip of an fp32 Adam moment M[F_XY, D] (F = 28672, D = 8192) on a v5p 4x4x4."""
-    mesh = TpuMesh("v5p", X=4, Y=4, Z=4)
-    return bytes_per_device("M[F_XY, D]", mesh, {"F": F_LLAMA, "D": D_LLAMA}, dtype="fp32")
+@problem("03.1", title="The shard of an optimizer moment", unit="B", hints=(
+    "Only the axes named in the sharding divide the array; the unnamed axis (Z) keeps a full copy per chip.",
+    "{F} · {D} · 4 bytes (fp32) / (X · Y) with X = Y = {X}.",
+))
+def moment_shard_bytes(F: int = vary(F_LLAMA, 8192, 57344, step=1024), D: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                       X: int = vary(4, choices=(2, 4, 8))) -> float:
+    """Bytes per chip of an fp32 Adam moment M[F_XY, D] on a v5p X x X x 4."""
+    mesh = TpuMesh("v5p", X=X, Y=X, Z=4)
+    return bytes_per_device("M[F_XY, D]", mesh, {"F": F, "D": D}, dtype="fp32")
 
 
-@problem("03.2", title="An embedding table's footprint across a slice", unit="B")
-def embedding_total_bytes() -> float:
-    """Bytes held across a v6e 8x16 slice by a bf16 embedding E[V_Y, D] (V = 128256, D = 8192)."""
-    mesh = TpuMesh("v6e", X=8, Y=16)
-    return total_bytes("E[V_Y, D]", mesh, {"V": V_LLAMA, "D": D_LLAMA}, dtype="bf16")
+@problem("03.2", title="An embedding table's footprint across a slice", unit="B", hints=(
+    "Sharded over Y, the table is split Y ways but copied along X: the slice holds X full copies.",
+    "{X} copies × {V} · {D} · 2 bytes.",
+))
+def embedding_total_bytes(
+        V: int = vary(V_LLAMA, 32000, 256000, step=128), D: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                          X: int = vary(8, 2, 16, step=2)) -> float:
+    """Bytes held across a v6e X x 16 slice by a bf16 embedding E[V_Y, D]."""
+    mesh = TpuMesh("v6e", X=X, Y=16)
+    return total_bytes("E[V_Y, D]", mesh, {"V": V, "D": D}, dtype="bf16")
 
 
-@problem("03.3", title="AllGather of a weight over a wrapped axis", unit="s")
-def weight_gather_time() -> float:
-    """AllGather_Y of a bf16 W[D, F_Y] (D = 8192, F = 32768) on a v6e 16x16 pod."""
+@problem("03.3", title="AllGather of a weight over a wrapped axis", unit="s", hints=(
+    "A wrapped axis is a ring: the gather sends in both directions, so use the bidirectional link bandwidth.",
+    "T ≈ {D} · {F} · 2 bytes / W_bidi (v6e: 2 × 9e10 B/s), times (N - 1) / N for N = 16.",
+))
+def weight_gather_time(
+        D: int = vary(D_LLAMA, 2048, 16384, step=1024), F: int = vary(F_WIDE, 8192, 65536, step=1024)) -> float:
+    """AllGather_Y of a bf16 W[D, F_Y] on a v6e 16x16 pod."""
     mesh = TpuMesh("v6e", X=16, Y=16)
-    return all_gather(mesh, "Y", D_LLAMA * F_WIDE * dtype_bytes("bf16")).time
+    return all_gather(mesh, "Y", D * F * dtype_bytes("bf16")).time
 
 
-@problem("03.4", title="Where latency stops mattering", unit="B")
-def latency_bandwidth_threshold() -> float:
+@problem("03.4", title="Where latency stops mattering", unit="B", hints=(
+    "The latency term (hops × per-hop latency) does not grow with the array; the bandwidth term does. Set "
+    "them equal.",
+    "V = (hops on a {X}-chip ring, both directions) × 1 µs × W_bidi of a {chip}.",
+))
+def latency_bandwidth_threshold(X: int = vary(16, 4, 16, step=2),
+                                chip: str = vary("v6e", choices=("v6e", "v5e", "v5p", "v4p"))) -> float:
     """Smallest array V for which an AllGather over a 16-chip wrapped v6e axis is bandwidth-bound.
 
     The latency term (8 hops x 1 µs) does not depend on V, the bandwidth term V / W_bidi does; they meet
     at V = t_latency · W_bidi.
     """
-    mesh = TpuMesh("v6e", X=16, Y=16)
+    mesh = TpuMesh(chip, X=X, Y=16) if chip in ("v6e", "v5e") else TpuMesh(chip, X=X, Y=4, Z=4)
     small = all_gather(mesh, "X", 256 * 128 * dtype_bytes("bf16"))
     return small.t_latency * mesh.chip.ici_bidirectional
 
 
-@problem("03.5", title="Gathering an FSDP weight over three axes", unit="s")
-def three_axis_gather_time() -> float:
-    """AllGather_XYZ of a bf16 W[D_XYZ, F] (D = 8192, F = 28672) on a v5p 4x4x4 cube."""
+@problem("03.5", title="Gathering an FSDP weight over three axes", unit="s", hints=(
+    "Gathering over several axes uses all their links at once: the bandwidth multiplies by the number of axes.",
+    "T ≈ {D} · {F} · 2 bytes / (3 axes × W_bidi), v5p W_bidi = 1.8e11 B/s.",
+))
+def three_axis_gather_time(D: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                           F: int = vary(F_LLAMA, 8192, 57344, step=1024)) -> float:
+    """AllGather_XYZ of a bf16 W[D_XYZ, F] on a v5p 4x4x4 cube."""
     mesh = TpuMesh("v5p", X=4, Y=4, Z=4)
-    return all_gather(mesh, "XYZ", D_LLAMA * F_LLAMA * dtype_bytes("bf16")).time
+    return all_gather(mesh, "XYZ", D * F * dtype_bytes("bf16")).time
 
 
-@problem("03.6", title="A gather of an array that is sharded twice", unit="s")
-def doubly_sharded_gather_time() -> float:
-    """AllGather_X of bf16 A[B_X, D_Y] (B = 16384, D = 8192) on a v5e 8x16 slice: X has no wraparound."""
+@problem("03.6", title="A gather of an array that is sharded twice", unit="s", hints=(
+    "Each Y group gathers only its own D / Y slice; and an axis without wraparound halves the bandwidth.",
+    "T ≈ {B} · {D} · 2 bytes / 16 (Y) / W_one-way (v5e 4.5e10 B/s).",
+))
+def doubly_sharded_gather_time(B: int = vary(16384, 2048, 65536, step=1024),
+                               D: int = vary(D_LLAMA, 2048, 16384, step=1024)) -> float:
+    """AllGather_X of bf16 A[B_X, D_Y] on a v5e 8x16 slice: X has no wraparound."""
     mesh = TpuMesh("v5e", X=8, Y=16)
-    return all_gather(mesh, "X", 16384 * D_LLAMA * dtype_bytes("bf16"), also_sharded="Y").time
+    return all_gather(mesh, "X", B * D * dtype_bytes("bf16"), also_sharded="Y").time
 
 
 @problem("03.7", title="What losing the wraparound costs an AllReduce", unit="ratio")
@@ -78,42 +105,66 @@ def lost_wraparound_ratio() -> float:
     return partial / cube
 
 
-@problem("03.8", title="AllToAll over a whole v6e pod", unit="s")
-def pod_all_to_all_time() -> float:
-    """AllToAll over X and Y of a v6e 16x16 pod: bf16 A[T, D_XY] -> A[T_XY, D] with T = 32768, D = 8192."""
+@problem("03.8", title="AllToAll over a whole v6e pod", unit="s", hints=(
+    "An AllToAll on a ring moves about a quarter of what an AllGather of the same array moves.",
+    "T ≈ {T} · {D} · 2 bytes / (4 · 2 axes · W_bidi), v6e W_bidi = 1.8e11 B/s.",
+))
+def pod_all_to_all_time(
+        T: int = vary(32768, 4096, 131072, step=4096), D: int = vary(D_LLAMA, 2048, 16384, step=1024)) -> float:
+    """AllToAll over X and Y of a v6e 16x16 pod: bf16 A[T, D_XY] -> A[T_XY, D]."""
     mesh = TpuMesh("v6e", X=16, Y=16)
-    return all_to_all(mesh, "XY", 32768 * D_LLAMA * dtype_bytes("bf16")).time
+    return all_to_all(mesh, "XY", T * D * dtype_bytes("bf16")).time
 
 
-@problem("03.9", title="Gather the weight or reduce the output?", unit="s")
-def gather_or_reduce_time() -> float:
-    """Time of the cheaper plan for X[B, D] @ W[D_X, F] -> Y[B, F] on a v6e 16x16 (B = 2048, D = 8192, F = 32768)."""
+@problem("03.9", title="Gather the weight or reduce the output?", unit="s", hints=(
+    "Two plans: gather W (bytes D·F) then multiply, or multiply locally and AllReduce the [B, F] output; "
+    "price both and take the cheaper.",
+    "Gather: {D}·{F}·2 / W_bidi; reduce: 2 × {B}·{F}·2 / W_bidi; plus the local math 2·{B}·{D}·{F} / (256 C).",
+))
+def gather_or_reduce_time(B: int = vary(2048, 256, 16384, step=256), D: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                          F: int = vary(F_WIDE, 8192, 65536, step=1024)) -> float:
+    """Time of the cheaper plan for X[B, D] @ W[D_X, F] -> Y[B, F] on a v6e 16x16."""
     mesh = TpuMesh("v6e", X=16, Y=16)
-    return sharded_matmul(DP_MATMUL, mesh, B=2048, D=D_LLAMA, F=F_WIDE).time
+    return sharded_matmul(DP_MATMUL, mesh, B=B, D=D, F=F).time
 
 
-@problem("03.10", title="Both inputs split over the same axis", unit="s")
-def case4_matmul_time() -> float:
-    """Time of the cheapest plan for A[I_X, J] @ B[J, K_X] -> C[I_X, K] on a v5e 16x16 (I=4096, J=8192, K=16384)."""
+@problem("03.10", title="Both inputs split over the same axis", unit="s", hints=(
+    "Two non-contracting dimensions cannot both be sharded over X in the output: one input must be gathered "
+    "first; gather the smaller one.",
+    "Gather min({I}·{J}, {J}·{K}) · 2 bytes over X, then multiply 2·{I}·{J}·{K} / (256 C) (v5e).",
+))
+def case4_matmul_time(I: int = vary(4096, 1024, 16384, step=1024),  # noqa: E741 - the book's letter
+                      J: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                      K: int = vary(2 * D_LLAMA, 4096, 32768, step=1024)) -> float:
+    """Time of the cheapest plan for A[I_X, J] @ B[J, K_X] -> C[I_X, K] on a v5e 16x16."""
     mesh = TpuMesh("v5e", X=16, Y=16)
-    return sharded_matmul("A[I_X, J] @ B[J, K_X] -> C[I_X, K]", mesh, I=4096, J=D_LLAMA, K=2 * D_LLAMA).time
+    return sharded_matmul("A[I_X, J] @ B[J, K_X] -> C[I_X, K]", mesh, I=I, J=J, K=K).time
 
 
-@problem("03.11", title="When an FSDP matmul becomes compute-bound", unit="tokens")
-def fsdp_critical_batch() -> float:
-    """Global batch above which In[B_XYZ, D] @ W[D_XYZ, F] -> Out[B_XYZ, F] on a v5p 4x4x4 is compute-bound.
+@problem("03.11", title="When an FSDP matmul becomes compute-bound", unit="tokens", hints=(
+    "The gather of W takes the same time at any batch; the math grows with B. Find the B where they meet.",
+    "B = B0 · T_gather / T_math(B0): gather D·F·2 bytes over 3 axes, math 2·B0·D·F / (64 C) on a {chip}: D·F "
+    "cancels, leaving about 64 · C / (3 · W_bidi).",
+))
+def fsdp_critical_batch(chip: str = vary("v5p", choices=("v5p", "v4p", "tpu7x"))) -> float:
+    """Global batch above which In[B_XYZ, D] @ W[D_XYZ, F] -> Out[B_XYZ, F] on a `chip` 4x4x4 is compute-bound.
 
     The chosen plan gathers W (a time independent of B) and then multiplies (a time proportional to B),
     so the two clocks meet at B0 · t_comms / t_math for any B0.
     """
-    mesh = TpuMesh("v5p", X=4, Y=4, Z=4)
+    mesh = TpuMesh(chip, X=4, Y=4, Z=4)
     B0 = 65536
     plan = sharded_matmul("In[B_XYZ, D] @ W[D_XYZ, F] -> Out[B_XYZ, F]", mesh, B=B0, D=D_LLAMA, F=F_LLAMA)
     return B0 * plan.t_comms / plan.t_math
 
 
-@problem("03.12", title="The batch at which the best plan flips", unit="tokens")
-def gather_or_reduce_crossover() -> float:
+@problem("03.12", title="The batch at which the best plan flips", unit="tokens", hints=(
+    "The gather's time does not depend on B, the AllReduce's grows with B: the best plan flips where they "
+    "are equal.",
+    "B* = B0 · T_gather / T_reduce(B0) for problem 9's matmul with D = {D}, F = {F}.",
+))
+def gather_or_reduce_crossover(D: int = vary(D_LLAMA, 2048, 16384, step=1024),
+                               F: int = vary(F_WIDE, 8192, 65536, step=1024)) -> float:
     """Batch at which gather-W-first and multiply-then-AllReduce take equal time in problem 9's matmul.
 
     Both plans are comms-bound around the crossover: AllReduce moves the [B, F] output (time ∝ B), the
@@ -121,7 +172,7 @@ def gather_or_reduce_crossover() -> float:
     """
     mesh = TpuMesh("v6e", X=16, Y=16)
     B0 = 1024
-    plan = sharded_matmul(DP_MATMUL, mesh, B=B0, D=D_LLAMA, F=F_WIDE)
+    plan = sharded_matmul(DP_MATMUL, mesh, B=B0, D=D, F=F)
     t_gather = next(t for name, t in plan.alternatives if name.startswith("gather"))
     return B0 * t_gather / plan.time
 
@@ -129,52 +180,74 @@ def gather_or_reduce_crossover() -> float:
 # --- the book's own problems (How To Scale Your Model, ch. 3, pop quizzes and "Some Problems to Work") ------
 
 BOOK_CUBE = TpuMesh("v4p", X=4, Y=4, Z=4)  # Q2 and Q3: a full v4p cube, wraparound on every axis
-BOOK_Q2_BYTES = 2 * 1024 * 4096  # bf16[B=1024, D=4096]
 
 
-@problem("03.13", title="Book pop quiz 2: a gather without wraparound", unit="s")
-def book_gather_without_wraparound() -> float:
-    """AllGather_Y of bf16[E_Y, F] -> [E, F], E = 2048, F = 8192, on a v5e {X: 8, Y: 4} (Y does not wrap)."""
-    return all_gather(TpuMesh("v5e", X=8, Y=4), "Y", 2 * 2048 * 8192).time
+@problem("03.13", title="Book pop quiz 2: a gather without wraparound", unit="s", hints=(
+    "Without wraparound the ring is a line: data flows one way per link, so only the one-way bandwidth counts.",
+    "T ≈ {E} · {F} · 2 bytes / W_one-way (v5e 4.5e10 B/s), times (Y - 1) / Y for Y = 4.",
+))
+def book_gather_without_wraparound(
+        E: int = vary(2048, 512, 8192, step=256), F: int = vary(8192, 2048, 32768, step=1024)) -> float:
+    """AllGather_Y of bf16[E_Y, F] -> [E, F] on a v5e {X: 8, Y: 4} (Y does not wrap)."""
+    return all_gather(TpuMesh("v5e", X=8, Y=4), "Y", 2 * E * F).time
 
 
-@problem("03.14", title="Book Q1: counting copies", unit="copies")
-def book_copies() -> float:
-    """Total bytes of A[I_X, J, K] over all devices of a {X: 4, Y: 8, Z: 2} mesh, over the bytes of one copy."""
-    mesh, sizes = TpuMesh("v5p", X=4, Y=8, Z=2), {"I": 256, "J": 256, "K": 256}
+@problem("03.14", title="Book Q1: counting copies", unit="copies", hints=(
+    "An array sharded over some axes is replicated over the others: count the devices that hold each piece.",
+    "copies = Y × Z = {Y} × {Z}.",
+))
+def book_copies(Y: int = vary(8, 2, 16, step=2), Z: int = vary(2, 2, 8, step=2)) -> float:
+    """Total bytes of A[I_X, J, K] over all devices of a {X: 4, Y, Z} mesh, over the bytes of one copy."""
+    mesh, sizes = TpuMesh("v5p", X=4, Y=Y, Z=Z), {"I": 256, "J": 256, "K": 256}
     return total_bytes("A[I_X, J, K]", mesh, sizes) / (dtype_bytes("bf16") * 256**3)
 
 
-@problem("03.15", title="Book Q2 (a): AllGather_X of [B_X, D_Y]", unit="s")
-def book_gather_x() -> float:
-    """AllGather over X of bf16[B_X, D_Y] (B = 1024, D = 4096) on a full v4p 4x4x4."""
-    return all_gather(BOOK_CUBE, "X", BOOK_Q2_BYTES, also_sharded="Y").time
+@problem("03.15", title="Book Q2 (a): AllGather_X of [B_X, D_Y]", unit="s", hints=(
+    "The gather over X moves only the D / Y slice each chip holds; the cube wraps, so links run both ways.",
+    "T ≈ 2 · {B} · {D} / 4 (Y) / W_bidi (v4p 9e10 B/s), times (X - 1) / X.",
+))
+def book_gather_x(B: int = vary(1024, 256, 8192, step=256), D: int = vary(4096, 1024, 16384, step=1024)) -> float:
+    """AllGather over X of bf16[B_X, D_Y] on a full v4p 4x4x4."""
+    return all_gather(BOOK_CUBE, "X", 2 * B * D, also_sharded="Y").time
 
 
-@problem("03.16", title="Book Q2 (b): AllGather_XY of [B_X, D_Y]", unit="s")
-def book_gather_xy() -> float:
+@problem("03.16", title="Book Q2 (b): AllGather_XY of [B_X, D_Y]", unit="s", hints=(
+    "Two axes gathered together: each chip uses the links of both, doubling the bandwidth.",
+    "T ≈ 2 · {B} · {D} / (2 · W_bidi) (v4p), times (16 - 1) / 16.",
+))
+def book_gather_xy(B: int = vary(1024, 256, 8192, step=256), D: int = vary(4096, 1024, 16384, step=1024)) -> float:
     """AllGather over X and Y of the same array."""
-    return all_gather(BOOK_CUBE, "XY", BOOK_Q2_BYTES).time
+    return all_gather(BOOK_CUBE, "XY", 2 * B * D).time
 
 
-@problem("03.17", title="Book Q2 (c): AllReduce_Z of [B_X, D_Y]{U_Z}", unit="s")
-def book_all_reduce_z() -> float:
+@problem("03.17", title="Book Q2 (c): AllReduce_Z of [B_X, D_Y]{U_Z}", unit="s", hints=(
+    "An AllReduce is a ReduceScatter then an AllGather: twice the gather's time, on the X·Y-th of the array "
+    "each chip holds.",
+    "T ≈ 2 × 2 · {B} · {D} / 16 (X·Y) / W_bidi (v4p), times (Z - 1) / Z.",
+))
+def book_all_reduce_z(B: int = vary(1024, 256, 8192, step=256), D: int = vary(4096, 1024, 16384, step=1024)) -> float:
     """AllReduce over Z of the unreduced array, still sharded over X and Y."""
-    return all_reduce(BOOK_CUBE, "Z", BOOK_Q2_BYTES, also_sharded="XY").time
+    return all_reduce(BOOK_CUBE, "Z", 2 * B * D, also_sharded="XY").time
 
 
-@problem("03.18", title="Book Q3: a tiny gather", unit="s")
-def book_tiny_gather() -> float:
-    """AllGather_X of bf16[B_X] with B = 128 on the full v4p cube: latency-bound."""
-    return all_gather(BOOK_CUBE, "X", 2 * 128).time
+@problem("03.18", title="Book Q3: a tiny gather", unit="s", hints=(
+    "A few hundred bytes: the bandwidth term is negligible, only the per-hop latency counts.",
+    "T ≈ hops × 1 µs on a wrapped axis of {X} (a bidirectional ring: about {X} / 2 hops).",
+))
+def book_tiny_gather(X: int = vary(4, choices=(4, 8, 12, 16))) -> float:
+    """AllGather_X of bf16[B_X] with B = 128 on a v4p X x 4 x 4: latency-bound."""
+    return all_gather(TpuMesh("v4p", X=X, Y=4, Z=4), "X", 2 * 128).time
 
 
-@problem("03.19", title="Book Q4: where reducing the output always wins", unit="elements of D")
-def book_reduce_wins_width() -> float:
-    """On a v5p, the D above which multiplying locally then AllReducing beats gathering the weight at any
+@problem("03.19", title="Book Q4: where reducing the output always wins", unit="elements of D", hints=(
+    "Compare the math per chip with the bytes the AllReduce moves: both grow with B, so B cancels.",
+    "D > 2 · C / W_bidi on a {chip}.",
+))
+def book_reduce_wins_width(chip: str = vary("v5p", choices=("v5p", "v5e", "v6e", "v4p", "v3", "tpu7x"))) -> float:
+    """On `chip`, the D above which multiplying locally then AllReducing beats gathering the weight at any
     large batch: D > 2 C / W_bidi."""
-    chip = get_chip("v5p")
-    return 2 * chip.bf16_flops / chip.ici_bidirectional
+    spec = get_chip(chip)
+    return 2 * spec.bf16_flops / spec.ici_bidirectional
 
 
 @problem("03.20", title="Book Q10: where the quarter comes from", unit="ratio")
