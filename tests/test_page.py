@@ -1,8 +1,11 @@
-"""A clean page (issue #32): long tables capped with the rest folded, cells set apart, and progress bars that leave
-one final line (never a frozen bar) in a saved or built notebook."""
+"""A clean page (issue #32): long tables capped with the rest folded, cells set apart, progress bars that leave one
+final line (never a frozen bar) in a saved or built notebook, and every worked answer's checks, explorer and
+discussion folded behind a dropdown."""
 
+import re
 import sys
 import types
+from pathlib import Path
 
 import scalebook as sb
 from scalebook.bench import _progress
@@ -53,3 +56,59 @@ def test_no_bar_when_asked_for_none_and_a_text_bar_outside_a_kernel(monkeypatch,
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
     assert list(_progress(items, 2, "calibrating", True)) == [0, 1]
     assert "calibrating" in capsys.readouterr().err
+
+
+def test_the_validation_table_names_the_ideal_model_once():
+    assert sb.validation.table("ideal").title.startswith("published runs: measured vs the ideal bound (status:")
+    assert "measured vs the ideal bound vs the calibrated model (" in sb.validation.table().title
+
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWER = re.compile(r"^:::\{admonition\} (Worked answer|Answer|Our answer)[ \t]*$", re.M)
+
+
+def _after_answers(text: str) -> list[tuple[int, str, str]]:
+    """(line, 'cell' or 'prose', first line or tags) for what follows each answer dropdown, up to the next question,
+    heading or answer, or through the first explorer; prose inside a 'More on this answer' dropdown is skipped."""
+    lines, found, i = text.split("\n"), [], 0
+    while i < len(lines):
+        if not ANSWER.match(lines[i]):
+            i += 1
+            continue
+        i = lines.index(":::", i) + 1
+        while i < len(lines) and not lines[i].startswith(("#", "**Question")) and not ANSWER.match(lines[i]):
+            if lines[i].startswith("```{code-cell}"):
+                end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
+                found.append((i + 1, "cell", lines[i + 1]))
+                if any("explore" in line or "widgets." in line for line in lines[i + 1:end]):
+                    break
+                i = end
+            elif lines[i].lstrip(":") == "{admonition} More on this answer":
+                i = lines.index(lines[i][:len(lines[i]) - len(lines[i].lstrip(":"))], i + 1)
+            elif lines[i].strip():
+                found.append((i + 1, "prose", lines[i]))
+            i += 1
+        if found and found[-1][1] == "prose" and i < len(lines) and ANSWER.match(lines[i]):
+            while found and found[-1][1] == "prose":  # the next answer's question
+                found.pop()
+    return found
+
+
+def test_every_answer_keeps_its_checks_explorer_and_discussion_folded():
+    chapters = sorted((ROOT / "chapters").glob("*.md"))
+    answers = sum(len(ANSWER.findall(md.read_text(encoding="utf-8"))) for md in chapters)
+    assert answers >= 103
+    open_ = [f"{md.name}:{line}: {what} {first[:60]}" for md in chapters
+             for line, what, first in _after_answers(md.read_text(encoding="utf-8"))
+             if what == "prose" or "hide-cell" not in first]
+    assert not open_, "\n".join(open_)
+
+
+def test_the_fold_check_sees_an_open_answer():
+    open_page = "Q\n\n:::{admonition} Worked answer\n:class: dropdown\n\n42\n:::\n\n```{code-cell} ipython3\n" \
+                "sb.expect(answer, 42)\n```\n\nThe explorer opens on 42.\n"
+    assert [what for _, what, _ in _after_answers(open_page)] == ["cell", "prose"]
+    folded = open_page.replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\n:tags: [hide-cell]\n\n")
+    folded = folded.replace("The explorer opens on 42.\n",
+                            ":::{admonition} More on this answer\n:class: dropdown\n\nThe explorer opens on 42.\n:::\n")
+    assert [first for _, _, first in _after_answers(folded)] == [":tags: [hide-cell]"]
