@@ -41,7 +41,7 @@ from .labs.ch10_programs import process_layout
 from .units import checks
 from .xla import collectives
 
-__all__ = ["MultihostError", "Run", "run", "free_port", "dcn_ici_mesh", "global_array", "sharded_matmul",
+__all__ = ["MultihostError", "MultihostResult", "run", "free_port", "dcn_ici_mesh", "global_array", "sharded_matmul",
            "fsdp_step", "chapter10", "PROGRAMS"]
 
 PROGRAMS = ("global_array", "sharded_matmul", "fsdp_step", "chapter10")
@@ -59,7 +59,7 @@ class MultihostError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Run:
+class MultihostResult:
     """The outcome of a multi-host run: `values[i]` is what process i returned; `seconds` the wall time of the
     whole run (start-up included); `pids` the processes' operating-system ids (all ended by now)."""
 
@@ -119,10 +119,10 @@ def _tail(path: Path) -> str:
 
 @checks(n_processes="count", devices_per_process="count", timeout="size", program="text")
 def run(program: str, n_processes: int = 2, devices_per_process: int = 4, timeout: float = 60.0,
-        **kwargs: Any) -> Run:
+        **kwargs: Any) -> MultihostResult:
     """Run `program(**kwargs)` in `n_processes` local JAX processes of `devices_per_process` CPU devices each.
 
-    Returns a `Run` whose `values` hold each process's return value, by process id. Raises `MultihostError`
+    Returns a `MultihostResult` whose `values` hold each process's return value, by process id. Raises `MultihostError`
     naming the process when one exits with an error, or the processes still running after `timeout` seconds;
     in every case all processes are killed (with their process groups) before `run` returns or raises.
     """
@@ -152,7 +152,7 @@ def run(program: str, n_processes: int = 2, devices_per_process: int = 4, timeou
             values = tuple(pickle.loads((folder / f"out-{pid}.pkl").read_bytes()) for pid in range(n_processes))
         finally:
             _kill(procs)
-    return Run(program, values, time.monotonic() - start, tuple(p.pid for p in procs))
+    return MultihostResult(program, values, time.monotonic() - start, tuple(p.pid for p in procs))
 
 
 def _wait(procs: Sequence[subprocess.Popen], folder: Path, deadline: float, timeout: float) -> None:

@@ -10,10 +10,10 @@ a tiled layout pads an array (`padding`).
     sb.setup()
     trace = sb.profiling.capture(f, x, w, chip=sb.bench.calibrate())
     trace.table                                 # op, count, measured time, FLOPs, bytes, roofline, fraction
-    sb.profiling.timeline(trace)                # one run, one row per device
+    sb.plots.profile.timeline(trace)            # the figure: one run, one row per device
 
 On emulated CPU devices the times describe the host CPU and are only indicative. JAX is imported only when
-`capture` is called; matplotlib only when `timeline` is.
+`capture` is called.
 """
 
 from __future__ import annotations
@@ -32,16 +32,14 @@ from typing import Any
 from .bench import calibrate
 from .hardware.chips import Chip, chip_for_device_kind, get_chip
 from .hlo import HloOp, padding, parse_hlo, parse_op, scalebook_dtype
-from .plots.profile import timeline
 from .roofline import estimate
 from .runtime import a_function, compile_jit
 from .tables import Table
 from .units import check_int, checks, fmt_bytes, fmt_flops, fmt_time, is_a
 
-# `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) and `timeline` (from `plots.profile`) are
-# re-exported under the names chapter 9 uses.
+# `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) are re-exported under the names chapter 9 uses.
 __all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "op_kind", "op_scope",
-           "fusion_text", "parameters", "read_trace", "capture", "timeline", "KINDS"]
+           "fusion_text", "parameters", "read_trace", "capture", "KINDS"]
 
 _CALLS_RE = re.compile(r"calls=%?([^\s,]+)")
 _OP_NAME_RE = re.compile(r'op_name="([^"]*)"')

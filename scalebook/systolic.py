@@ -19,7 +19,7 @@ from typing import Any
 
 from .units import check_int, checks
 
-__all__ = ["Grid", "Frame", "Run", "simulate", "cycles", "utilisation", "example"]
+__all__ = ["Grid", "Frame", "Simulation", "simulate", "cycles", "utilisation", "example"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class Frame:
 
 
 @dataclass(frozen=True)
-class Run:
+class Simulation:
     """A simulated multiply: the operands, one `Frame` per cycle, and the product X @ W it produced."""
 
     W: Grid
@@ -143,10 +143,11 @@ def _matrix(name: str, value: object) -> Grid:
 MAX_SIDE = 256  # the largest array the cycle-by-cycle drawing takes (its frames grow as B·D·F)
 
 
-def simulate(W: Any, X: Any) -> Run:
-    """Return the cycle-by-cycle `Run` of X[B, D] @ W[D, F] on a D x F weight-stationary array.
+def simulate(W: Any, X: Any) -> Simulation:
+    """Return the cycle-by-cycle `Simulation` of X[B, D] @ W[D, F] on a D x F weight-stationary array.
 
     `W` and `X` are 2-D arrays or nested sequences of numbers. Raises `ValueError` when the shapes do not chain.
+    (`serving.simulate` is another simulator, of requests through a serving engine; each is read with its module.)
     The product is checked against X @ W computed directly.
     """
     W, X = _matrix("W", W), _matrix("X", X)
@@ -174,7 +175,7 @@ def simulate(W: Any, X: Any) -> Run:
     exact = [[math.fsum(X[b, i] * W[i, j] for i in range(D)) for j in range(F)] for b in range(B)]
     assert all(math.isclose(o, e, rel_tol=1e-5, abs_tol=1e-8) for ro, re in zip(out, exact) for o, e in zip(ro, re)), \
         "systolic product differs from X @ W"
-    return Run(W, X, tuple(frames), Grid(tuple(map(tuple, out))))
+    return Simulation(W, X, tuple(frames), Grid(tuple(map(tuple, out))))
 
 
 @checks(B=lambda n, v: check_int(n, v, 1, MAX_SIDE), D=lambda n, v: check_int(n, v, 1, MAX_SIDE),

@@ -29,7 +29,7 @@ from .tables import Table
 from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
 
-__all__ = ["Run", "runs", "calibration_runs", "sources", "model", "predict", "results", "table", "summary",
+__all__ = ["PublishedRun", "runs", "calibration_runs", "sources", "model", "predict", "results", "table", "summary",
            "disagreements", "flops_per_token", "derived_layer_overhead", "derived_framework_share",
            "FASTER_IS_HIGHER", "FASTER_IS_LOWER", "METRICS", "STATUSES", "GiB"]
 
@@ -43,7 +43,7 @@ STATUSES = ("calibration", "development", "held-out")
 
 
 @dataclass(frozen=True)
-class Run:
+class PublishedRun:
     """One published measurement: `kind` of work, `model`, `hardware` (a chip name), `n_chips`, the `metric`
     and its `published` value, where it came from (`source`, `check`: V read in the source, S from a
     secondary summary, D derived by us), and the layout and sizes in `params`. `calibration_point`: a
@@ -99,7 +99,7 @@ _RUN_FIELDS = {"id", "kind", "model", "hardware", "n_chips", "metric", "publishe
                "calibration_point", "disagreement", "status", "entered"}
 
 
-def _runs(file: str) -> tuple[Run, ...]:
+def _runs(file: str) -> tuple[PublishedRun, ...]:
     out = []
     cited = sources()
     for spec in _data(file)["runs"]:
@@ -107,26 +107,26 @@ def _runs(file: str) -> tuple[Run, ...]:
                 or spec.get("status", "development") not in STATUSES:
             raise ValueError(f"run {spec.get('id')!r}: kind, metric, source or status unknown")
         params = {k: v for k, v in spec.items() if k not in _RUN_FIELDS}
-        out.append(Run(**{k: v for k, v in spec.items() if k in _RUN_FIELDS and k != "model"},
+        out.append(PublishedRun(**{k: v for k, v in spec.items() if k in _RUN_FIELDS and k != "model"},
                        model=model(spec["model"]), params=params))
     return tuple(out)
 
 
 @cache
-def runs() -> tuple[Run, ...]:
+def runs() -> tuple[PublishedRun, ...]:
     """Return every run of the suite, in the file's order."""
     return _runs("published_runs")
 
 
 @cache
-def calibration_runs() -> tuple[Run, ...]:
+def calibration_runs() -> tuple[PublishedRun, ...]:
     """Return the calibration sources kept apart from the suite (`data/calibration_runs.toml`): the rows a
     factor or a mechanism's constant is read off, never scored."""
     return _runs("calibration_runs")
 
 
-@checks(run=is_a(Run))
-def flops_per_token(run: Run) -> float:
+@checks(run=is_a(PublishedRun))
+def flops_per_token(run: PublishedRun) -> float:
     """FLOPs per token by the convention the run's source used to report TFLOP/s or MFU (see the data file):
     'megatron-causal', 'megatron-full', 'narayanan2021' (counts the full recompute) or 'palm'."""
     m, seq, convention = run.model, run.params["seq_len"], run.params.get("flops", "megatron-causal")
@@ -143,7 +143,7 @@ def flops_per_token(run: Run) -> float:
                      f"narayanan2021, palm")
 
 
-def _serving(run: Run, efficiency: str | Efficiency) -> float:
+def _serving(run: PublishedRun, efficiency: str | Efficiency) -> float:
     p, chip, n = run.params, get_chip(run.hardware), run.n_chips
     dtype = p.get("dtype", "bf16")
     width = 1 if dtype in ("fp8", "int8") else 2
@@ -162,7 +162,7 @@ def _serving(run: Run, efficiency: str | Efficiency) -> float:
     return p["batch"] * p["osl"] / (first.time + p["osl"] * step.time) / n
 
 
-def _training(run: Run, efficiency: str | Efficiency) -> float:
+def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
     p = dict(run.params)
     keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
     layout = {k: p[k] for k in keys if k in p}
@@ -185,9 +185,12 @@ def _training(run: Run, efficiency: str | Efficiency) -> float:
     return achieved / get_chip(run.hardware).peak_flops(p.get("dtype", "bf16"))
 
 
-@checks(run=is_a(Run))
-def predict(run: Run, efficiency: str | Efficiency = "calibrated") -> float:
-    """Return the model's value of `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...)."""
+@checks(run=is_a(PublishedRun))
+def predict(run: PublishedRun, efficiency: str | Efficiency = "calibrated") -> float:
+    """Return the model's value of `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...).
+
+    One name, one thing: this `predict` answers for a published run (whatever its metric); `training.predict` prices
+    one training layout, and is what this one calls for a training run's step."""
     if run.kind in ("training", "memory"):
         return _training(run, efficiency)
     return _serving(run, efficiency)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from explorers import assert_answers_fast
-from scalebook.rings import ring_schedule
 
 import scalebook as sb
 from scalebook.plots import chip as chip_plots
 from scalebook.plots import collective_steps, transformer
+from scalebook.rings import ring_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 # Figures per chapter in How To Scale Your Model (placements, shared/book-figures.md): 36 in chapters 00–04.

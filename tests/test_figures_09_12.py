@@ -15,8 +15,8 @@ from scalebook import profiling
 CHAPTERS = Path(__file__).resolve().parent.parent / "chapters"
 # Figures in "How To Scale Your Model" per chapter (shared/book-figures.md: 09 11, 10 2, 11 0, 12 23).
 BOOK_FIGURES = {"09_profiling": 11, "10_jax": 2, "11_conclusions": 0, "12_gpus": 23}
-# A code-cell call that draws a figure: any sb.plots function, or the profile timeline.
-FIGURE_CALL = re.compile(r"\b(?:sb\.plots\.[\w.]+|profiling\.timeline)\(")
+# A code-cell call that draws a figure: any sb.plots function.
+FIGURE_CALL = re.compile(r"\bsb\.plots\.[\w.]+\(")
 # Where a quiz question or worked problem starts, with its id ('9.Ex1', '10.Q2', '12.Q4.1', '12.PQ3').
 QUESTION = re.compile(r"^(?:### (\d+\.Ex\d+)|## (Q\d+)\.|\*\*(?:Question )?(\d+\.P?Q[\d.]*\d)\b)"
                       r"|\*\*(12\.Q\d\.\d)\.\*\*", re.M)
@@ -138,13 +138,13 @@ def test_profile_figures_and_explorers():
     pytest.importorskip("matplotlib")
     pytest.importorskip("ipywidgets")
     trace = _trace()
-    for fig in (profiling.timeline(trace), profiling.timeline(trace, scope="l0/ffw"),
+    for fig in (sb.plots.profile.timeline(trace), sb.plots.profile.timeline(trace, scope="l0/ffw"),
                 sb.plots.trace.op_rooflines(trace), sb.plots.trace.time_breakdown(trace),
                 sb.plots.trace.fusion_graph(HLO, "fusion.1"), sb.plots.trace.compile_stages(),
                 sb.plots.trace.tiling((3, 5), "T(2,2)"), sb.plots.trace.memory_budget({"arguments": 1e6})):
         assert fig.axes[0].get_title()
     with pytest.raises(ValueError, match="no op"):
-        profiling.timeline(trace, scope="nowhere")
+        sb.plots.profile.timeline(trace, scope="nowhere")
     ex = sb.widgets.op_explorer(trace)
     assert ex.values()["op"] == "fusion.1"  # opens on the most expensive matmul
     assert_answers_fast(lambda: sb.widgets.op_explorer(trace), {"op": "all-reduce.1"})

@@ -25,12 +25,12 @@ import fuzzing
 import matplotlib
 import numpy as np
 import pytest
-import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
 from fuzzing import NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
 from test_fuzz import EXEMPT as GROUND_EXEMPT
 from test_fuzz import R as GROUND  # re-exports of ground-floor callables are fuzzed there
 
 import scalebook as sb
+import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
@@ -62,7 +62,7 @@ EXEMPT = {
     "runtime.Runtime": RECORD, "runtime.host": "no arguments; describes this machine",
     "bench.Sweep": RECORD, "bench.default_dtype": "no arguments; reads the device",
     "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/test_fuzz.py",
-    "multihost.MultihostError": "an exception class", "multihost.Run": RECORD,
+    "multihost.MultihostError": "an exception class", "multihost.MultihostResult": RECORD,
     "multihost.free_port": "no arguments; asks the OS for a port",
     "multihost.dcn_ici_mesh": "no arguments; runs inside a launched process only",
     "multihost.chapter10": "no arguments; runs inside a launched process only",

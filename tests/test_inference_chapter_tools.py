@@ -12,8 +12,8 @@ sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device cou
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
-from scalebook.labs import ch07_decoder  # noqa: E402
 
+from scalebook.labs import ch07_decoder  # noqa: E402
 from scalebook.plots.inference import breakdown_curves, kv_variant_table  # noqa: E402
 
 # --- the bookkeeping ------------------------------------------------------------------------------------------

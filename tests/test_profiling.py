@@ -93,7 +93,7 @@ def test_capture_reads_a_real_trace_and_sets_ops_beside_their_roofline(mlp_args,
     for row in trace.table:
         assert row["measured"] > 0 and row["roofline"] > 0
         assert row["fraction"] == pytest.approx(row["roofline"] / row["measured"])
-    fig = profiling.timeline(trace)
+    fig = sb.plots.profile.timeline(trace)
     assert fig.axes[0].get_title() and fig.axes[0].get_xlabel().endswith("(ms)")
 
 
@@ -103,6 +103,6 @@ def test_capture_and_timeline_reject_bad_input(mlp_args):
     with pytest.raises(ValueError, match="repeats"):
         profiling.capture(_mlp, *mlp_args, repeats=0)
     with pytest.raises(ValueError, match="trace"):
-        profiling.timeline("not a trace")
+        sb.plots.profile.timeline("not a trace")
     with pytest.raises(ValueError, match="path"):
         profiling.read_trace("/nonexistent/trace.json.gz")

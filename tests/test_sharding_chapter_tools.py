@@ -8,6 +8,7 @@ import scalebook as sb
 sb.setup(quiet=True)  # before JAX starts: the benchmark needs 8 emulated devices
 
 from explorers import assert_answers_fast  # noqa: E402
+
 from scalebook.rings import busiest_link_share, device_blocks, ring_schedule  # noqa: E402
 
 # --- which device holds which block ---------------------------------------------------------------------------

@@ -11,9 +11,9 @@ sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device cou
 
 import jax  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
-from scalebook.training.curves import best_split, strategy_cost, strategy_curves  # noqa: E402
 
 from scalebook.plots.training import per_chip  # noqa: E402
+from scalebook.training.curves import best_split, strategy_cost, strategy_curves  # noqa: E402
 from scalebook.widgets.training import pipeline_html  # noqa: E402
 
 ALPHA_V5P = 4.59e14 / (2 * 9e10)  # C / W_bidi = 2550 (book ch. 5)
@@ -189,7 +189,6 @@ def test_memory_bars_total_matches_math():
 
 from scalebook.plots.parallelism import pass_collectives  # noqa: E402
 from scalebook.plots.schedules import interleaved_schedule, zero_bubble_schedule  # noqa: E402
-
 from scalebook.widgets.training import (  # noqa: E402
     dp_capacity_explorer,
     layout_step_explorer,

@@ -151,12 +151,12 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
 SYSTOLIC_COLOURS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
 
 
-def _systolic_run(B: int, D: int, F: int) -> tuple[_systolic.Grid, _systolic.Grid, _systolic.Run]:
+def _systolic_run(B: int, D: int, F: int) -> tuple[_systolic.Grid, _systolic.Grid, _systolic.Simulation]:
     W, X = _systolic.example(B, D, F)
     return W, X, _systolic.simulate(W, X)
 
 
-def _draw_systolic(ax, W: _systolic.Grid, X: _systolic.Grid, run: _systolic.Run, step: int,
+def _draw_systolic(ax, W: _systolic.Grid, X: _systolic.Grid, run: _systolic.Simulation, step: int,
                    fontsize: float = 7) -> None:
     """Draw cycle `step` of a systolic run on `ax`: PEs with weights and partial sums, queued X, finished Y."""
     from matplotlib.patches import Rectangle
@@ -192,7 +192,7 @@ def _draw_systolic(ax, W: _systolic.Grid, X: _systolic.Grid, run: _systolic.Run,
     ax.set_yticks([i + 0.46 for i in range(D)], [str(i) for i in range(D)])
 
 
-def _systolic_step(run: _systolic.Run, step: int, B: int, D: int, F: int) -> None:
+def _systolic_step(run: _systolic.Simulation, step: int, B: int, D: int, F: int) -> None:
     if not isinstance(step, numbers.Integral) or not 0 <= step < run.cycles:
         raise ValueError(f"step={step!r} must be in [0, {run.cycles}) for B={B}, D={D}, F={F}")
 

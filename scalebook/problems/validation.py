@@ -11,7 +11,7 @@ from ..hardware.gpu import GpuCluster
 from ..models import get_model
 from ..training.pipeline import pipeline_bubble
 from ..training.planner import plan
-from ..validation import Run, runs
+from ..validation import PublishedRun, runs
 from . import problem
 
 GPT_FAST = "gpt-fast Llama-2-70B TP{}"  # batch-1 decode of Llama-2-70B in bf16 on n A100s, tokens/s
@@ -21,7 +21,7 @@ TTFT_7B_128 = "TRT-LLM Llama-2-7B fp8 TP1, TTFT 128"  # TensorRT-LLM first-token
 BYTES_PER_PARAM = 18  # mixed precision with Adam: bf16 weights and grads, fp32 master, two fp32 moments, slack
 
 
-def _run(run_id: str) -> Run:
+def _run(run_id: str) -> PublishedRun:
     """The suite's run with this id."""
     return next(r for r in runs() if r.id == run_id)
 

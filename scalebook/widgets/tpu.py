@@ -196,12 +196,12 @@ def offload_explorer(chip: str = "v5e", X: int = 4, Y: int = 4, N: float = 128 *
 
 
 @lru_cache(maxsize=64)
-def _run(B: int, D: int, F: int) -> _systolic.Run:
+def _run(B: int, D: int, F: int) -> _systolic.Simulation:
     return _systolic.simulate(*_systolic.example(B, D, F))
 
 
-@checks(step="count0", cell="count", run=is_a(_systolic.Run))
-def systolic_svg(run: _systolic.Run, step: int, cell: int = 56) -> str:
+@checks(step="count0", cell="count", run=is_a(_systolic.Simulation))
+def systolic_svg(run: _systolic.Simulation, step: int, cell: int = 56) -> str:
     """Return an SVG of cycle `step` of a simulated run: weights, the activation in each busy PE coloured by
     its row of X, the partial sums passed down, waiting activations on the left and finished outputs below."""
     (B, D), F = run.X.shape, run.W.shape[1]

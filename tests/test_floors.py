@@ -1,0 +1,144 @@
+"""House rules for where a number lives (issue #28): the ground floor computes, `plots/` draws, `widgets/` explores.
+
+Two rules, read from the source with `ast` (nothing is imported):
+
+1. Only `widgets/` imports `plots/`. Every `import` or `from ... import` in the package that names `scalebook.plots`
+   or one of its modules (absolute or relative) sits in a module of `scalebook/plots/` or `scalebook/widgets/`, or
+   under `if TYPE_CHECKING:` in a face (an `__init__.py`, where it only tells type checkers what the face serves).
+2. `plots/` defines no computing function of its own. Each public top-level name a `plots/` module defines (a
+   `def` or `class` whose name does not start with `_`) is drawing: a function whose return annotation names
+   `Figure`, a primitive whose first parameter is `ax` (it draws on an axes a figure passes in), a function that
+   returns `str` (the text of a label), or one of `DRAWING`, the canvas-and-style helpers below. Anything else
+   computes, and belongs on the ground floor. `NOT_YET_MOVED` lists what still does, each with where it belongs:
+   the test fails on any other, and on a listed one that has moved (so the list only shrinks).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "scalebook"
+
+DRAWING = {
+    "base.figure": "a closed figure in the house style",
+    "base.house_style": "matplotlib's defaults set to the house style",
+    "diagram.canvas": "an empty schematic figure", "diagram.panels": "a row of schematic panels",
+    "collective_steps.to_rgb": "a colour name as an RGB triple",
+}
+NOT_YET_MOVED = {
+    "chip.mxus_per_core": "hardware.chips (a chip's MXU count)",
+    "chip.vpu_flops_per_core": "hardware.sm (the VPU's FLOP/s)",
+    "chip.pipeline_stages": "a ground module of ch. 2's pipelining",
+    "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
+    "inference.Breakdown": "inference (a decode step's terms against the batch)",
+    "inference.breakdown_curves": "inference", "inference.kv_variant_table": "inference",
+    "parallelism.Transfer": "training (the collectives of a strategy's pass)",
+    "parallelism.pass_collectives": "training",
+    "profile.timeline": "nowhere: it draws, but says it returns Any",
+    "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
+    "tpu.ladder_rows": "hardware (the bandwidth ladder of a chip)",
+    "trace.memory_order": "profiling", "training.per_chip": "training.footprint",
+    "transformer.layer_einsums": "models (a layer's einsums)",
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The absolute names an import statement brings in, `from . import x` counted as `package.x`."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    package = _dotted(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - node.level + 1] if node.level else []
+    module = ".".join(base + ([node.module] if node.module else []))
+    return [module] + [f"{module}.{a.name}" for a in node.names]
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    return {n.lineno for stmt in tree.body if isinstance(stmt, ast.If) and ast.unparse(stmt.test) == "TYPE_CHECKING"
+            for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+
+
+def plots_importers() -> list[str]:
+    """Every 'module:line' outside plots/ and widgets/ that imports plots/ (rule 1)."""
+    found = []
+    for path in _modules():
+        name = _dotted(path)
+        if name.startswith(("scalebook.plots", "scalebook.widgets")):
+            continue
+        tree = ast.parse(path.read_text())
+        typing_only = _type_checking_lines(tree) if path.name == "__init__.py" else set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in typing_only and any(
+                    n == "scalebook.plots" or n.startswith("scalebook.plots.") for n in _imported(path, node)):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def _draws(node: ast.FunctionDef | ast.ClassDef, key: str) -> bool:
+    if isinstance(node, ast.ClassDef):
+        return False
+    returns = ast.unparse(node.returns) if node.returns else ""
+    first = node.args.args[0].arg if node.args.args else ""
+    return "Figure" in returns or first == "ax" or returns == "str" or key in DRAWING
+
+
+def computing_in_plots() -> set[str]:
+    """Every public 'module.name' a plots/ module defines that is not drawing (rule 2)."""
+    found = set()
+    for path in sorted((PACKAGE / "plots").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                key = f"{path.stem}.{node.name}"
+                if not _draws(node, key):
+                    found.add(key)
+    return found
+
+
+def test_only_widgets_import_plots():
+    assert plots_importers() == [], "only widgets/ (and plots/ itself) may import plots/: move the number to the " \
+                                    "ground floor, or the caller to widgets/"
+
+
+def test_plots_define_no_computing_function_beyond_the_listed_ones():
+    found = computing_in_plots()
+    assert found - set(NOT_YET_MOVED) == set(), "plots/ draws what a ground function returns: compute it there"
+    assert set(NOT_YET_MOVED) - found == set(), "moved (or now drawing): take it off NOT_YET_MOVED"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ..plots.base import figure\n", True), ("from ..plots import profile\n", True),
+    ("import scalebook.plots.roofline as m\n", True), ("from ..units import checks\n", False),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import plots\n", False),
+])
+def test_the_import_rule_sees_relative_and_absolute_imports(tmp_path, monkeypatch, source, expected):
+    """The rule can fail: a ground module (a face for the TYPE_CHECKING case) that imports plots/ is reported."""
+    package = tmp_path / "scalebook"
+    (package / "training").mkdir(parents=True)
+    name = "__init__.py" if "TYPE_CHECKING" in source else "training/book.py"
+    (package / name).write_text(source)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    assert bool(plots_importers()) is expected
+
+
+def test_the_drawing_rule_flags_a_calculator(tmp_path, monkeypatch):
+    """A plots/ module that defines a public function returning numbers is reported; figures and ax helpers not."""
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "x.py").write_text(
+        "def crossover(B: float) -> float:\n    return B\n\ndef draw() -> Figure:\n    pass\n\n"
+        "def label(ax, text: str) -> None:\n    pass\n\ndef _helper() -> float:\n    return 1.0\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
+    assert computing_in_plots() == {"x.crossover"}
