@@ -8,7 +8,7 @@ NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb exercises/*.ipynb
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book lab test test-fast test-site lint sync check-sync exercises clean
+.PHONY: venv book lab test test-site lint sync check-sync exercises clean
 
 venv: $(STAMP)
 
@@ -25,10 +25,31 @@ book: venv
 	$(BIN)/jupyter-book build . -W --builder html
 	@echo "open _build/html/index.html"
 
+## notebook-filter: git reads the .ipynb twins through `python -m scalebook.notebooks strip` (.gitattributes names
+## the filter), so a chapter run and saved in JupyterLab keeps its outputs on disk and `git status` stays clean
+.PHONY: notebook-filter
+notebook-filter:
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+		git config filter.scalebook-notebook.clean "$(abspath $(BIN))/python -m scalebook.notebooks strip"; fi
+
+## pdf: print the website to one PDF, _build/pdf/scalebook.pdf: every page of _toc.yml through headless Chromium
+## (figures, maths by the site's MathJax), merged by pypdf behind a table of contents, with bookmarks
+.PHONY: pdf chromium
+pdf: book chromium
+	$(BIN)/python _ext/pdf_book.py --site _build/html --out _build/pdf/scalebook.pdf
+
+## chromium: install Debian's chromium if it is missing (the site's tests and the PDF need it)
+chromium:
+	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
+		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+		|| (echo "chromium could not be installed here: the site cannot be checked or printed" && false)
+
 ## lab: open JupyterLab on the chapters (as a user, or as root in a container: then it adds --allow-root).
 ## It serves the repository root, so that jupytext.toml applies, and opens the file browser at chapters/.
-lab: venv
+## A chapter run and saved leaves `git status` clean (notebook-filter, and scalebook.notebooks.after_save).
+lab: venv notebook-filter
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
+		--ContentsManager.post_save_hook=scalebook.notebooks.after_save \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint, pairing check, package tests, then every chapter, solution and exercise notebook under nbval
@@ -39,17 +60,9 @@ test: venv lint check-sync
 	$(BIN)/python -m pytest -q tests --ignore=tests/site
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
 
-## test-fast: the edit loop, in about a minute: the package tests not marked `slow` (no nbval, no sandboxed
-## grading, no multi-process runs, no notebook kernels); `make test` stays the full gate
-test-fast: venv
-	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider tests --ignore=tests/site
-
 ## test-site: build the site, then open every page in headless Chromium (installed from Debian if missing):
 ## fails on an exception, console error or failed load, a missing image, a broken link or anchor
-test-site: book
-	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
-		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
-		|| (echo "chromium could not be installed here: the site cannot be checked" && false)
+test-site: book chromium
 	$(BIN)/python -m pytest -q tests/site
 
 lint: venv

@@ -6,12 +6,14 @@ The repository URL lives only in `_config.yml`; install cells and README badges 
 
     python -m scalebook.notebooks sync    # regenerate everything derived (what `make sync` runs)
     python -m scalebook.notebooks check   # fail when anything derived is stale (what `make test` runs)
+    python -m scalebook.notebooks strip   # stdin to stdout: a saved twin as tracked (git's filter, `make lab`)
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,8 @@ from pathlib import Path
 from .grading import strip_solutions
 
 __all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "foreign_links",
-           "derive_exercise", "twin_text", "readme_table", "expected_files", "sync", "check", "main"]
+           "derive_exercise", "twin_text", "strip_outputs", "after_save", "readme_table", "expected_files", "sync",
+           "check", "main"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
 INSTALL_MARK = "# scalebook install cell: generated from _config.yml by `make sync`; edit that file, not this cell."
@@ -156,6 +159,45 @@ def twin_text(md_path: Path) -> str:
     return jupytext.writes(nb, fmt="ipynb")
 
 
+def strip_outputs(text: str) -> str:
+    """Return a saved .ipynb twin as it is tracked: no outputs or execution counts, and only the metadata the
+    twins carry (jupytext.toml's filters: the notebook's accelerator, colab, kernelspec and jupytext; cell tags).
+
+    git runs it as the twins' clean filter (.gitattributes; `make lab` configures it), so a reader who runs and
+    saves a chapter still has a clean `git status`, and `git pull` works. For a twin as `twin_text` wrote it, the
+    result is the same text, byte for byte.
+    """
+    import nbformat
+
+    nb = nbformat.reads(text, as_version=4)
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in ("accelerator", "colab", "kernelspec", "jupytext")}
+    for cell in nb.cells:
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nbformat.writes(nb)
+
+
+def after_save(model: dict | None = None, os_path: str = "", contents_manager: object = None, **kwargs: object) -> None:
+    """Jupyter's post-save hook (`make lab` sets it): when a saved notebook differs from git's copy only by what
+    the strip filter removes (a run's outputs), record that in git's index, so `git status` stays clean.
+
+    git compares a file's size before it asks the filter, so a twin saved with outputs would show as modified
+    until `git add`. The hook runs that `git add` only when `git diff` (through the filter) is empty: a reader's
+    own edit of a cell stays a visible modification. It touches only tracked twins (.gitattributes names the filter
+    for them); outside a git checkout, or for any other file, it does nothing.
+    """
+    path = Path(os_path)
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args, "--", path.name], cwd=path.parent, capture_output=True, text=True)
+
+    if not path.is_file() or not git("check-attr", "filter").stdout.strip().endswith(": scalebook-notebook"):
+        return
+    if git("ls-files", "--error-unmatch").returncode == 0 and git("diff", "--quiet").returncode == 0:
+        git("add")
+
+
 def _title(md_path: Path) -> str:
     match = re.search(r"^# (.+)$", md_path.read_text(encoding="utf-8"), re.M)
     return match.group(1).strip() if match else md_path.stem
@@ -261,9 +303,12 @@ def check(root: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scalebook.notebooks", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["sync", "check"])
+    parser.add_argument("command", choices=["sync", "check", "strip"])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root (default: here)")
     args = parser.parse_args(argv)
+    if args.command == "strip":
+        sys.stdout.buffer.write(strip_outputs(sys.stdin.buffer.read().decode("utf-8")).encode("utf-8"))
+        return 0
     if args.command == "sync":
         for path in sync(args.root):
             print(f"updated {path.relative_to(args.root)}")

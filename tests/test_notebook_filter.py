@@ -1,0 +1,133 @@
+"""A reader's run leaves git clean: the twins' strip filter (.gitattributes) and JupyterLab's post-save hook, both
+set up by `make lab`.
+
+A chapter saved in JupyterLab after Run All holds outputs, execution counts, `language_info`, widget state and
+per-cell run metadata. With the filter configured as `make notebook-filter` does, git reads that file as the
+tracked twin, and the hook (`scalebook.notebooks.after_save`, which jupyter_server calls after writing the file)
+refreshes git's index: `git status` is clean, the outputs stay on disk, and `git pull` brings in a new version of
+the chapter. Without the filter the same save shows as a modification, and so does a reader's edit of a cell.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scalebook import notebooks
+
+nbformat = pytest.importorskip("nbformat")
+
+ROOT = Path(__file__).resolve().parents[1]
+TWIN = "chapters/01_rooflines.ipynb"
+TWINS = sorted(p for folder in notebooks.FOLDERS for p in (ROOT / folder).glob("*.ipynb"))
+
+needs_git = pytest.mark.skipif(not (shutil.which("git") and shutil.which("make")), reason="needs git and make")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def _configure(repo: Path) -> None:
+    """Set up the filter in `repo` as `make lab` does, with this interpreter's scalebook."""
+    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "notebook-filter",
+                    f"BIN={Path(sys.executable).parent}"], cwd=repo, check=True, capture_output=True)
+
+
+def _repo(path: Path, filtered: bool) -> Path:
+    """A git repository holding the twin and .gitattributes; its filter configured by `make notebook-filter`."""
+    (path / "chapters").mkdir(parents=True)
+    shutil.copy(ROOT / TWIN, path / TWIN)
+    shutil.copy(ROOT / ".gitattributes", path / ".gitattributes")
+    _git(path, "init", "-q")
+    _git(path, "config", "user.email", "reader@example.org")
+    _git(path, "config", "user.name", "reader")
+    if filtered:
+        _configure(path)
+    _git(path, "add", ".")
+    _git(path, "commit", "-q", "-m", "the book")
+    return path
+
+
+def _run_all_and_save(path: Path, edit: str = "") -> None:
+    """Write the twin as JupyterLab saves it after Run All (nbformat, as jupyter_server writes notebooks), with
+    `edit` appended to the first code cell, then run the post-save hook as jupyter_server does."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.2"}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+    for count, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.execution_count = count + 1
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="calibrating: 100%\n"),
+                        nbformat.v4.new_output("execute_result", {"text/plain": "240.2"}, execution_count=count + 1)]
+        cell.metadata["execution"] = {"iopub.status.busy": "2026-12-04T03:00:00.000Z"}
+        cell.metadata["scrolled"] = True
+    next(c for c in nb.cells if c.cell_type == "code").source += edit
+    nbformat.write(nb, path)
+    notebooks.after_save(model={"type": "notebook"}, os_path=str(path), contents_manager=None)
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_tracked_twin_passes_the_filter_unchanged(twin: Path):
+    text = twin.read_text(encoding="utf-8")
+    assert notebooks.strip_outputs(text) == text
+
+
+@needs_git
+def test_run_all_and_save_leaves_git_status_clean_and_the_outputs_on_disk(tmp_path: Path):
+    repo = _repo(tmp_path / "book", filtered=True)
+    _run_all_and_save(repo / TWIN)
+    assert "240.2" in (repo / TWIN).read_text(encoding="utf-8")
+    assert _git(repo, "status", "--porcelain") == ""
+    assert _git(repo, "diff") == ""
+
+
+@needs_git
+def test_an_edited_cell_stays_a_modification(tmp_path: Path):
+    repo = _repo(tmp_path / "book", filtered=True)
+    _run_all_and_save(repo / TWIN, edit="\nanswer = 42")
+    assert _git(repo, "status", "--porcelain") == f" M {TWIN}\n"
+    assert "+    \"answer = 42\"" in _git(repo, "diff") and "240.2" not in _git(repo, "diff")
+
+
+def test_jupyter_server_accepts_the_hook_make_lab_names():
+    manager = pytest.importorskip("jupyter_server.services.contents.manager")
+    hook = manager.ContentsManager(post_save_hook="scalebook.notebooks.after_save").post_save_hook
+    assert hook is notebooks.after_save
+
+
+@needs_git
+def test_without_the_filter_the_same_save_is_a_modification(tmp_path: Path):
+    repo = _repo(tmp_path / "book", filtered=False)
+    _run_all_and_save(repo / TWIN)
+    assert _git(repo, "status", "--porcelain") == f" M {TWIN}\n"
+
+
+@needs_git
+def test_git_pull_works_after_a_reading_session(tmp_path: Path):
+    upstream = _repo(tmp_path / "upstream", filtered=False)
+    reader = tmp_path / "reader"
+    _git(tmp_path, "clone", "-q", str(upstream), str(reader))
+    _configure(reader)
+    _run_all_and_save(reader / TWIN)
+    nb = nbformat.read(upstream / TWIN, as_version=4)
+    nb.cells[0].source += "\n\nA sentence added upstream."
+    (upstream / TWIN).write_text(nbformat.writes(nb), encoding="utf-8")  # as `make sync` writes twins
+    _git(upstream, "commit", "-q", "-am", "a new sentence")
+    for key, value in (("user.email", "reader@example.org"), ("user.name", "reader"), ("pull.rebase", "false")):
+        _git(reader, "config", key, value)
+    _git(reader, "pull", "-q")
+    assert "A sentence added upstream." in (reader / TWIN).read_text(encoding="utf-8")
+    assert _git(reader, "status", "--porcelain") == ""
+
+
+@needs_git
+def test_the_hook_leaves_an_untracked_notebook_alone(tmp_path: Path):
+    repo = _repo(tmp_path / "book", filtered=True)
+    mine = repo / "chapters" / "mine.ipynb"
+    shutil.copy(repo / TWIN, mine)
+    notebooks.after_save(model={"type": "notebook"}, os_path=str(mine), contents_manager=None)
+    assert _git(repo, "status", "--porcelain") == "?? chapters/mine.ipynb\n"
