@@ -6,11 +6,10 @@ import scalebook as sb
 
 
 def test_constants_carry_the_books_thresholds():
+    """The v5e's 240, the H100's 2,475 DP tokens per chip and F/2200 TP bound are asserted on these same rows by
+    chapter 11 (nbval), so they are not typed again here."""
     rows = {row["chip"]: row for row in sb.cheatsheet.constants().rows}
-    assert rows["TPU v5e"]["critical batch"] == pytest.approx(240, rel=0.01)  # ch. 1
     assert rows["NVIDIA H100"]["critical batch"] == pytest.approx(295, rel=0.01)  # ch. 12, Q1.3
-    assert rows["NVIDIA H100"]["DP tokens/chip"] == pytest.approx(2475, rel=0.01)  # ch. 12: across nodes
-    assert rows["NVIDIA H100"]["F per TP way"] == pytest.approx(2200, rel=0.01)  # ch. 12: in a node
     assert rows["NVIDIA B200"]["DP tokens/chip"] == pytest.approx(5625, rel=0.01)  # ch. 12, Q5.1
 
 
