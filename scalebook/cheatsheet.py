@@ -18,7 +18,7 @@ from .models import get_model
 from .roofline import critical_batch as matmul_critical_batch
 from .roofline import matmul
 from .tables import Table
-from .training import min_tokens_per_chip, tp_limit
+from .training.book import min_tokens_per_chip, tp_limit
 from .units import checks, fmt_bytes, fmt_rate, fmt_time
 
 __all__ = ["constants", "formulas"]

@@ -194,6 +194,17 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
+def _through_a_face(module: str, tree: ast.Module, faces: dict[str, dict[str, str]]) -> list[str]:
+    """Names `module` imports through a face rather than from the module that defines them (a face's submodule,
+    `from .. import collectives`, is a module and may be imported so)."""
+    out, is_package = [], MODULES.get(module, PACKAGE).name == "__init__.py"
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0):
+        for face in (t for t in _resolve(module, node, is_package, {}) if t in faces):
+            out += [f"line {node.lineno}: {a.name} (from {face}.{faces[face][a.name]})" for a in node.names
+                    if faces[face].get(a.name, a.name) != a.name]
+    return out
+
+
 def _binds_module(dotted: str) -> bool:
     """Whether `import <dotted> as m` binds the module (a face that flattens a same-named function binds that)."""
     package, _, name = dotted.rpartition(".")
@@ -241,6 +252,13 @@ def test_an_old_name_without_warning_or_removal_release_is_found():
     assert [p.split(":")[0] for p in _deprecation_problems(Silent, "0.1.0")] == ["old", "older", "older"]
 
 
+def test_a_name_imported_through_a_face_is_found():
+    faces = {"scalebook.training": {"plan": "planner", "book": "book"}}
+    tree = ast.parse("from ..training import plan, book\nfrom ..training.planner import plan as p\n")
+    found = _through_a_face("scalebook.problems.training", tree, faces)
+    assert found == ["line 1: plan (from scalebook.training.planner)"]
+
+
 def test_a_face_that_flattens_a_same_named_function_binds_the_function(tmp_path, monkeypatch):
     (tmp_path / "flatface").mkdir()
     (tmp_path / "flatface" / "__init__.py").write_text("from .roofline import roofline\n")
@@ -271,6 +289,12 @@ def test_no_module_level_getattr_except_a_face_s_table(module: str):
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_package_is_a_face_or_says_why_not(package: str):
     assert package in FACES or package in NOT_FACES, f"{package}: add it to FACES or say why in NOT_FACES"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_a_sibling_from_its_defining_file_not_a_face(module: str):
+    faces = {face: _table(face) for face in FACES}
+    assert not _through_a_face(module, _tree(module), faces), "import each name from the module the face names"
 
 
 @pytest.mark.parametrize("face", FACES)

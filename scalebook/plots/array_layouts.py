@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hardware import TpuMesh
+from ..hardware.topology import TpuMesh
 from ..kinds import mapping_of
 from ..rings import Coord, axis_sizes, device_blocks
 from ..sharding import ArraySpec, parse_expr, parse_spec, sharded_matmul

@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..collectives import all_reduce
-from ..hardware import get_chip, sm
+from ..hardware import sm
+from ..hardware.chips import get_chip
 from ..hardware.gpu import NVLINK, GpuCluster
 from ..kinds import positive_range
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time, is_a

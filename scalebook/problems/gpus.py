@@ -11,7 +11,9 @@ from ..hardware.gpu import GpuCluster, get_cluster
 from ..hardware.sm import clock_from_vector_flops, cuda_cores, tensor_core_flops_per_cycle, vector_add
 from ..models import get_model
 from ..roofline import critical_intensity, matmul
-from ..training import check_parallelism, min_tokens_per_chip, pipeline_comms, tp_limit
+from ..training.book import min_tokens_per_chip, tp_limit
+from ..training.pipeline import pipeline_comms
+from ..training.planner import check_parallelism
 from . import problem
 
 # LLaMA 3.1-405B's model width and MLP width, used by several problems.

@@ -20,7 +20,7 @@ from ..inference import (
 )
 from ..models import get_model
 from ..roofline import critical_batch
-from ..training import tp_limit
+from ..training.book import tp_limit
 from . import problem
 
 V6E_USD_PER_HOUR = 2.70  # an assumed price for problem 1 (the chapter's price table has no v6e)

@@ -10,16 +10,9 @@ from __future__ import annotations
 import math
 
 from ..models import get_model
-from ..training import (
-    expert_parallel,
-    max_params,
-    memory,
-    min_tokens_per_chip,
-    pipeline_bubble,
-    step_time,
-    tp_limit,
-    x_opt,
-)
+from ..training.book import expert_parallel, min_tokens_per_chip, step_time, tp_limit, x_opt
+from ..training.footprint import max_params, memory
+from ..training.pipeline import pipeline_bubble
 from . import problem
 
 # LLaMA 3-405B's MLP width and a full TPU v5p pod (16 x 20 x 28 chips), shared by several problems.

@@ -10,7 +10,8 @@ import math
 
 from ..hardware.chips import get_chip
 from ..models import from_hf_config, get_model, hf_config
-from ..training import memory, min_tokens_per_chip
+from ..training.book import min_tokens_per_chip
+from ..training.footprint import memory
 from ..training.planner import plan
 from . import problem
 

@@ -10,7 +10,8 @@ from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
 from ..roofline import critical_batch, einsum_flops
 from ..sharding import sharded_matmul
-from ..training import activation_bytes, mfu
+from ..training.book import mfu
+from ..training.footprint import activation_bytes
 from ..units import dtype_bytes
 from . import problem
 

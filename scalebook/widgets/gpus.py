@@ -12,7 +12,8 @@ from ..hardware.gpu import PRESETS, get_cluster
 from ..roofline import critical_intensity
 from ..svg import Chart
 from ..tables import Table
-from ..training import check_parallelism, min_tokens_per_chip
+from ..training.book import min_tokens_per_chip
+from ..training.planner import check_parallelism
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time, geomspace
 from .core import Explorer, Log, explore
 from .sharding import _first

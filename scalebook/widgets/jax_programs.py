@@ -5,7 +5,7 @@ routing sends (10.Q2), and how much of a collective matmul's communication hides
 
 from __future__ import annotations
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..rings import overlapped_ring_time
 from ..roofline import estimate
 from ..tables import Table

@@ -14,7 +14,7 @@ from typing import Any
 from ..hardware.chips import Chip, get_chip
 from ..models import LETTER_MEANINGS, TransformerConfig, config_table, get_model, model_names
 from ..tables import Table
-from ..training import min_tokens_per_chip, tp_limit, x_opt
+from ..training.book import min_tokens_per_chip, tp_limit, x_opt
 from ..training.planner import plan
 from ..units import checks, fmt_flops, fmt_si, fmt_time, is_a
 from .core import Explorer, Log, explore

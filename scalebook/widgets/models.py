@@ -18,7 +18,7 @@ from ..models import REMAT_POLICIES, TransformerConfig, flop_conventions, get_mo
 from ..roofline import attention, critical_intensity
 from ..svg import Chart
 from ..tables import Table
-from ..training import REMAT_SAVES, activation_bytes
+from ..training.footprint import REMAT_SAVES, activation_bytes
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_si, geomspace
 from .core import Explorer, Log, explore
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hardware import get_chip
+from ..hardware.chips import get_chip
 from ..kinds import has
 from ..roofline import achievable_flops, estimate
 from ..svg import Chart

@@ -14,20 +14,10 @@ from ..models import get_model
 from ..plots.training import STRATEGY_LABELS, per_chip, tokens
 from ..svg import Chart
 from ..tables import Table
-from ..training import (
-    PIPELINE_SCHEDULES,
-    REMAT_SAVES,
-    idle_fraction,
-    max_params,
-    memory,
-    min_tokens_per_chip,
-    pipeline_bubble,
-    pipeline_schedule,
-    step_time,
-    tp_limit,
-    x_opt,
-)
+from ..training.book import min_tokens_per_chip, step_time, tp_limit, x_opt
 from ..training.curves import strategy_cost, strategy_curves
+from ..training.footprint import REMAT_SAVES, max_params, memory
+from ..training.pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_schedule
 from ..units import checks, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
 from .sharding import TPU_CHIPS, _first
