@@ -19,7 +19,7 @@ import math
 
 from .hardware.chips import Chip, get_chip
 from .models import TransformerConfig
-from .units import check_int, checks, is_a
+from .units import checks, is_a
 
 __all__ = ["GPU_TILES", "quantization", "layer_efficiency"]
 
@@ -56,7 +56,6 @@ def layer_efficiency(model: TransformerConfig, tokens: float, chip: Chip | str, 
     up (and gate) [D -> F/tp] and down [F/tp -> D] projections (M = the rows, N = each output width). An MoE's
     experts (width `F_expert`) each see the k/E share of the tokens of the `ep` chips that split them."""
     M = max(1, round(tokens))
-    tp, ep = check_int("tp", tp), check_int("ep", ep)
     mlp = 2 if model.gated else 1
     F = (model.F_expert or model.F) if model.is_moe else model.F
     expert_rows = max(1, round(tokens * ep * model.k / model.E)) if model.is_moe else M

@@ -35,7 +35,7 @@ from .hlo import HloOp, padding, parse_hlo, parse_op, scalebook_dtype
 from .roofline import estimate
 from .runtime import a_function, compile_jit
 from .tables import Table
-from .units import check_int, checks, fmt_bytes, fmt_flops, fmt_time, is_a
+from .units import checks, fmt_bytes, fmt_flops, fmt_time, is_a
 
 # `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) are re-exported under the names chapter 9 uses.
 __all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "op_kind", "op_scope",
@@ -302,7 +302,6 @@ def capture(fn: Callable[..., Any], *args: Any, repeats: int = 3, chip: Chip | s
     """
     if not callable(fn):
         raise ValueError(f"fn must be a function, got {type(fn).__name__} {fn!r}")
-    repeats = check_int("repeats", repeats)
     import jax
 
     chip = get_chip(chip) if isinstance(chip, str) else chip or _default_chip()

@@ -49,10 +49,6 @@ def estimate(
     FLOP/s to what kernels really reach (TPUs ~0.95, H100/B200 ~0.8-0.85).
     """
     chip = get_chip(chip)
-    if flops < 0 or nbytes < 0:
-        raise ValueError(f"flops and nbytes must be non-negative, got flops={flops!r}, nbytes={nbytes!r}")
-    if not 0 < efficiency <= 1:
-        raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
     C = chip.peak_flops(dtype) * efficiency
     W = _bandwidth(chip, bandwidth)
     return Estimate(
@@ -144,7 +140,6 @@ def matmul_intensity(B: float, D: float, F: float, dtype: str = "bf16") -> float
 @checks(N="size", dtype="dtype")
 def dot(N: float, chip: Chip | str, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a dot product of two length-N vectors (2N-1 FLOPs; reads 2N, writes 1)."""
-    N = check_positive("N", N)
     b = dtype_bytes(dtype)
     return estimate(2 * N - 1, (2 * N + 1) * b, chip, dtype=dtype, label=f"dot of two {dtype}[{N:g}]")
 
@@ -268,7 +263,6 @@ def tiled_intensity(bm: float, bn: float, dtype: str = "bf16") -> float:
     Each k-step loads bm·bk + bk·bn elements and does 2·bm·bk·bn FLOPs, so the intensity is
     2·bm·bn / ((bm + bn)·size) — in bf16 (2 bytes) the book's bm·bn/(bm+bn).
     """
-    bm, bn = check_positive("bm", bm), check_positive("bn", bn)
     return 2 * bm * bn / ((bm + bn) * dtype_bytes(dtype))
 
 

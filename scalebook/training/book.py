@@ -29,7 +29,7 @@ from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..hardware.gpu import GpuCluster, resolve
 from ..models import TransformerConfig, get_model
-from ..units import check_int, check_positive, checks, dtype_bytes, is_a
+from ..units import check_int, checks, dtype_bytes, is_a
 from .pipeline import pipeline_bubble, pipeline_comms
 
 __all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "tp_limit", "x_opt",
@@ -176,7 +176,6 @@ def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str =
     C is the peak in `dtype` and b its bytes per activation, so precision cancels out (int8 doubles C and
     halves the bytes): in bf16 the bound is the book's M_Y · F · W / C.
     """
-    F, M_Y = check_positive("F", F), check_int("M_Y", M_Y)
     chip, W = _chip_and_link(chip)
     return M_Y * 2 * F * W / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 

@@ -105,7 +105,6 @@ def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1
     model = get_model(model)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
-    n_chips = check_int("n_chips", n_chips)
     P = model.param_count()
     return Memory(
         params=P * dtype_bytes(param_dtype),

@@ -373,7 +373,6 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     """
     model = get_model(model)
     hardware, chip = resolve(chip)
-    n_chips = check_int("n_chips", n_chips)
     if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
         raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
     if efficiency is None:
