@@ -43,11 +43,10 @@ def test_llama2_13b_table_with_a_five_times_smaller_cache(batch):
 
 
 def test_pop_quiz_30b_on_a_4x4():
-    # 7.PQ: 30B int8 weights, 16 v5e, 8192 tokens at 100 kB/token: batch 4 ~2.5 ms; batch 256 ~21 ms.
+    # 7.PQ: 30B int8 weights, 16 v5e, 8192 tokens at 100 kB/token (chapter 7 asserts the book's ~2.5 ms at batch
+    # 4 and ~21 ms at batch 256).
     kv = 100e3 * 8192
-    assert inf.decode_time(30e9, kv, 4, "v5e", 16, param_bytes=1).time == pytest.approx(2.5e-3, rel=0.02)
     big = inf.decode_time(30e9, kv, 256, "v5e", 16, param_bytes=1)
-    assert big.time == pytest.approx(21e-3, rel=0.01)
     assert big.t_math > big.t_params  # at batch 256 the FLOPs, not the weight reads, sit beside the KV reads
 
 
@@ -64,12 +63,10 @@ def test_q1_to_q3_the_chapter_7_model():
     assert inf.decode_step(m, "v5e", 16, 1, 0, param_bytes=1).t_params == pytest.approx(1.4e-3, rel=0.02)
 
 
-def test_q5_moe_version_of_the_chapter_7_model():
-    # 7.Q5: E = 16, k = 2 -> ~212e9 total, ~31.2e9 active; compute-bound above 240·16/2 = 1920 tokens.
+def test_q5_an_moe_is_compute_bound_e_over_k_times_later():
+    # 7.Q5: E = 16, k = 2 (chapter 7 asserts the book's ~212e9 total, ~31.2e9 active and 1920 tokens).
     m = dataclasses.replace(sb.get_model("ch7-model"), E=16, k=2)
-    assert m.param_count() == pytest.approx(212e9, rel=0.01)
-    assert m.param_count(active=True) == pytest.approx(31.2e9, rel=0.01)
-    assert inf.moe_critical_batch(m, "v5e") == pytest.approx(1920, rel=0.01)
+    assert inf.moe_critical_batch(m, "v5e") == pytest.approx(sb.roofline.critical_batch("v5e") * 16 / 2)
 
 
 def test_q7_two_dimensional_weight_stationary_wins_beyond_72_chips():
@@ -86,14 +83,11 @@ def test_chapter_8_llama3_70b_numbers():
     # 8.A1: int8 KV 2·K·H·L = 160 KiB per token; 5.3 GB per 32k sequence.
     assert m.kv_bytes_per_token(1) == 163840
     assert inf.kv_cache_bytes(m, 32768, 1, 1) == pytest.approx(5.37e9, rel=0.01)
-    # 8.A3: batch 32 at 8192 context, int8 on a v5e 4x2: ~17 ms per step, ~235 tokens/s per chip.
-    step = inf.decode_step(m, "v5e", 8, 32, 8192, param_bytes=1, kv_bytes=1)
-    assert step.time == pytest.approx(17e-3, rel=0.03)
-    assert step.tokens_per_second / 8 == pytest.approx(235, rel=0.03)
+    # 8.A3: batch 32 at 8192 context, int8 on a v5e 4x2 (~17 ms, ~235 tokens/s per chip: chapter 8 asserts them).
     # 8.A5: smallest slices for bf16 / int8 / int4 weights: 4x4, 4x2, 2x2.
     assert [inf.smallest_topology(m, "v5e", b) for b in (2, 1, 0.5)] == [(4, 4), (4, 2), (2, 2)]
-    # 8.A10: prefill of 8192 tokens on 16 v5e at 40% MFU ~ 0.91 s by the book's 2·P·T; causal attention adds ~8%.
-    assert inf.prefill(m, "v5e", 16, 8192, attention=False).time == pytest.approx(0.91, rel=0.01)
+    # 8.A10: prefill of 8192 tokens on 16 v5e at 40% MFU (~0.91 s by the book's 2·P·T, chapter 8 asserts it);
+    # causal attention adds ~8%.
     assert inf.prefill(m, "v5e", 16, 8192).time / inf.prefill(m, "v5e", 16, 8192, attention=False).time < 1.1
     # 8.A11: 32 sequences of 8192 + 4096 tokens finishing over 4096 steps free 96 tokens per step.
     assert inf.evicted_per_step(32, 8192, 4096) == 96
