@@ -1,7 +1,8 @@
-"""`make pdf` (_ext/pdf_book.py): the website printed to one PDF with a table of contents, bookmarks, figures and
-typeset maths. A two-page book of fixtures is printed without a site; with a built site (SCALEBOOK_SITE, default
-_build/html) its first two chapters are printed and read back, and _build/pdf/scalebook.pdf when `make pdf` has
-made it. Printing a whole site takes minutes, so the full PDF is checked only where it exists.
+"""`make pdf` (_ext/pdf_book.py): the website printed to one PDF with a table of contents, bookmarks, figures,
+typeset maths, and the folds (worked answers, folded cells) printed open. A two-page book of fixtures is printed
+without a site; with a built site (SCALEBOOK_SITE, default _build/html) its first two chapters are printed and
+read back, and _build/pdf/scalebook.pdf when `make pdf` has made it. Printing a whole site takes minutes, so the
+full PDF is checked only where it exists.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def test_two_chapters_of_the_site_print_with_title_figures_and_maths(tmp_path: P
     rooflines = _text(reader.pages[start:start + 6])
     assert "1. Rooflines: when FLOPs win and when bytes win" in rooflines
     assert "max(Tmath, Tcomms)" in rooflines  # a display formula, typeset by the site's MathJax
+    assert "One byte per element" in _text(reader.pages[start:])  # Q1's worked answer, printed open
+    assert "Show code cell" not in _text(reader.pages)  # and no fold's button
     assert sum(len(p.images) for p in reader.pages[start:]) >= 3  # the chapter's figures
 
 
