@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TWIN = "chapters/01_rooflines.ipynb"
 TWINS = sorted(p for folder in notebooks.FOLDERS for p in (ROOT / folder).glob("*.ipynb"))
 
-# The tests that run git and make in subprocesses also carry `slow` (seconds each on a busy machine).
 needs_git = pytest.mark.skipif(not (shutil.which("git") and shutil.which("make")), reason="needs git and make")
 
 
@@ -78,7 +77,6 @@ def test_a_tracked_twin_passes_the_filter_unchanged(twin: Path):
 
 
 @needs_git
-@pytest.mark.slow
 def test_run_all_and_save_leaves_git_status_clean_and_the_outputs_on_disk(tmp_path: Path):
     repo = _repo(tmp_path / "book", filtered=True)
     _run_all_and_save(repo / TWIN)
@@ -88,7 +86,6 @@ def test_run_all_and_save_leaves_git_status_clean_and_the_outputs_on_disk(tmp_pa
 
 
 @needs_git
-@pytest.mark.slow
 def test_an_edited_cell_stays_a_modification(tmp_path: Path):
     repo = _repo(tmp_path / "book", filtered=True)
     _run_all_and_save(repo / TWIN, edit="\nanswer = 42")
@@ -103,7 +100,6 @@ def test_jupyter_server_accepts_the_hook_make_lab_names():
 
 
 @needs_git
-@pytest.mark.slow
 def test_without_the_filter_the_same_save_is_a_modification(tmp_path: Path):
     repo = _repo(tmp_path / "book", filtered=False)
     _run_all_and_save(repo / TWIN)
@@ -111,7 +107,6 @@ def test_without_the_filter_the_same_save_is_a_modification(tmp_path: Path):
 
 
 @needs_git
-@pytest.mark.slow
 def test_git_pull_works_after_a_reading_session(tmp_path: Path):
     upstream = _repo(tmp_path / "upstream", filtered=False)
     reader = tmp_path / "reader"
@@ -130,7 +125,6 @@ def test_git_pull_works_after_a_reading_session(tmp_path: Path):
 
 
 @needs_git
-@pytest.mark.slow
 def test_the_hook_leaves_an_untracked_notebook_alone(tmp_path: Path):
     repo = _repo(tmp_path / "book", filtered=True)
     mine = repo / "chapters" / "mine.ipynb"
