@@ -3,9 +3,11 @@ key from the course secret outside the sandbox, and no notebook can earn marks w
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from scalebook.grading import ExpectationError, check
 from scalebook.problems import get_problem, list_problems
 from scalebook.variants import Param, canonical, draw, enrol, student_key, vary
 
+ROOT = Path(__file__).resolve().parents[1]
 SECRET = "course secret of CS 599, spring 2027"
 VARIED = [p for p in list_problems() if p.params]
 ALL = list_problems()
@@ -52,7 +55,6 @@ def test_the_key_is_an_hmac_of_the_canonical_name():
         student_key("", "alice")
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: problem sets 04-14 are not parameterised yet")
 def test_most_problems_have_varied_inputs():
     assert len(VARIED) >= 0.9 * len(ALL), f"{len(VARIED)} of {len(ALL)} problems vary"
 
@@ -161,3 +163,48 @@ def test_param_draws_respect_steps_and_choices():
     assert {n.draw(rng) for _ in range(200)} == {1024 * k for k in range(1, 9)}
     assert {chip.draw(rng) for _ in range(50)} == {"v5e", "v6e", "v5p"}
     assert all(float(f"{v:.2g}") == v and 1e12 <= v <= 1e13 for v in (x.draw(rng) for _ in range(200)))
+
+
+def test_a_class_with_variants_earns_only_its_own_answers(tmp_path):
+    """Alice answers from her own values; Carol copies Alice's numbers, names herself Alice with Alice's key,
+    forges the variant in her environment and writes a record claiming Alice's seed: she earns nothing."""
+    import hostile
+
+    from scalebook import sandbox
+    from scalebook.autograde import grade
+
+    qids = ["01.1", "01.3", "01.7", "01.8"]
+    key = autograde._Key(SECRET)
+    alice_values = key.values("alice", qids)
+    alice_answers = {q: get_problem(q).reference(alice_values[q]) for q in qids}
+    honest_cells = [
+        "import scalebook as sb",
+        *[f"sb.check({q!r}, {alice_answers[q]!r})" for q in qids],
+    ]
+    forged = json.dumps({"student": "alice", "values": alice_values})
+    cheat_cells = [
+        "import os, json\nimport scalebook as sb",
+        f"sb.setup(quiet=True, student='alice', key={student_key(SECRET, 'alice')!r})",
+        f"os.environ[{variants.VARIANT!r}] = {forged!r}",
+        *[f"sb.check({q!r}, {alice_answers[q]!r})" for q in qids],
+        "import os, json\nopen(os.environ['SCALEBOOK_GRADE_ANSWERS'], 'a').write(json.dumps({'qid': '01.1', "
+        f"'answer': {alice_answers['01.1']!r}, 'student': 'alice', "
+        f"'seed': {student_key(SECRET, 'alice')!r}}}) + '\\n')",
+    ]
+    own_cells = ["import scalebook as sb", *[
+        f"v = sb.problem({q!r}).values\nsb.check({q!r}, {get_problem(q).reference(key.values('dan', [q])[q])!r})"
+        for q in qids]]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, cells in (("alice", honest_cells), ("carol", cheat_cells), ("dan", own_cells)):
+        (subs / f"{name}__01_rooflines.ipynb").write_text(hostile.notebook(*cells))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=sandbox.available() is None, secret=SECRET, jobs=2)
+    with open(tmp_path / "g.csv", newline="", encoding="utf-8") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert all(rows[s]["status"] == "graded" for s in rows)
+    assert [rows["alice"][q] for q in qids] == [rows["dan"][q] for q in qids] == ["1", "2", "2", "2"]
+    assert [rows["carol"][q] for q in qids] == ["0", "0", "0", "0"]
+    feedback = (tmp_path / "feedback").glob("carol-*.md")
+    text = next(feedback).read_text()
+    carol_01_1 = get_problem("01.1").reference(key.values("carol", ["01.1"])["01.1"])
+    assert "✗ wrong — Hint" in text and f"{carol_01_1:.4g}" not in text

@@ -14,6 +14,7 @@ from ..roofline import critical_intensity, matmul
 from ..training.book import min_tokens_per_chip, tp_limit
 from ..training.pipeline import pipeline_comms
 from ..training.planner import check_parallelism
+from ..variants import vary
 from . import problem
 
 # LLaMA 3.1-405B's model width and MLP width, used by several problems.
@@ -22,186 +23,291 @@ D_405B, F_405B = 16384, 53248
 TOKENS_PER_GPU, D_MOE, TOP_K = 4096, 7168, 8
 
 
-def _moe_dispatch(cluster: GpuCluster) -> float:
-    """Seconds of one top-8 MoE dispatch AllToAll over every GPU of `cluster`, one expert per GPU."""
-    return all_to_all(cluster, None, cluster.gpus * TOKENS_PER_GPU * D_MOE, top_k=TOP_K).time
+def _moe_dispatch(cluster: GpuCluster, tokens: int = TOKENS_PER_GPU) -> float:
+    """Seconds of one top-8 MoE dispatch AllToAll of `tokens` per GPU over every GPU of `cluster`, one expert per
+    GPU."""
+    return all_to_all(cluster, None, cluster.gpus * tokens * D_MOE, top_k=TOP_K).time
 
 
-@problem("12.1", title="Integer work per cycle on an A100 tensor core", unit="ops/cycle")
-def a100_tensor_core_int8_ops_per_cycle() -> float:
-    """int8 operations one of the A100's 4 x 108 tensor cores does each cycle at the 1.41 GHz boost clock."""
-    return tensor_core_flops_per_cycle("a100", "int8", "boost")
+@problem("12.1", title="Integer work per cycle on an A100 tensor core", unit="ops/cycle", hints=(
+    "Peak ops/s is spread over 4 tensor cores per SM and the clock: divide.",
+    "peak {dtype} ops/s of a {chip} / (4 × SMs × boost clock).",
+))
+def a100_tensor_core_int8_ops_per_cycle(chip: str = vary("a100", choices=("a100", "h100", "h200", "v100")),
+                                        dtype: str = vary("int8", choices=("int8", "bf16"))) -> float:
+    """`dtype` operations one of `chip`'s tensor cores (4 per SM) does each cycle at the boost clock."""
+    return tensor_core_flops_per_cycle(chip, dtype, "boost")
 
 
-@problem("12.2", title="Adding two vectors on an H200", unit="s")
-def h200_vector_add() -> float:
-    """Roofline time of fp32[2**28] + fp32[2**28] on an H200's CUDA cores (memory-bound)."""
-    return vector_add(2**28, "h200").time
+@problem("12.2", title="Adding two vectors on an H200", unit="s", hints=(
+    "One FLOP per 12 bytes (two reads, one write of fp32): memory-bound.",
+    "12 bytes · {n} / HBM bandwidth of a {chip}.",
+))
+def h200_vector_add(n: int = vary(2**28, 2**24, 2**31, step=2**22),
+                    chip: str = vary("h200", choices=("h200", "h100", "a100", "v100"))) -> float:
+    """Roofline time of fp32[n] + fp32[n] on `chip`'s CUDA cores (memory-bound)."""
+    return vector_add(n, chip).time
 
 
-@problem("12.3", title="Gathering a weight matrix inside an A100 node", unit="s")
-def a100_node_all_gather() -> float:
-    """AllGather of bf16[8192, 28672] over the 8 GPUs of an A100 node (NVLink 3, 6 NVSwitches)."""
-    return all_gather(GpuCluster("a100", gpus=8), "node", 2 * 8192 * 28672).time
+@problem("12.3", title="Gathering a weight matrix inside an A100 node", unit="s", hints=(
+    "Inside a node every GPU sends through the NVSwitches at its NVLink egress bandwidth.",
+    "2 · {D} · {F} bytes × 7/8 / 3e11 B/s (A100 NVLink egress).",
+))
+def a100_node_all_gather(
+        D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(28672, 8192, 65536, step=1024)) -> float:
+    """AllGather of bf16[D, F] over the 8 GPUs of an A100 node (NVLink 3, 6 NVSwitches)."""
+    return all_gather(GpuCluster("a100", gpus=8), "node", 2 * D * F).time
 
 
-@problem("12.4", title="A gradient AllReduce across an H200 SuperPod", unit="s")
-def h200_pod_gradient_all_reduce() -> float:
-    """AllReduce of the bf16 gradients of 7e9 parameters over 1024 H200s (128 nodes, 4 scalable units)."""
-    return all_reduce(GpuCluster("h200", gpus=1024), None, 2 * 7e9).time
+@problem("12.4", title="A gradient AllReduce across an H200 SuperPod", unit="s", hints=(
+    "Across nodes the InfiniBand NICs (400 Gb/s per GPU) bind, not NVLink.",
+    "2 × 2 · {params} bytes / (per-GPU NIC bandwidth) over {gpus} GPUs.",
+))
+def h200_pod_gradient_all_reduce(
+        params: float = vary(7e9, 1e9, 7e10), gpus: int = vary(1024, 128, 1024, step=128)) -> float:
+    """AllReduce of the bf16 gradients of `params` parameters over `gpus` H200s."""
+    return all_reduce(GpuCluster("h200", gpus=gpus), None, 2 * params).time
 
 
-@problem("12.5", title="The same AllReduce with SHARP", unit="s")
-def h200_pod_sharp_all_reduce() -> float:
+@problem("12.5", title="The same AllReduce with SHARP", unit="s", hints=(
+    "In-network reduction sends each byte up once and back once: about half the traffic of a ring.",
+    "≈ 2 · {params} bytes / NIC bandwidth per GPU over {gpus} GPUs (SHARP).",
+))
+def h200_pod_sharp_all_reduce(
+        params: float = vary(7e9, 1e9, 7e10), gpus: int = vary(1024, 128, 1024, step=128)) -> float:
     """The AllReduce of problem 12.4 when NVSwitches and InfiniBand switches reduce in the network."""
-    return all_reduce(GpuCluster("h200", gpus=1024, sharp=True), None, 2 * 7e9).time
+    return all_reduce(GpuCluster("h200", gpus=gpus, sharp=True), None, 2 * params).time
 
 
-@problem("12.6", title="A ragged top-8 dispatch across 32 H800 nodes", unit="s")
-def h800_ragged_dispatch() -> float:
-    """Top-8 MoE dispatch of 4096 fp8 tokens (D = 7168) per GPU over 256 H800s, one expert per GPU."""
-    return _moe_dispatch(GpuCluster("h800", gpus=256))
+@problem("12.6", title="A ragged top-8 dispatch across 32 H800 nodes", unit="s", hints=(
+    "Most of each token's 8 copies leave the node: the NICs bind.",
+    "{tokens} · 8 · 7168 bytes × (share leaving the node) / NIC bandwidth, {gpus} GPUs.",
+))
+def h800_ragged_dispatch(tokens: int = vary(TOKENS_PER_GPU, 512, 16384, step=512),
+                         gpus: int = vary(256, 64, 512, step=64)) -> float:
+    """Top-8 MoE dispatch of `tokens` fp8 tokens (D = 7168) per GPU over `gpus` H800s, one expert per GPU."""
+    return _moe_dispatch(GpuCluster("h800", gpus=gpus), tokens)
 
 
-@problem("12.7", title="An FSDP gather that stays sharded over 32 GPUs", unit="s")
-def b200_inner_sharded_all_gather() -> float:
-    """AllGather over X = 32 of LLaMA 3.1-405B's bf16[D_X, F_Y] on a 1024-GPU B200 SuperPod, Y = 32 the inner
-    axis (32 consecutive GPUs)."""
-    return all_gather(GpuCluster("b200", gpus=1024), None, 2 * D_405B * F_405B, also_sharded=32).time
+@problem("12.7", title="An FSDP gather that stays sharded over 32 GPUs", unit="s", hints=(
+    "Each group gathers only its 1/32 slice over GPUs in different nodes: the NICs bind.",
+    "2 · {D} · {F} / 32 bytes × 31/32 / NIC bandwidth per GPU.",
+))
+def b200_inner_sharded_all_gather(
+        D: int = vary(D_405B, 4096, 32768, step=1024), F: int = vary(F_405B, 16384, 65536, step=1024)) -> float:
+    """AllGather over X = 32 of bf16[D_X, F_Y] on a 1024-GPU B200 SuperPod, Y = 32 the inner axis (32 consecutive
+    GPUs)."""
+    return all_gather(GpuCluster("b200", gpus=1024), None, 2 * D * F, also_sharded=32).time
 
 
-@problem("12.8", title="Data parallelism for a sparse MoE on a GB200 SuperPod", unit="tokens")
-def gb200_moe_dp_batch() -> float:
+@problem("12.8", title="Data parallelism for a sparse MoE on a GB200 SuperPod", unit="tokens", hints=(
+    "Gradients of all E experts cross the NICs, but each token does only k experts' FLOPs: the threshold grows "
+    "by E / k.",
+    "C / W_nic × (72-way model parallel) × {E} / {k}.",
+))
+def gb200_moe_dp_batch(E: int = vary(256, 16, 512, step=16), k: int = vary(8, 1, 16)) -> float:
     """Tokens per GPU above which data parallelism across the 8 NVL72 racks of a GB200 SuperPod is
-    compute-bound for an MoE routing each token to 8 of 256 experts, each replica filling one 72-GPU rack."""
-    return min_tokens_per_chip("dp", get_cluster("gb200-superpod"), model_parallel=72, E=256, k=8)
+    compute-bound for an MoE routing each token to k of E experts, each replica filling one 72-GPU rack."""
+    return min_tokens_per_chip("dp", get_cluster("gb200-superpod"), model_parallel=72, E=E, k=k)
 
 
-@problem("12.9", title="How wide tensor parallelism can go in an NVL72 rack", unit="GPUs")
-def gb200_rack_tp_limit() -> float:
-    """Largest compute-bound tensor-parallel degree for LLaMA 3.1-405B's MLP (F = 53248) inside a GB200 NVL72."""
-    return tp_limit(F_405B, get_cluster("gb200-nvl72"))
+@problem("12.9", title="How wide tensor parallelism can go in an NVL72 rack", unit="GPUs", hints=(
+    "TP moves activations over NVLink each layer; it stays compute-bound while F / Y beats C / W_nvlink.",
+    "Y < {F} / (C / W_nvlink) of a GB200.",
+))
+def gb200_rack_tp_limit(F: int = vary(F_405B, 8192, 65536, step=1024)) -> float:
+    """Largest compute-bound tensor-parallel degree for an MLP of width F inside a GB200 NVL72."""
+    return tp_limit(F, get_cluster("gb200-nvl72"))
 
 
-@problem("12.10", title="The smallest batch for a Megatron-style layout on 2048 H200s", unit="tokens")
-def h200_megatron_min_batch() -> float:
-    """Global batch (tokens) above which 8-way TP x 4-way PP with DP over the rest of 2048 H200s is
+@problem("12.10", title="The smallest batch for a Megatron-style layout on 2048 H200s", unit="tokens", hints=(
+    "Model parallelism divides the weights each DP replica syncs, so each GPU needs fewer tokens.",
+    "{gpus} × C / (W_nic × 8 · {pp}).",
+))
+def h200_megatron_min_batch(gpus: int = vary(2048, 256, 4096, step=256), pp: int = vary(4, 1, 16)) -> float:
+    """Global batch (tokens) above which 8-way TP x pp-way PP with DP over the rest of `gpus` H200s is
     compute-bound."""
-    cluster = GpuCluster("h200", gpus=2048)
-    return min_tokens_per_chip("dp", cluster, model_parallel=8 * 4) * cluster.gpus
+    cluster = GpuCluster("h200", gpus=gpus)
+    return min_tokens_per_chip("dp", cluster, model_parallel=8 * pp) * cluster.gpus
 
 
-@problem("12.11", title="Pipeline sends for LLaMA 3.1-405B", unit="s")
-def h200_pipeline_comms() -> float:
-    """Critical-path seconds of stage-to-stage sends in one forward pass: 2**19 tokens in 64 microbatches
-    through 16 one-node stages of H200s, bf16 activations of D = 16384."""
-    return pipeline_comms(2**19, D_405B, 16, 64, GpuCluster("h200", gpus=1024))
+@problem("12.11", title="Pipeline sends for LLaMA 3.1-405B", unit="s", hints=(
+    "Each microbatch's activations cross every stage boundary; on the critical path, count the sends one "
+    "microbatch waits for plus the pipeline's length.",
+    "(({microbatches} + {stages} - 2) sends) × ({tokens} / {microbatches}) · 16384 · 2 bytes / node bandwidth.",
+))
+def h200_pipeline_comms(tokens: int = vary(2**19, 2**17, 2**21, step=2**16), stages: int = vary(16, 4, 32, step=4),
+                        microbatches: int = vary(64, 16, 256, step=16)) -> float:
+    """Critical-path seconds of stage-to-stage sends in one forward pass: `tokens` tokens in `microbatches`
+    microbatches through `stages` one-node stages of H200s, bf16 activations of D = 16384."""
+    return pipeline_comms(tokens, D_405B, stages, microbatches, GpuCluster("h200", gpus=1024))
 
 
-@problem("12.12", title="One MoE dispatch: an NVL72 rack against eight H100 nodes", unit="x")
-def nvl72_vs_h100_dispatch() -> float:
-    """How many times longer the top-8 dispatch of problem 12.6's tokens over 64 GPUs takes on 8 H100 nodes
-    than on 64 GPUs of one GB200 NVL72 rack."""
-    return _moe_dispatch(GpuCluster("h100", gpus=64)) / _moe_dispatch(GpuCluster("gb200", gpus=64))
+@problem("12.12", title="One MoE dispatch: an NVL72 rack against eight H100 nodes", unit="x", hints=(
+    "In the rack every byte moves over NVLink; across H100 nodes most bytes take the far slower NICs.",
+    "(H100 dispatch over {gpus} GPUs) / (GB200 dispatch over {gpus} GPUs in one NVLink domain).",
+))
+def nvl72_vs_h100_dispatch(gpus: int = vary(64, 16, 72, step=8)) -> float:
+    """How many times longer the top-8 dispatch of problem 12.6's tokens over `gpus` GPUs takes on H100 nodes
+    than on `gpus` GPUs of one GB200 NVL72 rack."""
+    return _moe_dispatch(GpuCluster("h100", gpus=gpus)) / _moe_dispatch(GpuCluster("gb200", gpus=gpus))
 
 
 # --- the book's own problems (How To Scale Your Model, ch. 12, its quizzes and pop quizzes) ------------------------
 
-@problem("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0)
-def book_h100_cuda_cores() -> float:
-    """fp32 lanes of an H100: 132 SMs x 4 subpartitions x 32 lanes."""
-    return cuda_cores("h100")
+@problem("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0, hints=(
+    "An SM has 4 subpartitions of 32 fp32 lanes each.",
+    "SMs of a {chip} × 4 × 32.",
+))
+def book_h100_cuda_cores(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
+    """fp32 lanes of `chip`: SMs x 4 subpartitions x 32 lanes."""
+    return cuda_cores(chip)
 
 
-@problem("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte")
-def book_h100_peak_intensity() -> float:
-    """bf16 FLOP/s over HBM bytes/s of an H100."""
-    return critical_intensity("h100", "bf16")
+@problem("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte", hints=(
+    "Peak intensity is peak FLOP/s over HBM bandwidth.",
+    "C_bf16 / W_hbm of a {chip} (dense peak).",
+))
+def book_h100_peak_intensity(
+        chip: str = vary("h100", choices=("h100", "h200", "a100", "b200", "mi300x", "gb200", "v100"))) -> float:
+    """bf16 FLOP/s over HBM bytes/s of `chip`."""
+    return critical_intensity(chip, "bf16")
 
 
-@problem("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s")
-def book_b200_thin_matmul() -> float:
-    """Roofline time of fp16[64, 4096] x fp16[4096, 8192] on one B200 (bound by HBM)."""
-    return matmul(64, 4096, 8192, "b200", "fp16").time
+@problem("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s", hints=(
+    "A thin matmul is memory-bound: count the bytes of all three arrays.",
+    "2 · ({B}·{D} + {D}·{F} + {B}·{F}) bytes / 8e12 B/s.",
+))
+def book_b200_thin_matmul(B: int = vary(64, 8, 128, step=8), D: int = vary(4096, 1024, 16384, step=1024),
+                          F: int = vary(8192, 1024, 32768, step=1024)) -> float:
+    """Roofline time of fp16[B, D] x fp16[D, F] on one B200 (bound by HBM)."""
+    return matmul(B, D, F, "b200", "fp16").time
 
 
-@problem("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz")
-def book_b200_clock() -> float:
-    """Clock at which 18,944 CUDA cores deliver 80 TFLOP/s of fp32, a fused multiply-add counted as two FLOPs."""
-    return clock_from_vector_flops("b200", 80e12)
+@problem("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz", hints=(
+    "Each CUDA core does one fused multiply-add (two FLOPs) per cycle.",
+    "{flops} / (2 × 18,944).",
+))
+def book_b200_clock(flops: float = vary(80e12, 40e12, 120e12)) -> float:
+    """Clock at which the B200's 18,944 CUDA cores deliver `flops` FLOP/s of fp32, an FMA counted as two FLOPs."""
+    return clock_from_vector_flops("b200", flops)
 
 
-@problem("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s")
-def book_h100_vector_add() -> float:
-    """Roofline time of fp32[2**30] + fp32[2**30] on an H100 (12 bytes per element through HBM)."""
-    return vector_add(2**30, "h100").time
+@problem("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s", hints=(
+    "Two reads and one write of 4 bytes per element: memory-bound.",
+    "12 · {n} / 3.35e12 B/s.",
+))
+def book_h100_vector_add(n: int = vary(2**30, 2**24, 2**32, step=2**22)) -> float:
+    """Roofline time of fp32[n] + fp32[n] on an H100 (12 bytes per element through HBM)."""
+    return vector_add(n, "h100").time
 
 
-@problem("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s")
-def book_node_all_gather() -> float:
-    """AllGather of bf16[4096, 65536] over the 8 GPUs of an H100 node, with the ring's 7/8."""
-    return all_gather(GpuCluster("h100", gpus=8), "node", 2 * 4096 * 65536).time
+@problem("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s", hints=(
+    "Inside the node each GPU sends at its full NVLink egress through the switches.",
+    "2 · {B} · {F} bytes × 7/8 / 4.5e11 B/s.",
+))
+def book_node_all_gather(
+        B: int = vary(4096, 512, 16384, step=512), F: int = vary(65536, 8192, 131072, step=8192)) -> float:
+    """AllGather of bf16[B, F] over the 8 GPUs of an H100 node, with the ring's 7/8."""
+    return all_gather(GpuCluster("h100", gpus=8), "node", 2 * B * F).time
 
 
-@problem("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s")
+@problem("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s", hints=(
+    "The leaf switches take one cable per GPU from each node of the scalable unit.",
+    "32 nodes × 8 GPUs × NIC bandwidth per GPU (the leaf level of `GpuCluster('h100', gpus=1024).levels_table()`).",
+))
 def book_su_bandwidth() -> float:
     """Bytes/s the leaf switches of one 32-node scalable unit of the H100 SuperPod take from its nodes."""
     levels = {row["level"]: row for row in GpuCluster("h100", gpus=1024).levels_table().rows}
     return levels["leaf"]["cable B/s"]
 
 
-@problem("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s")
-def book_pq1_all_gather() -> float:
-    """AllGather of bf16[1024, 16384] over an 8-GPU H100 node, with the ring's 7/8."""
-    return all_gather(GpuCluster("h100", gpus=8), None, 2 * 1024 * 16384).time
+@problem("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s", hints=(
+    "Small arrays inside one node: NVLink egress, plus a few µs of latency.",
+    "2 · {B} · {D} bytes × 7/8 / 4.5e11 B/s (+ latency).",
+))
+def book_pq1_all_gather(
+        B: int = vary(1024, 128, 8192, step=128), D: int = vary(16384, 2048, 32768, step=1024)) -> float:
+    """AllGather of bf16[B, D] over an 8-GPU H100 node, with the ring's 7/8."""
+    return all_gather(GpuCluster("h100", gpus=8), None, 2 * B * D).time
 
 
-@problem("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s")
-def book_two_node_all_gather() -> float:
-    """AllGather of 1 GB over 16 H100s in two nodes, in the per-level form (the node's NVLink binds)."""
-    return all_gather(GpuCluster("h100", gpus=16), None, 1e9).time
+@problem("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s", hints=(
+    "Per level: within each node over NVLink, then between the two nodes over the NICs; the slower level binds.",
+    "max over levels of (bytes each level moves / its bandwidth) for {nbytes} bytes.",
+))
+def book_two_node_all_gather(nbytes: float = vary(1e9, 1e8, 1e10)) -> float:
+    """AllGather of `nbytes` bytes over 16 H100s in two nodes, in the per-level form (the node's NVLink binds)."""
+    return all_gather(GpuCluster("h100", gpus=16), None, nbytes).time
 
 
-@problem("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s")
-def book_spine_all_reduce() -> float:
-    """SHARP AllReduce of bf16[8192, 32768] over 1024 H100s, the array also sharded 256 ways (one copy per SU)."""
-    return all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, 2 * 8192 * 32768, also_sharded=256).time
+@problem("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s", hints=(
+    "Each GPU reduces only its 1/256 shard; SHARP sends it up once and down once.",
+    "2 · {D} · {F} / 256 bytes over the spine's bandwidth per GPU (SHARP).",
+))
+def book_spine_all_reduce(
+        D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536, step=1024)) -> float:
+    """SHARP AllReduce of bf16[D, F] over 1024 H100s, the array also sharded 256 ways (one copy per SU)."""
+    return all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, 2 * D * F, also_sharded=256).time
 
 
-@problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens")
-def book_b200_dp_batch() -> float:
-    """Tokens per GPU that keep plain data parallelism compute-bound across the nodes of a B200 SuperPod."""
-    return min_tokens_per_chip("dp", GpuCluster("b200", gpus=1024))
+@problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens", hints=(
+    "Across nodes the gradient AllReduce crosses the NICs: compare the GPU's FLOP/s with its NIC bandwidth.",
+    "tokens per GPU > C / W_nic of a {chip} node.",
+))
+def book_b200_dp_batch(chip: str = vary("b200", choices=("b200", "h100", "h200", "a100"))) -> float:
+    """Tokens per GPU that keep plain data parallelism compute-bound across the nodes of a `chip` SuperPod."""
+    return min_tokens_per_chip("dp", GpuCluster(chip, gpus=1024))
 
 
-@problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s")
-def book_llama70_training_time() -> float:
-    """Seconds to train LLaMA 3-70B on 15T tokens with 4096 H100s at 45% MFU (990 TFLOP/s bf16 each)."""
-    return get_model("llama3-70b").flops_per_token() * 15e12 / (4096 * 990e12 * 0.45)
+@problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s", hints=(
+    "Total training FLOPs over the cluster's achieved FLOP/s.",
+    "6 · matmul params · {tokens} / ({gpus} · 990e12 · {mfu}).",
+))
+def book_llama70_training_time(tokens: float = vary(15e12, 1e12, 3e13), gpus: int = vary(4096, 512, 16384, step=512),
+                               mfu: float = vary(0.45, 0.3, 0.6)) -> float:
+    """Seconds to train LLaMA 3-70B on `tokens` tokens with `gpus` H100s at `mfu` MFU (990 TFLOP/s bf16 each)."""
+    return get_model("llama3-70b").flops_per_token() * tokens / (gpus * 990e12 * mfu)
 
 
-@problem("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens")
-def book_megatron_70b_tokens() -> float:
-    """Tokens per GPU of the 70B configuration: 384 sequences of 4096 tokens on 768 H100s, 16-way model parallel."""
-    return check_parallelism(GpuCluster("h100", gpus=768), 384 * 4096, tp=16)["tokens/GPU"]
+@problem("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens", hints=(
+    "Model-parallel GPUs share their tokens: count tokens per data-parallel replica, then per GPU of it times "
+    "the model-parallel degree.",
+    "{seqs} · 4096 / ({gpus} / 16) replicas.",
+))
+def book_megatron_70b_tokens(
+        seqs: int = vary(384, 64, 2048, step=64), gpus: int = vary(768, 256, 4096, step=256)) -> float:
+    """Tokens per GPU of the 70B configuration: `seqs` sequences of 4096 tokens on `gpus` H100s, 16-way model
+    parallel."""
+    return check_parallelism(GpuCluster("h100", gpus=gpus), seqs * 4096, tp=16)["tokens/GPU"]
 
 
 # --- December-2026 chips (issue #31): Blackwell Ultra and an Infinity Fabric mesh, after the book's problems ---
-@problem("12.26", title="A thin fp8 matmul on a B300", unit="s")
-def b300_thin_fp8_matmul() -> float:
-    """Roofline time of fp8[128, 8192] x fp8[8192, 28672] on one B300 (bound by HBM)."""
-    return matmul(128, 8192, 28672, "b300", "fp8").time
+@problem("12.26", title="A thin fp8 matmul on a B300", unit="s", hints=(
+    "Thin: memory-bound; fp8 is one byte per value.",
+    "({B}·{D} + {D}·{F} + {B}·{F}) bytes / 8e12 B/s.",
+))
+def b300_thin_fp8_matmul(B: int = vary(128, 16, 256, step=16), D: int = vary(8192, 2048, 16384, step=1024),
+                         F: int = vary(28672, 8192, 65536, step=1024)) -> float:
+    """Roofline time of fp8[B, D] x fp8[D, F] on one B300 (bound by HBM)."""
+    return matmul(B, D, F, "b300", "fp8").time
 
 
-@problem("12.27", title="A gradient AllReduce inside one GB300 NVL72 rack", unit="s")
-def gb300_rack_all_reduce() -> float:
-    """AllReduce of 1.4e10 bytes (bf16 gradients of a 7B model) over the 72 GPUs of one GB300 NVL72 rack."""
-    return all_reduce(get_cluster("gb300-nvl72"), None, 1.4e10).time
+@problem("12.27", title="A gradient AllReduce inside one GB300 NVL72 rack", unit="s", hints=(
+    "All 72 GPUs share one NVLink domain: a ring AllReduce at NVLink egress.",
+    "2 × {nbytes} × 71/72 / 9e11 B/s.",
+))
+def gb300_rack_all_reduce(nbytes: float = vary(1.4e10, 1e9, 1e11)) -> float:
+    """AllReduce of `nbytes` bytes (bf16 gradients) over the 72 GPUs of one GB300 NVL72 rack."""
+    return all_reduce(get_cluster("gb300-nvl72"), None, nbytes).time
 
 
-@problem("12.28", title="Four-way tensor parallelism: an Infinity Fabric mesh against NVSwitch", unit="x")
-def mesh_against_switch_tp4() -> float:
-    """How many times longer a 1 GB AllGather over 4 GPUs takes on half an MI355X node (a switchless mesh: 3 of
-    its 7 links) than on half a B300 node (its whole NVLink egress through the NVSwitches)."""
-    return (all_gather(GpuCluster("mi355x", gpus=4), None, 1e9).time
-            / all_gather(GpuCluster("b300", gpus=4), None, 1e9).time)
+@problem("12.28", title="Four-way tensor parallelism: an Infinity Fabric mesh against NVSwitch", unit="x", hints=(
+    "A switchless mesh gives a group of g GPUs only g - 1 of each GPU's links; NVSwitch gives all of its egress.",
+    "(1 GB over {gpus} MI355X using {gpus} - 1 links each) / (1 GB over {gpus} B300 at full NVLink egress).",
+))
+def mesh_against_switch_tp4(gpus: int = vary(4, choices=(2, 4, 8))) -> float:
+    """How many times longer a 1 GB AllGather over `gpus` GPUs takes in an MI355X node (a switchless mesh: gpus - 1
+    of its 7 links) than in a B300 node (its whole NVLink egress through the NVSwitches)."""
+    return (all_gather(GpuCluster("mi355x", gpus=gpus), None, 1e9).time
+            / all_gather(GpuCluster("b300", gpus=gpus), None, 1e9).time)

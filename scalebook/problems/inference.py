@@ -22,82 +22,127 @@ from ..inference import (
 )
 from ..models import get_model
 from ..roofline import critical_batch
+from ..variants import vary
 from . import problem
 
 LLAMA_8B, LLAMA_70B = "llama3-8b", "llama3-70b"
+# The GPUs and dense presets a variant may name instead of the book's.
+GPUS = ("h100", "h200", "b200", "a100", "mi300x", "mi325x", "gb200")
+SMALL_MODELS = ("llama3-8b", "gemma-7b", "llama2-13b")
 
-@problem("07.1", title="The decode floor of LLaMA 3-8B on one H100", unit="s")
-def decode_floor_8b() -> float:
-    """Seconds to read every bf16 weight of LLaMA 3-8B once from an H100's HBM."""
-    return decode_step(LLAMA_8B, "h100", 1, 1, 0).t_params
-
-
-@problem("07.2", title="Critical batch of int8 weights on a v6e", unit="tokens")
-def v6e_int8_weight_critical_batch() -> float:
-    """Tokens a decode matmul with int8 weights and bf16 arithmetic needs to be compute-bound on a TPU v6e."""
-    return critical_batch("v6e", weight_dtype="int8")
-
-
-@problem("07.3", title="A sliding window in three layers of four", unit="B")
-def local_attention_cache() -> float:
-    """int8 KV cache of one 131,072-token LLaMA 3-70B sequence when 3/4 of the layers see only the last 4096."""
-    return kv_cache_bytes(LLAMA_70B, 131072, 1, 1, local_layers=0.75, window=4096)
+@problem("07.1", title="The decode floor of LLaMA 3-8B on one H100", unit="s", hints=(
+    "At batch 1 every decode step reads every weight once; nothing else matters.",
+    "2 bytes · params of {model} / HBM bandwidth of a {chip}.",
+))
+def decode_floor_8b(model: str = vary(LLAMA_8B, choices=SMALL_MODELS), chip: str = vary("h100", choices=GPUS)) -> float:
+    """Seconds to read every bf16 weight of `model` once from `chip`'s HBM."""
+    return decode_step(model, chip, 1, 1, 0).t_params
 
 
-@problem("07.4", title="How many 8k sequences fit beside LLaMA 3-8B", unit="sequences", rtol=0.0)
-def max_batch_8b() -> int:
-    """Most 8192-token sequences whose bf16 KV caches fit beside LLaMA 3-8B's bf16 weights on one H100."""
-    return max_batch(LLAMA_8B, "h100", 1, 8192)
+@problem("07.2", title="Critical batch of int8 weights on a v6e", unit="tokens", hints=(
+    "Weights dominate the bytes at decode; with int8 weights each weight costs 1 byte for 2 FLOPs per token.",
+    "B > C_bf16 / (2 · W_hbm) on a {chip}.",
+))
+def v6e_int8_weight_critical_batch(
+        chip: str = vary("v6e", choices=("v6e", "v5e", "v5p", "v4p", "tpu7x", *GPUS))) -> float:
+    """Tokens a decode matmul with int8 weights and bf16 arithmetic needs to be compute-bound on `chip`."""
+    return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("07.5", title="The decode step at that batch", unit="s")
-def step_at_max_batch_8b() -> float:
-    """Decode step of LLaMA 3-8B on one H100 at 8192 tokens of context and the batch of problem 7.4."""
-    return decode_step(LLAMA_8B, "h100", 1, max_batch_8b(), 8192).time
+@problem("07.3", title="A sliding window in three layers of four", unit="B", hints=(
+    "Global layers keep every token; local layers keep only the window.",
+    "2 · K · H · 1 byte · L · (0.25 · {T} + 0.75 · {window}) for LLaMA 3-70B.",
+))
+def local_attention_cache(
+        T: int = vary(131072, 16384, 262144, step=8192), window: int = vary(4096, 1024, 16384, step=1024)) -> float:
+    """int8 KV cache of one T-token LLaMA 3-70B sequence when 3/4 of the layers see only the last `window`."""
+    return kv_cache_bytes(LLAMA_70B, T, 1, 1, local_layers=0.75, window=window)
 
 
-@problem("07.6", title="Throughput per chip of LLaMA 3-70B on a v5e 4x4", unit="tokens/s per chip")
-def llama70b_throughput_per_chip() -> float:
-    """Tokens/s per chip at batch 64, 4096 tokens of context, int8 weights and cache, 16 v5e."""
-    return decode_step(LLAMA_70B, "v5e", 16, 64, 4096, param_bytes=1, kv_bytes=1).tokens_per_second / 16
+@problem("07.4", title="How many 8k sequences fit beside LLaMA 3-8B", unit="sequences", rtol=0.0, hints=(
+    "What HBM is left after the weights holds the KV caches.",
+    "floor((HBM of a {chip} - 2 · params) / (KV bytes per token · {T})) for LLaMA 3-8B.",
+))
+def max_batch_8b(chip: str = vary("h100", choices=GPUS), T: int = vary(8192, 2048, 32768, step=1024)) -> int:
+    """Most T-token sequences whose bf16 KV caches fit beside LLaMA 3-8B's bf16 weights on one `chip`."""
+    return max_batch(LLAMA_8B, chip, 1, T)
 
 
-@problem("07.7", title="What a million tokens cost", unit="USD")
-def llama70b_cost_per_million() -> float:
+@problem("07.5", title="The decode step at that batch", unit="s", hints=(
+    "At the largest batch, the step reads the weights once and every sequence's KV cache: memory-bound.",
+    "(2 · params + batch · {T} · KV bytes per token) / W_hbm of a {chip}, batch from problem 7.4.",
+))
+def step_at_max_batch_8b(chip: str = vary("h100", choices=GPUS), T: int = vary(8192, 2048, 32768, step=1024)) -> float:
+    """Decode step of LLaMA 3-8B on one `chip` at T tokens of context and the batch of problem 7.4."""
+    return decode_step(LLAMA_8B, chip, 1, max_batch_8b(chip, T), T).time
+
+
+@problem("07.6", title="Throughput per chip of LLaMA 3-70B on a v5e 4x4", unit="tokens/s per chip", hints=(
+    "Throughput is the batch over the step time; the step reads weights and caches from all chips' HBM.",
+    "{batch} / step time (int8 weights and cache, context {T}, 16 v5e) / 16.",
+))
+def llama70b_throughput_per_chip(
+        batch: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1024, 16384, step=1024)) -> float:
+    """Tokens/s per chip at `batch` sequences, T tokens of context, int8 weights and cache, 16 v5e."""
+    return decode_step(LLAMA_70B, "v5e", 16, batch, T, param_bytes=1, kv_bytes=1).tokens_per_second / 16
+
+
+@problem("07.7", title="What a million tokens cost", unit="USD", hints=(
+    "Cost per token is the chip's price per second over its tokens per second.",
+    "1e6 · $1.20 / 3600 / (problem 7.6's tokens/s per chip at batch {batch}, context {T}).",
+))
+def llama70b_cost_per_million(
+        batch: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1024, 16384, step=1024)) -> float:
     """US dollars per million generated tokens at the throughput of problem 7.6 and $1.20 per v5e-hour."""
-    return cost_per_million_tokens("v5e", llama70b_throughput_per_chip())
+    return cost_per_million_tokens("v5e", llama70b_throughput_per_chip(batch, T))
 
 
-@problem("07.8", title="Prefill servers per decode server", unit="servers")
-def disaggregated_ratio_8b() -> float:
-    """LLaMA 3-8B on H100s: 4096-token prompts prefilled at 50% MFU; decode at batch 32 for 1024 tokens, costed at
-    the mean context 4096 + 512. Prefill servers needed per decode server."""
-    prompt, generated, batch = 4096, 1024, 32
+@problem("07.8", title="Prefill servers per decode server", unit="servers", hints=(
+    "A decode server finishes a batch of sequences every (tokens generated × step time); prefill must supply as "
+    "many prompts in that time.",
+    "(batch {batch} × prefill time of {prompt} tokens) / ({generated} × decode step time).",
+))
+def disaggregated_ratio_8b(
+        prompt: int = vary(4096, 512, 16384, step=512), generated: int = vary(1024, 128, 4096, step=128),
+                           batch: int = vary(32, 8, 128, step=8)) -> float:
+    """LLaMA 3-8B on H100s: `prompt`-token prompts prefilled at 50% MFU; decode at `batch` for `generated` tokens,
+    costed at the mean context. Prefill servers needed per decode server."""
     t_prefill = prefill(LLAMA_8B, "h100", 1, prompt, mfu=0.5).time
     t_step = decode_step(LLAMA_8B, "h100", 1, batch, prompt + generated / 2).time
     return disaggregation_ratio(t_prefill, t_step, batch, generated)
 
 
-@problem("07.9", title="When 2-D weight-stationary pays off for LLaMA 3-70B", unit="chips")
-def weight_stationary_crossover_70b() -> float:
-    """Chip count N above which 2-D weight-stationary sharding of LLaMA 3-70B's MLP (F/D = 3.5) moves less data
-    than 1-D. Both costs scale with B·D; the 2-D one as 1/sqrt(N), so the crossover is (2-D/1-D at N = 1)²."""
-    one_chip = weight_stationary(1, 8192, 28672, "v5e", 1)
+@problem("07.9", title="When 2-D weight-stationary pays off for LLaMA 3-70B", unit="chips", hints=(
+    "1-D moves activations whose size does not shrink with N; 2-D's traffic falls as 1 / sqrt(N).",
+    "N = (2-D cost / 1-D cost at N = 1)² with D = 8192, F = {F}.",
+))
+def weight_stationary_crossover_70b(F: int = vary(28672, 8192, 65536, step=1024)) -> float:
+    """Chip count N above which 2-D weight-stationary sharding of an MLP (D = 8192, width F) moves less data than
+    1-D. Both costs scale with B·D; the 2-D one as 1/sqrt(N), so the crossover is (2-D/1-D at N = 1)²."""
+    one_chip = weight_stationary(1, 8192, F, "v5e", 1)
     return (one_chip["2d"] / one_chip["1d"]) ** 2
 
 
-@problem("07.10", title="The best draft length", unit="x speed-up")
-def best_speculative_speedup() -> float:
-    """Largest speculative-decoding speed-up over draft lengths 1 ... 16 at acceptance 0.8, drafts at 5% of a step."""
-    return max(speculative_speedup(0.8, gamma, 0.05) for gamma in range(1, 17))
+@problem("07.10", title="The best draft length", unit="x speed-up", hints=(
+    "Each draft token is accepted with probability α; expected tokens per verify step is (1 - α^(γ+1)) / (1 - α), "
+    "and drafting costs γ × c of a step.",
+    "max over γ = 1 ... 16 of (1 - {alpha}^(γ+1)) / ((1 - {alpha}) · (1 + γ · {cost})).",
+))
+def best_speculative_speedup(alpha: float = vary(0.8, 0.5, 0.95), cost: float = vary(0.05, 0.01, 0.2)) -> float:
+    """Largest speculative-decoding speed-up over draft lengths 1 ... 16 at acceptance `alpha`, drafts at `cost`."""
+    return max(speculative_speedup(alpha, gamma, cost) for gamma in range(1, 17))
 
 
-@problem("07.11", title="When tensor-parallel decode turns latency-bound", unit="sequences")
-def latency_bound_batch() -> float:
-    """Batch below which each hop of a 16-way AllGather of LLaMA 3-70B's bf16 activations [B, 8192] on v5e carries
-    less than one microsecond's worth of link bandwidth (45 kB)."""
-    per_hop_limit = get_chip("v5e").ici_bandwidth * 1e-6
-    return per_hop_limit * 16 / (8192 * 2)
+@problem("07.11", title="When tensor-parallel decode turns latency-bound", unit="sequences", hints=(
+    "Each hop carries one shard (1/N of the array); below a microsecond's worth of bytes, latency dominates.",
+    "B = W_ici · 1 µs · {N} / ({D} · 2 bytes) on a {chip}.",
+))
+def latency_bound_batch(N: int = vary(16, 4, 64, step=4), D: int = vary(8192, 2048, 16384, step=1024),
+                        chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", "tpu7x"))) -> float:
+    """Batch below which each hop of an N-way AllGather of bf16 activations [B, D] on `chip` carries less than one
+    microsecond's worth of link bandwidth."""
+    per_hop_limit = get_chip(chip).ici_bandwidth * 1e-6
+    return per_hop_limit * N / (D * 2)
 
 
 # --- the book's own problems (How To Scale Your Model, ch. 7), graded against its published answers ----------------
@@ -105,45 +150,66 @@ def latency_bound_batch() -> float:
 # K = 8, H = 256, V = 32,128, tied embeddings).
 
 
-@problem("07.12", title="The book's pop quiz: a 30B model at batch 256", unit="s")
-def book_pop_quiz_batch_256() -> float:
-    """Decode step of a 30B-parameter model, int8 weights, bf16 FLOPs, 100 kB of KV per token at 8192 tokens,
-    batch 256, on 16 v5e chips."""
-    return decode_time(30e9, 100e3 * 8192, 256, "v5e", 16, param_bytes=1).time
+@problem("07.12", title="The book's pop quiz: a 30B model at batch 256", unit="s", hints=(
+    "Count both memory terms (weights once, every sequence's KV cache) and the FLOPs; take the larger clock.",
+    "max(({params} · 1 byte + {batch} · 100 kB · 8192) / (16 · W_hbm), 2 · {params} · {batch} / (16 · C)), v5e.",
+))
+def book_pop_quiz_batch_256(params: float = vary(30e9, 5e9, 1e11), batch: int = vary(256, 16, 1024, step=16)) -> float:
+    """Decode step of a `params`-parameter model, int8 weights, bf16 FLOPs, 100 kB of KV per token at 8192 tokens,
+    `batch` sequences, on 16 v5e chips."""
+    return decode_time(params, 100e3 * 8192, batch, "v5e", 16, param_bytes=1).time
 
 
-@problem("07.13", title="The book's Q1: parameters of the chapter's model", unit="parameters")
-def book_q1_params() -> float:
-    """Parameters of the chapter's invented model (preset 'ch7-model')."""
-    return get_model("ch7-model").param_count()
+@problem("07.13", title="The book's Q1: parameters of the chapter's model", unit="parameters", hints=(
+    "Attention with grouped KV heads: Q and O are D × N·H, K and V are D × K·H; a gated MLP; tied embeddings.",
+    "L · (2·D·N·H + 2·D·K·H + 3·D·F) + V·D with L = {L} (the rest as the chapter's model).",
+))
+def book_q1_params(L: int = vary(64, 16, 128, step=4)) -> float:
+    """Parameters of the chapter's invented model (preset 'ch7-model') with L layers."""
+    return replace(get_model("ch7-model"), L=L).param_count()
 
 
-@problem("07.14", title="The book's Q2: 128k-token sequences on a v5e 4x4", unit="sequences", rtol=0.0)
-def book_q2_max_batch() -> int:
-    """Sequences of 128,000 tokens whose int8 caches fit beside the int8 weights on 16 v5e chips."""
-    return max_batch("ch7-model", "v5e", 16, 128_000, 1, 1)
+@problem("07.14", title="The book's Q2: 128k-token sequences on a v5e 4x4", unit="sequences", rtol=0.0, hints=(
+    "HBM of all chips, less the int8 weights, over one sequence's int8 cache.",
+    "floor((16 · 16e9 - params) / ({T} · 2 · L · K · H)) for the chapter's model.",
+))
+def book_q2_max_batch(T: int = vary(128_000, 8000, 256_000, step=8000)) -> int:
+    """Sequences of T tokens whose int8 caches fit beside the int8 weights on 16 v5e chips."""
+    return max_batch("ch7-model", "v5e", 16, T, 1, 1)
 
 
-@problem("07.15", title="The book's Q3: the latency floor", unit="s")
-def book_q3_floor() -> float:
-    """Seconds to read the chapter model's int8 weights from the HBM of 16 v5e chips."""
-    return decode_step("ch7-model", "v5e", 16, 1, 0, param_bytes=1).t_params
+@problem("07.15", title="The book's Q3: the latency floor", unit="s", hints=(
+    "Batch 1: the step reads every weight once, split over all chips' HBM.",
+    "params · 1 byte / ({chips} · 8.2e11 B/s).",
+))
+def book_q3_floor(chips: int = vary(16, 4, 64, step=4)) -> float:
+    """Seconds to read the chapter model's int8 weights from the HBM of `chips` v5e chips."""
+    return decode_step("ch7-model", "v5e", chips, 1, 0, param_bytes=1).t_params
 
 
-@problem("07.16", title="The book's Q5: active parameters of the MoE", unit="parameters")
-def book_q5_active_params() -> float:
-    """Active parameters per token when the chapter model's MLP becomes 16 experts with top-2 routing."""
-    return replace(get_model("ch7-model"), E=16, k=2).param_count(active=True)
+@problem("07.16", title="The book's Q5: active parameters of the MoE", unit="parameters", hints=(
+    "Only k of the E experts run per token; attention and embeddings always do.",
+    "non-MLP params + {k} × one expert's 3 · D · F per layer × L (E = {E} does not matter).",
+))
+def book_q5_active_params(E: int = vary(16, 8, 64, step=8), k: int = vary(2, 1, 4)) -> float:
+    """Active parameters per token when the chapter model's MLP becomes E experts with top-k routing."""
+    return replace(get_model("ch7-model"), E=E, k=k).param_count(active=True)
 
 
-@problem("07.17", title="The book's Q7: when 2-D weight-stationary wins", unit="chips")
-def book_q7_crossover() -> float:
-    """Chips N beyond which 2-D weight-stationary sharding communicates less than 1-D (F = 4D, any B and D)."""
-    one = weight_stationary(B=1, D=8192, F=4 * 8192, chip="v5e", N=1)
+@problem("07.17", title="The book's Q7: when 2-D weight-stationary wins", unit="chips", hints=(
+    "The ratio of 2-D to 1-D traffic falls as 1 / sqrt(N) and depends only on F / D.",
+    "N = (2-D / 1-D at N = 1)² with F = {ratio} · D.",
+))
+def book_q7_crossover(ratio: int = vary(4, 2, 8)) -> float:
+    """Chips N beyond which 2-D weight-stationary sharding communicates less than 1-D (F = ratio · D, any B, D)."""
+    one = weight_stationary(B=1, D=8192, F=ratio * 8192, chip="v5e", N=1)
     return (one["2d"] / one["1d"]) ** 2
 
 
-@problem("07.18", title="The book's appendix A: a 600M-parameter layer's floor", unit="s")
-def book_appendix_a_floor() -> float:
-    """Decode latency floor of a 600M-parameter bf16 layer sharded over 4 v5e chips (weights read once)."""
-    return decode_time(600e6, 0, 1, "v5e", 4).time
+@problem("07.18", title="The book's appendix A: a 600M-parameter layer's floor", unit="s", hints=(
+    "Batch 1, no cache: only the weights' bytes count, split over the chips.",
+    "2 bytes · {params} / ({chips} · 8.2e11 B/s).",
+))
+def book_appendix_a_floor(params: float = vary(600e6, 1e8, 5e9), chips: int = vary(4, 1, 16)) -> float:
+    """Decode latency floor of a `params`-parameter bf16 layer sharded over `chips` v5e chips (weights read once)."""
+    return decode_time(params, 0, 1, "v5e", chips).time

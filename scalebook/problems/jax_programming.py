@@ -17,7 +17,10 @@ T_JIT, T_COLLECTIVE, T_BASELINE = 311e-6, 244e-6, 224e-6
 S_MOE, D_MOE, E_MOE, N_MOE = 256, 64, 16, 8
 
 
-@problem("10.1", title="The mean of one shard", unit="value")
+@problem("10.1", title="The mean of one shard", unit="value", hints=(
+    "Work out which rows and columns shard (x=1, y=2) holds: rows split 2 ways over X, columns 4 ways over Y.",
+    "Rows 4..7 and columns 8..11 of 16·r + c: mean = 16 · mean(rows) + mean(columns).",
+))
 def shard_mean() -> float:
     """Mean of shard (x=1, y=2) of A = arange(8·16).reshape(8, 16) laid out A[S_X, D_Y] on a 2x4 mesh.
 
@@ -28,44 +31,65 @@ def shard_mean() -> float:
     return 16 * sum(rows) / len(rows) + sum(cols) / len(cols)
 
 
-@problem("10.2", title="A ReduceScatter's bytes per device", unit="bytes")
+@problem("10.2", title="A ReduceScatter's bytes per device", unit="bytes", hints=(
+    "A ReduceScatter over Y leaves each device 1/Y of the reduced axis, still split over X.",
+    "(B / X) · (F / Y) · 4 bytes with B = 64, F = 256, X = 2, Y = 4.",
+))
 def reduce_scatter_bytes() -> float:
     """Result bytes per device of psum_scatter of Out[B_X, F] over Y in float32, B=64, F=256, X=2, Y=4."""
     return (64 // 2) * (256 // 4) * dtype_bytes("fp32")
 
 
-@problem("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes")
+@problem("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes", hints=(
+    "In a unidirectional collective matmul each device forwards one chunk per step, Y - 1 steps.",
+    "(Y - 1) · (B / X) · (D / Y) · 2 bytes with B = 1024, D = 2048, X = 2, Y = 4.",
+))
 def ring_bytes() -> float:
     """bf16 A[B_X, D_Y]: Y - 1 steps, each passing on one [B/X, D/Y] chunk (book example shapes)."""
     chunk = (B_BOOK // X_BOOK) * (D_BOOK // Y_BOOK) * dtype_bytes("bf16")
     return (Y_BOOK - 1) * chunk
 
 
-@problem("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes")
+@problem("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes", hints=(
+    "A bidirectional ring sends half of each chunk each way.",
+    "(B / X) · (D / Y) · 2 bytes / 2 with B = 1024, D = 2048, X = 2, Y = 4.",
+))
 def bidirectional_step_bytes() -> float:
     """Half of each bf16 [B/X, D/Y] chunk goes each way, so one direction of a link carries half a chunk."""
     return (B_BOOK // X_BOOK) * (D_BOOK // Y_BOOK) * dtype_bytes("bf16") / 2
 
 
-@problem("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction")
+@problem("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction", hints=(
+    "Compare the collective matmul's saving with the whole communication overhead of plain jit.",
+    "(311 µs - 244 µs) / (311 µs - 224 µs).",
+))
 def hidden_fraction() -> float:
     """Share of jit's extra time over the no-communication baseline that the collective matmul removes."""
     return (T_JIT - T_COLLECTIVE) / (T_JIT - T_BASELINE)
 
 
-@problem("10.6", title="The MoE all-to-all buffer", unit="bytes")
+@problem("10.6", title="The MoE all-to-all buffer", unit="bytes", hints=(
+    "The send buffer has a slot per local token for every destination device.",
+    "N · (S / N) · D · 4 bytes with S = 256, D = 64, N = 8.",
+))
 def moe_buffer_bytes() -> float:
     """Per-device float32 send buffer [N, S/N, D]: one slot per local token for every destination device."""
     return N_MOE * (S_MOE // N_MOE) * D_MOE * dtype_bytes("fp32")
 
 
-@problem("10.7", title="Padding in the capacity-free MoE", unit="fraction")
+@problem("10.7", title="Padding in the capacity-free MoE", unit="fraction", hints=(
+    "Each device processes N · S/N rows, but only S/N of them are its real tokens.",
+    "(S / N) / (N · S / N) with S = 256, N = 8.",
+))
 def moe_useful_fraction() -> float:
     """Share of the rows each device's grouped matmul processes that are real tokens (S/N of N · S/N)."""
     return (S_MOE // N_MOE) / (N_MOE * (S_MOE // N_MOE))
 
 
-@problem("10.8", title="Rows per host on a multi-host slice", unit="rows")
+@problem("10.8", title="Rows per host on a multi-host slice", unit="rows", hints=(
+    "Each process (host) loads the rows for its own chips only.",
+    "1024 rows / (64 chips / 4 chips per host).",
+))
 def rows_per_process() -> float:
     """Global batch 1024 sharded over the 64 chips of a slice with 4 chips per host: rows each process loads."""
     return 1024 / (64 // 4)

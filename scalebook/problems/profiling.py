@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..hardware.chips import get_chip
 from ..hlo import padding, parse_op
 from ..roofline import estimate
+from ..variants import vary
 from . import problem
 
 
@@ -19,72 +20,108 @@ def _one_hop(shard_bytes: float, chip: str) -> float:
     return estimate(0, shard_bytes, c, bandwidth=2 * c.ici_bandwidth, channel="ICI").time
 
 
-@problem("09.1", title="Padding of an odd-sized bf16 activation", unit="fraction")
-def bf16_tile_waste() -> float:
-    """Fraction of the storage of bf16[100, 300] with tiling T(8,128)(2,1) that is padding."""
-    return padding((100, 300), "T(8,128)(2,1)", "bf16")["waste"]
+@problem("09.1", title="Padding of an odd-sized bf16 activation", unit="fraction", hints=(
+    "Each dimension is rounded up to a whole tile: bf16 packs pairs of rows, so the tile is (16, 128) in elements.",
+    "1 - ({rows} · {cols}) / (ceil({rows} / 16) · 16 · ceil({cols} / 128) · 128).",
+))
+def bf16_tile_waste(rows: int = vary(100, 17, 1000), cols: int = vary(300, 129, 3000)) -> float:
+    """Fraction of the storage of bf16[rows, cols] with tiling T(8,128)(2,1) that is padding."""
+    return padding((rows, cols), "T(8,128)(2,1)", "bf16")["waste"]
 
 
-@problem("09.2", title="A vector in a matrix's tiles", unit="B")
-def f32_vector_stored_bytes() -> float:
-    """Bytes a f32[1, 4096] array occupies with tiling T(8,128)."""
-    return padding((1, 4096), "T(8,128)", "f32")["stored_bytes"]
+@problem("09.2", title="A vector in a matrix's tiles", unit="B", hints=(
+    "A single row still fills whole (8, 128) tiles: 7 of every 8 rows are padding.",
+    "8 × ceil({n} / 128) · 128 × 4 bytes.",
+))
+def f32_vector_stored_bytes(n: int = vary(4096, 128, 65536, step=128)) -> float:
+    """Bytes a f32[1, n] array occupies with tiling T(8,128)."""
+    return padding((1, n), "T(8,128)", "f32")["stored_bytes"]
 
 
-@problem("09.3", title="Roofline of a matmul in a v5e profile", unit="s")
-def v5e_matmul_time() -> float:
-    """bf16[16,2048,4096] x bf16[4096,16384], data-parallel over 4 v5e chips: the compute-bound time."""
-    flops = 2 * 16 * 2048 * 4096 * 16384
+@problem("09.3", title="Roofline of a matmul in a v5e profile", unit="s", hints=(
+    "Data parallelism splits the FLOPs evenly over the chips; the matmul is compute-bound.",
+    "2 · {B} · {T} · {D} · {F} / 4 / 1.97e14 FLOP/s.",
+))
+def v5e_matmul_time(B: int = vary(16, 4, 64, step=4), T: int = vary(2048, 512, 8192, step=512),
+                    D: int = vary(4096, 1024, 8192, step=1024), F: int = vary(16384, 4096, 32768, step=1024)) -> float:
+    """bf16[B,T,D] x bf16[D,F], data-parallel over 4 v5e chips: the compute-bound time."""
+    flops = 2 * B * T * D * F
     return estimate(flops / 4, 0, "v5e").time
 
 
-@problem("09.4", title="A ReduceScatter between two v5e neighbours", unit="s")
-def v5e_reduce_scatter_time() -> float:
-    """Shard of bf16[4, 2048, 8192] per chip sent once over one bidirectional v5e ICI link."""
-    return _one_hop(2 * 4 * 2048 * 8192, "v5e")
+@problem("09.4", title="A ReduceScatter between two v5e neighbours", unit="s", hints=(
+    "Between two neighbours the shard crosses one link once, both directions in use.",
+    "2 · {B} · {T} · {D} bytes / (2 × 4.5e10 B/s).",
+))
+def v5e_reduce_scatter_time(B: int = vary(4, 1, 16), T: int = vary(2048, 512, 8192, step=512),
+                            D: int = vary(8192, 1024, 16384, step=1024)) -> float:
+    """Shard of bf16[B, T, D] per chip sent once over one bidirectional v5e ICI link."""
+    return _one_hop(2 * B * T * D, "v5e")
 
 
-@problem("09.5", title="How close to the roofline did it run?", unit="fraction")
-def achieved_fraction() -> float:
-    """A bf16 [4096, 8192] x [8192, 8192] matmul measured at 3.0 ms on one v5e: roofline time / measured."""
-    return estimate(2 * 4096 * 8192 * 8192, 0, "v5e").time / 3.0e-3
+@problem("09.5", title="How close to the roofline did it run?", unit="fraction", hints=(
+    "Compute the roofline time (compute-bound here) and divide by what the profile measured.",
+    "(2 · {B} · 8192 · 8192 / 1.97e14) / {measured} s.",
+))
+def achieved_fraction(B: int = vary(4096, 1024, 8192, step=512), measured: float = vary(3.0e-3, 1.5e-3, 8e-3)) -> float:
+    """A bf16 [B, 8192] x [8192, 8192] matmul measured at `measured` seconds on one v5e: roofline time / measured."""
+    return estimate(2 * B * 8192 * 8192, 0, "v5e").time / measured
 
 
-@problem("09.6", title="Argument bytes of a sharded MLP", unit="B")
-def sharded_mlp_argument_bytes() -> float:
-    """f32 x[256, 512] replicated, w_in[512, 2048] and w_out[2048, 512] split 4 ways along F: bytes per device."""
-    B, D, F, n = 256, 512, 2048, 4
+@problem("09.6", title="Argument bytes of a sharded MLP", unit="B", hints=(
+    "The replicated input is whole on every device; each weight keeps 1/n of its F dimension.",
+    "4 bytes × ({B} · {D} + 2 · {D} · {F} / {n}).",
+))
+def sharded_mlp_argument_bytes(B: int = vary(256, 64, 1024, step=64), D: int = vary(512, 128, 2048, step=128),
+                               F: int = vary(2048, 512, 8192, step=512), n: int = vary(4, choices=(2, 4, 8))) -> float:
+    """f32 x[B, D] replicated, w_in[D, F] and w_out[F, D] split n ways along F: bytes per device."""
     return 4 * (B * D + 2 * D * F / n)
 
 
-@problem("09.7", title="True shape from a per-device dump", unit="elements")
-def true_hidden_size() -> float:
-    """The global width of a weight a dump shows as bf16[8192,4096]{1,0} with sharding devices=[1,8]."""
-    line = "%w = bf16[8192,4096]{1,0} parameter(1), sharding={devices=[1,8]<=[8]}"
-    return parse_op(line).shape[1] * 8
+@problem("09.7", title="True shape from a per-device dump", unit="elements", hints=(
+    "A per-device dump shows the local shard; the sharding annotation says how many devices split each dimension.",
+    "{width} (the local width) × {n} devices along dimension 1.",
+))
+def true_hidden_size(width: int = vary(4096, 512, 8192, step=512), n: int = vary(8, choices=(2, 4, 8, 16))) -> float:
+    """The global width of a weight a dump shows as bf16[8192,width]{1,0} with sharding devices=[1,n]."""
+    line = f"%w = bf16[8192,{width}]{{1,0}} parameter(1), sharding={{devices=[1,{n}]<=[{n}]}}"
+    return parse_op(line).shape[1] * n
 
 
-@problem("09.8", title="The cost of a re-tiling copy", unit="s")
-def retiling_copy_time() -> float:
-    """A copy that re-tiles bf16[8192, 8192] on one v5e: read once and written once through HBM."""
-    return estimate(0, 2 * 2 * 8192 * 8192, "v5e").time
+@problem("09.8", title="The cost of a re-tiling copy", unit="s", hints=(
+    "A copy does no arithmetic: read once, write once.",
+    "2 × 2 · {N} · {M} bytes / 8.2e11 B/s.",
+))
+def retiling_copy_time(
+        N: int = vary(8192, 1024, 16384, step=1024), M: int = vary(8192, 1024, 16384, step=1024)) -> float:
+    """A copy that re-tiles bf16[N, M] on one v5e: read once and written once through HBM."""
+    return estimate(0, 2 * 2 * N * M, "v5e").time
 
 
 # --- the book's own problems (How To Scale Your Model, ch. 9, its worked profile; its Q1 is problem 09.7) --------
 
-@problem("09.9", title="Book Ex1: the up-projection in the v2 profile", unit="s")
-def book_up_projection_time() -> float:
-    """bf16[32,1024,8192] x bf16[8192,32768] over 8 TPU v2 cores (4 chips): the compute-bound time."""
-    return estimate(2 * 32 * 1024 * 8192 * 32768 / 4, 0, "v2").time
+@problem("09.9", title="Book Ex1: the up-projection in the v2 profile", unit="s", hints=(
+    "Split the FLOPs over the 4 chips (8 cores) and divide by one chip's peak: compute-bound.",
+    "2 · {B} · {T} · 8192 · 32768 / 4 / 4.6e13 FLOP/s.",
+))
+def book_up_projection_time(B: int = vary(32, 8, 128, step=8), T: int = vary(1024, 256, 4096, step=256)) -> float:
+    """bf16[B,T,8192] x bf16[8192,32768] over 8 TPU v2 cores (4 chips): the compute-bound time."""
+    return estimate(2 * B * T * 8192 * 32768 / 4, 0, "v2").time
 
 
-@problem("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s")
-def book_reduce_scatter_time() -> float:
-    """A bf16[8,1024,8192] shard sent once over one bidirectional TPU v2 ICI link."""
-    return _one_hop(2 * 8 * 1024 * 8192, "v2")
+@problem("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s", hints=(
+    "One hop, one shard, both directions of the link.",
+    "2 · {B} · {T} · 8192 bytes / (2 × 6e10 B/s).",
+))
+def book_reduce_scatter_time(B: int = vary(8, 2, 32, step=2), T: int = vary(1024, 256, 4096, step=256)) -> float:
+    """A bf16[B,T,8192] shard sent once over one bidirectional TPU v2 ICI link."""
+    return _one_hop(2 * B * T * 8192, "v2")
 
 
-@problem("09.11", title="Book Ex3: what the memory profile leaves free", unit="B")
-def book_memory_left() -> float:
-    """Bytes left for a training step when parameters take 7.5 GB of the 16 GB the profiler shows."""
-    return 16e9 - 7.5e9
+@problem("09.11", title="Book Ex3: what the memory profile leaves free", unit="B", hints=(
+    "The profiler shows the HBM the step can use; the parameters already hold part of it.",
+    "16e9 - {params_bytes} bytes.",
+))
+def book_memory_left(params_bytes: float = vary(7.5e9, 1e9, 1.4e10)) -> float:
+    """Bytes left for a training step when parameters take `params_bytes` of the 16 GB the profiler shows."""
+    return 16e9 - params_bytes

@@ -21,6 +21,7 @@ from ..inference import (
 from ..models import get_model
 from ..roofline import critical_batch
 from ..training.book import tp_limit
+from ..variants import vary
 from . import problem
 
 V6E_USD_PER_HOUR = 2.70  # an assumed price for problem 1 (the chapter's price table has no v6e)
@@ -36,87 +37,126 @@ def _largest_batch_within(model: str, chips: int, context: float, budget: float,
     return max(ok, default=0)
 
 
-@problem("08.1", title="What a dollar buys on a TPU v6e", unit="FLOPs/$")
-def v6e_flops_per_dollar() -> float:
-    """Peak bf16 FLOPs one dollar buys on a v6e rented at $2.70 per chip-hour."""
-    return get_chip("v6e").bf16_flops * 3600 / V6E_USD_PER_HOUR
+@problem("08.1", title="What a dollar buys on a TPU v6e", unit="FLOPs/$", hints=(
+    "A chip-hour buys 3600 seconds of peak FLOP/s.",
+    "9.2e14 FLOP/s × 3600 s / ${price}.",
+))
+def v6e_flops_per_dollar(price: float = vary(V6E_USD_PER_HOUR, 1.0, 6.0)) -> float:
+    """Peak bf16 FLOPs one dollar buys on a v6e rented at `price` $ per chip-hour."""
+    return get_chip("v6e").bf16_flops * 3600 / price
 
 
-@problem("08.2", title="A 128k-token cache for LLaMA 3.1-405B", unit="B")
-def cache_405b_128k() -> float:
-    """Bytes of one 131,072-token bf16 KV cache of LLaMA 3.1-405B."""
-    return kv_cache_bytes("llama3-405b", 131072, 1, bytes_per_value=2)
+@problem("08.2", title="A 128k-token cache for LLaMA 3.1-405B", unit="B", hints=(
+    "Per token: a key and a value per KV head per layer.",
+    "2 · 126 · 8 · 128 · {bytes_per_value} bytes × {T} tokens.",
+))
+def cache_405b_128k(
+        T: int = vary(131072, 8192, 262144, step=8192), bytes_per_value: int = vary(2, choices=(1, 2, 4))) -> float:
+    """Bytes of one T-token KV cache of LLaMA 3.1-405B, `bytes_per_value` bytes per value."""
+    return kv_cache_bytes("llama3-405b", T, 1, bytes_per_value=bytes_per_value)
 
 
-@problem("08.3", title="How many 32k conversations fit on a 2x2", unit="sequences", rtol=0.0)
-def llama3_8b_batch_2x2() -> int:
-    """Most 32,768-token sequences LLaMA 3-8B (bf16 weights and KV) can hold on a v5e 2x2."""
-    return max_batch("llama3-8b", "v5e", 4, 32768, param_bytes=2, kv_bytes=2)
+@problem("08.3", title="How many 32k conversations fit on a 2x2", unit="sequences", rtol=0.0, hints=(
+    "HBM left after the weights, over one sequence's cache.",
+    "floor(({chips} · 16e9 - 2 · params) / ({T} · KV bytes per token)) for LLaMA 3-8B in bf16.",
+))
+def llama3_8b_batch_2x2(T: int = vary(32768, 4096, 65536, step=4096), chips: int = vary(4, choices=(4, 8, 16))) -> int:
+    """Most T-token sequences LLaMA 3-8B (bf16 weights and KV) can hold on `chips` v5e chips."""
+    return max_batch("llama3-8b", "v5e", chips, T, param_bytes=2, kv_bytes=2)
 
 
-def _llama3_8b_step() -> float:
-    return decode_step("llama3-8b", "v5e", 4, 64, 4096, param_bytes=1, kv_bytes=1).time
+@problem("08.4", title="A decode step of LLaMA 3-8B", unit="s", hints=(
+    "Memory-bound at this batch: the step reads the int8 weights once and every sequence's int8 cache.",
+    "(params + {batch} · {T} · KV bytes per token) / (4 · 8.2e11 B/s) for LLaMA 3-8B.",
+))
+def llama3_8b_step(batch: int = vary(64, 8, 128, step=8), T: int = vary(4096, 1024, 8192, step=512)) -> float:
+    """Decode step of LLaMA 3-8B, int8 weights and KV, bf16 arithmetic, v5e 2x2, `batch` at T tokens."""
+    return decode_step("llama3-8b", "v5e", 4, batch, T, param_bytes=1, kv_bytes=1).time
 
 
-@problem("08.4", title="A decode step of LLaMA 3-8B", unit="s")
-def llama3_8b_step() -> float:
-    """Decode step of LLaMA 3-8B, int8 weights and KV, bf16 arithmetic, v5e 2x2, batch 64 at 4096 tokens."""
-    return _llama3_8b_step()
+@problem("08.5", title="Queries per second per chip", unit="queries/s/chip", hints=(
+    "A query finishes after its reply's tokens, one per step; the batch finishes together.",
+    "{batch} / (step time × {reply} × 4 chips), step from problem 4 with this batch.",
+))
+def llama3_8b_qps(batch: int = vary(64, 8, 128, step=8), reply: int = vary(256, 64, 2048, step=64)) -> float:
+    """Problem 4's server at `batch` answering `reply`-token replies: finished queries per second per chip."""
+    return batch / (llama3_8b_step(batch) * reply * 4)
 
 
-@problem("08.5", title="Queries per second per chip", unit="queries/s/chip")
-def llama3_8b_qps() -> float:
-    """Problem 4's server answering 256-token replies: finished queries per second per chip."""
-    return 64 / (_llama3_8b_step() * 256 * 4)
-
-
-@problem("08.6", title="Dollars per million tokens", unit="$/Mtok")
-def llama3_70b_cost() -> float:
-    """$ per million generated tokens: LLaMA 3-70B, int8 weights and KV, v5e 4x4, batch 64 at 4096 tokens."""
-    step = decode_step("llama3-70b", "v5e", 16, 64, 4096, param_bytes=1, kv_bytes=1)
+@problem("08.6", title="Dollars per million tokens", unit="$/Mtok", hints=(
+    "Cost per token = price per chip-second / tokens per chip-second.",
+    "1e6 · ($ per v5e-hour / 3600) / ({batch} / step time / 16), context {T}.",
+))
+def llama3_70b_cost(batch: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1024, 16384, step=1024)) -> float:
+    """$ per million generated tokens: LLaMA 3-70B, int8 weights and KV, v5e 4x4, `batch` at T tokens."""
+    step = decode_step("llama3-70b", "v5e", 16, batch, T, param_bytes=1, kv_bytes=1)
     return cost_per_million_tokens("v5e", step.tokens_per_second / 16)
 
 
-@problem("08.7", title="Prefilling a 32k prompt on LLaMA 3.1-405B", unit="s")
-def prefill_405b() -> float:
-    """Prefill of one 32,768-token prompt on a v5e 8x8 at 50% MFU, causal attention included."""
-    return prefill("llama3-405b", "v5e", 64, 32768, mfu=0.5).time
+@problem("08.7", title="Prefilling a 32k prompt on LLaMA 3.1-405B", unit="s", hints=(
+    "Prefill is compute-bound: 2 FLOPs per parameter per token plus causal attention's share.",
+    "(2 · params + attention FLOPs per token at {T}) · {T} / (64 · 1.97e14 · {mfu}).",
+))
+def prefill_405b(T: int = vary(32768, 4096, 131072, step=4096), mfu: float = vary(0.5, 0.3, 0.7)) -> float:
+    """Prefill of one T-token prompt on a v5e 8x8 at `mfu` MFU, causal attention included."""
+    return prefill("llama3-405b", "v5e", 64, T, mfu=mfu).time
 
 
-@problem("08.8", title="Balancing prefill and decode servers", unit="ratio")
-def prefill_decode_ratio() -> float:
-    """Prefill servers per decode server: 4096-token prefills of LLaMA 3-70B on a v5e 4x4 at 45% MFU (2·P·T, no
-    attention) against an int8 4x4 decode server at batch 96, caches counted at 6144 tokens, 2048-token replies."""
-    t_prefill = prefill("llama3-70b", "v5e", 16, 4096, mfu=0.45, attention=False).time
-    step = decode_step("llama3-70b", "v5e", 16, 96, 6144, param_bytes=1, kv_bytes=1).time
-    return disaggregation_ratio(t_prefill, step, 96, 2048)
+@problem("08.8", title="Balancing prefill and decode servers", unit="ratio", hints=(
+    "While one decode server finishes a batch (reply tokens × step), prefill must fill the batch again.",
+    "(96 × prefill time of {prompt} tokens) / ({reply} × decode step with caches at {prompt} + {reply} tokens).",
+))
+def prefill_decode_ratio(
+        prompt: int = vary(4096, 1024, 16384, step=1024), reply: int = vary(2048, 256, 8192, step=256)) -> float:
+    """Prefill servers per decode server: `prompt`-token prefills of LLaMA 3-70B on a v5e 4x4 at 45% MFU (2·P·T, no
+    attention) against an int8 4x4 decode server at batch 96, caches counted at prompt + reply tokens, `reply`-token
+    replies."""
+    t_prefill = prefill("llama3-70b", "v5e", 16, prompt, mfu=0.45, attention=False).time
+    step = decode_step("llama3-70b", "v5e", 16, 96, prompt + reply, param_bytes=1, kv_bytes=1).time
+    return disaggregation_ratio(t_prefill, step, 96, reply)
 
 
-@problem("08.9", title="int4 weights on a TPU v6e", unit="tokens")
-def v6e_int4_critical_batch() -> float:
-    """Token batch above which a matmul with int4 weights and bf16 arithmetic is compute-bound on a v6e."""
-    return critical_batch("v6e", weight_dtype="int4")
+@problem("08.9", title="int4 weights on a TPU v6e", unit="tokens", hints=(
+    "Half a byte per weight, 2 FLOPs per weight per token in bf16.",
+    "B > C_bf16 · 0.5 / (2 · W_hbm) on a {chip}.",
+))
+def v6e_int4_critical_batch(
+        chip: str = vary("v6e", choices=("v6e", "v5e", "v5p", "v4p", "tpu7x", "h100", "b200"))) -> float:
+    """Token batch above which a matmul with int4 weights and bf16 arithmetic is compute-bound on `chip`."""
+    return critical_batch(chip, weight_dtype="int4")
 
 
-@problem("08.10", title="A 12 ms budget for LLaMA 3-70B", unit="sequences", rtol=0.0)
-def batch_within_12ms() -> int:
-    """Largest batch of LLaMA 3-70B (int8 weights and KV, 8192 tokens) on a v5e 4x4 whose step is <= 12 ms."""
-    return _largest_batch_within("llama3-70b", 16, 8192, 12e-3, 1, 1)
+@problem("08.10", title="A 12 ms budget for LLaMA 3-70B", unit="sequences", rtol=0.0, hints=(
+    "Each sequence adds its cache's bytes to the step: find the batch where the step reaches the budget (and "
+    "check it fits).",
+    "largest B with (params + B · {T} · KV bytes) / (16 · 8.2e11) ≤ {budget} s, int8.",
+))
+def batch_within_12ms(T: int = vary(8192, 2048, 16384, step=1024), budget: float = vary(12e-3, 8e-3, 0.03)) -> int:
+    """Largest batch of LLaMA 3-70B (int8 weights and KV, T tokens) on a v5e 4x4 whose step is <= `budget`."""
+    return _largest_batch_within("llama3-70b", 16, T, budget, 1, 1)
 
 
-@problem("08.11", title="Cache turnover", unit="tokens/step")
-def cache_turnover() -> float:
-    """KV tokens freed per decode step: batch 128, 2048-token prompts, 512-token replies."""
-    return evicted_per_step(128, 2048, 512)
+@problem("08.11", title="Cache turnover", unit="tokens/step", hints=(
+    "In steady state one sequence in every reply-length finishes each step, freeing its whole cache.",
+    "{batch} × ({prompt} + {reply}) / {reply}.",
+))
+def cache_turnover(batch: int = vary(128, 8, 512, step=8), prompt: int = vary(2048, 256, 16384, step=256),
+                   reply: int = vary(512, 64, 4096, step=64)) -> float:
+    """KV tokens freed per decode step: `batch` sequences, `prompt`-token prompts, `reply`-token replies."""
+    return evicted_per_step(batch, prompt, reply)
 
 
-@problem("08.12", title="LLaMA 3.1-405B within 10 ms", unit="sequences", rtol=0.0)
-def batch_405b_within_10ms() -> int:
-    """On the smallest v5e slice whose batch-1 step of LLaMA 3.1-405B (int8 weights and KV, 8192 tokens) is <= 10 ms,
-    the largest batch that still steps in <= 10 ms."""
-    chips = next(n for n in V5E_SLICES if max_batch("llama3-405b", "v5e", n, 8192, 1, 1) >= 1
-                 and decode_step("llama3-405b", "v5e", n, 1, 8192, 1, 1).time <= 10e-3)
-    return _largest_batch_within("llama3-405b", chips, 8192, 10e-3, 1, 1)
+@problem("08.12", title="LLaMA 3.1-405B within 10 ms", unit="sequences", rtol=0.0, hints=(
+    "First the slice: the smallest whose batch-1 step meets the budget; then the largest batch on it that still "
+    "does.",
+    "Slices of 4 ... 256 v5e; step = (params + B · {T} · KV bytes) / (chips · 8.2e11) ≤ {budget} s, int8.",
+))
+def batch_405b_within_10ms(T: int = vary(8192, 2048, 16384, step=1024), budget: float = vary(10e-3, 6e-3, 0.03)) -> int:
+    """On the smallest v5e slice whose batch-1 step of LLaMA 3.1-405B (int8 weights and KV, T tokens) is within
+    `budget`, the largest batch that still steps within it."""
+    chips = next(n for n in V5E_SLICES if max_batch("llama3-405b", "v5e", n, T, 1, 1) >= 1
+                 and decode_step("llama3-405b", "v5e", n, 1, T, 1, 1).time <= budget)
+    return _largest_batch_within("llama3-405b", chips, T, budget, 1, 1)
 
 
 # --- the book's own questions (How To Scale Your Model, ch. 8), graded against its published answers ---------------
@@ -128,76 +168,120 @@ def _full_step(chips: int, bytes_per_value: float):
     return decode_step("llama3-70b", "v5e", chips, batch, 8192, bytes_per_value, bytes_per_value)
 
 
-@problem("08.13", title="The book's question: KV bytes per token", unit="B")
-def book_kv_per_token() -> float:
-    """Bytes of LLaMA 3-70B's int8 KV cache per token (2 · K · H · L)."""
-    return kv_cache_bytes("llama3-70b", 1, 1, 1)
+@problem("08.13", title="The book's question: KV bytes per token", unit="B", hints=(
+    "A key and a value per KV head per layer.",
+    "2 · K · H · L · {bytes_per_value} bytes for {model}.",
+))
+def book_kv_per_token(model: str = vary("llama3-70b", choices=("llama3-70b", "llama3-8b", "llama3-405b", "llama2-13b",
+                                                                "gemma-7b")),
+                      bytes_per_value: int = vary(1, choices=(1, 2))) -> float:
+    """Bytes of `model`'s KV cache per token (2 · K · H · L), `bytes_per_value` bytes per value."""
+    return kv_cache_bytes(model, 1, 1, bytes_per_value)
 
 
-@problem("08.14", title="The book's question: 32 conversations of 8k tokens", unit="B")
-def book_memory_32_conversations() -> float:
-    """Bytes of int8 weights plus 32 int8 caches of 8192 tokens."""
-    return get_model("llama3-70b").param_count() + kv_cache_bytes("llama3-70b", 8192, 32, 1)
+@problem("08.14", title="The book's question: 32 conversations of 8k tokens", unit="B", hints=(
+    "Weights once (1 byte each in int8), plus each conversation's cache.",
+    "params + {batch} · {T} · 2 · K · H · L bytes for LLaMA 3-70B.",
+))
+def book_memory_32_conversations(
+        batch: int = vary(32, 4, 128, step=4), T: int = vary(8192, 1024, 32768, step=1024)) -> float:
+    """Bytes of int8 weights plus `batch` int8 caches of T tokens."""
+    return get_model("llama3-70b").param_count() + kv_cache_bytes("llama3-70b", T, batch, 1)
 
 
-@problem("08.15", title="The book's question: a decode step on a 4x2", unit="s")
-def book_step_4x2() -> float:
-    """Decode step of those 32 conversations on 8 v5e chips (int8 weights and caches)."""
-    return decode_step("llama3-70b", "v5e", 8, 32, 8192, param_bytes=1, kv_bytes=1).time
+@problem("08.15", title="The book's question: a decode step on a 4x2", unit="s", hints=(
+    "Memory-bound: every byte of problem 14's total is read once per step.",
+    "(params + {batch} · {T} · KV bytes per token) / (8 · 8.2e11 B/s).",
+))
+def book_step_4x2(batch: int = vary(32, 4, 64, step=4), T: int = vary(8192, 1024, 16384, step=1024)) -> float:
+    """Decode step of `batch` conversations of T tokens on 8 v5e chips (int8 weights and caches)."""
+    return decode_step("llama3-70b", "v5e", 8, batch, T, param_bytes=1, kv_bytes=1).time
 
 
-@problem("08.16", title="The book's question: int8 weights, bf16 arithmetic", unit="tokens")
-def book_critical_int8_weights() -> float:
-    """Batch above which decode matmuls are compute-bound on v5e with int8 weights and bf16 FLOPs."""
-    return critical_batch("v5e", weight_dtype="int8")
+@problem("08.16", title="The book's question: int8 weights, bf16 arithmetic", unit="tokens", hints=(
+    "One byte per weight, 2 bf16 FLOPs per weight per token.",
+    "B > C_bf16 / (2 · W_hbm) on a {chip}.",
+))
+def book_critical_int8_weights(
+        chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", "tpu7x", "h100", "h200"))) -> float:
+    """Batch above which decode matmuls are compute-bound on `chip` with int8 weights and bf16 FLOPs."""
+    return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("08.17", title="The book's question: the smallest bf16 slice", unit="chips", rtol=0.0)
-def book_smallest_bf16_slice() -> int:
-    """Chips in the smallest v5e slice whose HBM holds LLaMA 3-70B's bf16 weights."""
-    x, y = smallest_topology("llama3-70b", "v5e", 2)
+@problem("08.17", title="The book's question: the smallest bf16 slice", unit="chips", rtol=0.0, hints=(
+    "Slices come in fixed shapes: find the first whose total HBM holds the weights.",
+    "smallest v5e slice with chips · 16e9 ≥ {bytes_per_param} · params of {model}.",
+))
+def book_smallest_bf16_slice(model: str = vary("llama3-70b", choices=("llama3-70b", "llama3-8b", "llama2-13b",
+                                                                      "gemma-7b", "ch7-model")),
+                             bytes_per_param: int = vary(2, choices=(1, 2))) -> int:
+    """Chips in the smallest v5e slice whose HBM holds `model`'s weights at `bytes_per_param` bytes each."""
+    x, y = smallest_topology(model, "v5e", bytes_per_param)
     return x * y
 
 
-@problem("08.18", title="The book's question: a step with HBM full of caches", unit="s")
-def book_full_step() -> float:
-    """Decode step of LLaMA 3-70B on a v5e 4x2 in int8, at the largest batch of 8k caches that fits."""
-    return _full_step(8, 1).time
+@problem("08.18", title="The book's question: a step with HBM full of caches", unit="s", hints=(
+    "With HBM full, the step reads all of HBM once.",
+    "≈ {chips} · 16e9 bytes / ({chips} · 8.2e11 B/s), at the largest batch of 8k int8 caches that fits.",
+))
+def book_full_step(chips: int = vary(8, choices=(8, 16, 32, 64))) -> float:
+    """Decode step of LLaMA 3-70B on `chips` v5e chips in int8, at the largest batch of 8k caches that fits."""
+    return _full_step(chips, 1).time
 
 
-@problem("08.19", title="The book's question: queries per second per chip", unit="QPS per chip")
-def book_qps_int8() -> float:
-    """QPS per chip on that 4x2 with 512-token replies, the step taken as every byte in HBM read once."""
+@problem("08.19", title="The book's question: queries per second per chip", unit="QPS per chip", hints=(
+    "The batch finishes together after reply-length steps.",
+    "batch / (step time × {reply} × 8 chips), at problem 18's full batch.",
+))
+def book_qps_int8(reply: int = vary(512, 64, 4096, step=64)) -> float:
+    """QPS per chip on that 4x2 with `reply`-token replies, the step taken as every byte in HBM read once."""
     step = _full_step(8, 1)
-    return step.batch / ((step.t_params + step.t_kv) * 512 * 8)
+    return step.batch / ((step.t_params + step.t_kv) * reply * 8)
 
 
-@problem("08.20", title="The book's question: doubling the slice", unit="QPS per chip")
-def book_qps_int8_doubled() -> float:
-    """The same QPS per chip on a v5e 4x4 (16 chips)."""
+@problem("08.20", title="The book's question: doubling the slice", unit="QPS per chip", hints=(
+    "More chips: the weights take a smaller share of HBM, leaving room for a larger batch.",
+    "batch / (step time × {reply} × 16 chips), at the full batch on a 4x4.",
+))
+def book_qps_int8_doubled(reply: int = vary(512, 64, 4096, step=64)) -> float:
+    """The same QPS per chip on a v5e 4x4 (16 chips) with `reply`-token replies."""
     step = _full_step(16, 1)
-    return step.batch / ((step.t_params + step.t_kv) * 512 * 16)
+    return step.batch / ((step.t_params + step.t_kv) * reply * 16)
 
 
-@problem("08.21", title="The book's question: the large-batch model-parallel limit", unit="chips")
-def book_large_batch_limit() -> float:
-    """Model-parallel degree over two v5e axes below which large-batch decode stays compute-bound (F·M_Y/2200)."""
-    return tp_limit(28672, "v5e", M_Y=2)
+@problem("08.21", title="The book's question: the large-batch model-parallel limit", unit="chips", hints=(
+    "Large-batch decode is like training's TP: the MLP width per chip must outweigh C / W_ici.",
+    "Y < {F} · M_Y / (C / W_ici) with M_Y = {M_Y} on a v5e.",
+))
+def book_large_batch_limit(F: int = vary(28672, 8192, 65536, step=1024), M_Y: int = vary(2, 1, 3)) -> float:
+    """Model-parallel degree over M_Y v5e axes below which large-batch decode stays compute-bound (F·M_Y/2200)."""
+    return tp_limit(F, "v5e", M_Y=M_Y)
 
 
-@problem("08.22", title="The book's question: an 8k-token prefill", unit="s")
-def book_prefill_8k() -> float:
-    """Prefill of 8192 tokens of LLaMA 3-70B on 16 v5e chips at 40% MFU, 2 FLOPs per parameter per token."""
-    return prefill("llama3-70b", "v5e", 16, 8192, mfu=0.4, attention=False).time
+@problem("08.22", title="The book's question: an 8k-token prefill", unit="s", hints=(
+    "Prefill is compute-bound: 2 FLOPs per parameter per token.",
+    "2 · 70e9 · {T} / (16 · 1.97e14 · {mfu}).",
+))
+def book_prefill_8k(T: int = vary(8192, 1024, 32768, step=1024), mfu: float = vary(0.4, 0.3, 0.7)) -> float:
+    """Prefill of T tokens of LLaMA 3-70B on 16 v5e chips at `mfu` MFU, 2 FLOPs per parameter per token."""
+    return prefill("llama3-70b", "v5e", 16, T, mfu=mfu, attention=False).time
 
 
-@problem("08.23", title="The book's question: cache turnover", unit="tokens")
-def book_evicted_per_step() -> float:
-    """Cached tokens freed per decode step: batch 32, 8192-token prompts, 4096-token replies."""
-    return evicted_per_step(32, 8192, 4096)
+@problem("08.23", title="The book's question: cache turnover", unit="tokens", hints=(
+    "Each step, batch / reply sequences finish, each freeing prompt + reply tokens.",
+    "{batch} · ({prompt} + {reply}) / {reply}.",
+))
+def book_evicted_per_step(batch: int = vary(32, 4, 256, step=4), prompt: int = vary(8192, 1024, 32768, step=1024),
+                          reply: int = vary(4096, 256, 8192, step=256)) -> float:
+    """Cached tokens freed per decode step: `batch` sequences, `prompt`-token prompts, `reply`-token replies."""
+    return evicted_per_step(batch, prompt, reply)
 
 
-@problem("08.24", title="The book's question: prefill servers per decode server", unit="servers")
-def book_disaggregation_ratio() -> float:
-    """Prefill servers per decode server: the 8k prefill above, the full 4x2 step, batch 32, 512-token replies."""
-    return disaggregation_ratio(book_prefill_8k(), book_full_step(), 32, 512)
+@problem("08.24", title="The book's question: prefill servers per decode server", unit="servers", hints=(
+    "Prefill must supply a full batch of prompts in the time a decode server takes to finish one.",
+    "({batch} × prefill time) / ({reply} × full 4x2 step).",
+))
+def book_disaggregation_ratio(
+        batch: int = vary(32, 4, 128, step=4), reply: int = vary(512, 64, 4096, step=64)) -> float:
+    """Prefill servers per decode server: the 8k prefill above, the full 4x2 step, `batch`, `reply`-token replies."""
+    return disaggregation_ratio(book_prefill_8k(), book_full_step(), batch, reply)

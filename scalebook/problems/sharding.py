@@ -96,10 +96,13 @@ def doubly_sharded_gather_time(B: int = vary(16384, 2048, 65536, step=1024),
     return all_gather(mesh, "X", B * D * dtype_bytes("bf16"), also_sharded="Y").time
 
 
-@problem("03.7", title="What losing the wraparound costs an AllReduce", unit="ratio")
-def lost_wraparound_ratio() -> float:
-    """AllReduce_Z of bf16[8192, 8192]{U_Z}: time on a v5p 2x2x4 over time on a v5p 4x4x4."""
-    nbytes = 8192 * 8192 * dtype_bytes("bf16")
+@problem("03.7", title="What losing the wraparound costs an AllReduce", unit="ratio", hints=(
+    "Only a full cube axis (a multiple of 4 chips) wraps around; without it, a ring runs one way per link.",
+    "(AllReduce_Z of 2 · {N}² bytes on a 2x2x4) / (the same on a 4x4x4): about 2 in the bandwidth regime.",
+))
+def lost_wraparound_ratio(N: int = vary(8192, 1024, 16384, step=1024)) -> float:
+    """AllReduce_Z of bf16[N, N]{U_Z}: time on a v5p 2x2x4 over time on a v5p 4x4x4."""
+    nbytes = N * N * dtype_bytes("bf16")
     partial = all_reduce(TpuMesh("v5p", X=2, Y=2, Z=4), "Z", nbytes).time
     cube = all_reduce(TpuMesh("v5p", X=4, Y=4, Z=4), "Z", nbytes).time
     return partial / cube
@@ -250,8 +253,12 @@ def book_reduce_wins_width(chip: str = vary("v5p", choices=("v5p", "v5e", "v6e",
     return 2 * spec.bf16_flops / spec.ici_bidirectional
 
 
-@problem("03.20", title="Book Q10: where the quarter comes from", unit="ratio")
+@problem("03.20", title="Book Q10: where the quarter comes from", unit="ratio", hints=(
+    "On a bidirectional ring an AllToAll's pieces travel on average a quarter of the way round.",
+    "AllToAll_X / AllGather_X of the same 1 GB array on a v5e 16x16, in the bandwidth regime.",
+))
 def book_all_to_all_quarter() -> float:
-    """AllToAll time over AllGather time on one wrapped axis (v5e pod, X), in the bandwidth regime."""
+    """AllToAll time over AllGather time on one wrapped axis (v5e pod, X), in the bandwidth regime: a ratio no
+    input changes, so this problem has no variants."""
     pod = TpuMesh("v5e", X=16, Y=16)
     return all_to_all(pod, "X", 1e9).time / all_gather(pod, "X", 1e9).time

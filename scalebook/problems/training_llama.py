@@ -13,82 +13,123 @@ from ..models import from_hf_config, get_model, hf_config
 from ..training.book import min_tokens_per_chip
 from ..training.footprint import memory
 from ..training.planner import plan
+from ..variants import vary
 from . import problem
 
 V5P_POD = 8960  # chips in a full TPU v5p pod, 16 x 20 x 28
 MFU_V5P, MFU_SMALL = 0.4, 0.45  # the MFU the problems assume: the book's 40% for big runs, 45% for LLaMA 3-8B
+# The dense presets a variant may name instead of the book's.
+DENSE_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b")
 
 
-@problem("06.1", title="Parameters of Mistral 7B from its config", unit="parameters")
+@problem("06.1", title="Parameters of Mistral 7B from its config", unit="parameters", hints=(
+    "Read L, D, F, N, K, H and V off the config; count Q, K, V, O, the gated MLP and two untied embeddings.",
+    "L · (2·D·N·H + 2·D·K·H + 3·D·F) + 2·V·D with Mistral 7B's config values.",
+))
 def mistral_params() -> float:
     """All parameters of the model described by `models.hf_config("mistral-7b")` (gated MLP, GQA, untied embeddings)."""
     return from_hf_config(hf_config("mistral-7b")).param_count()
 
 
-@problem("06.2", title="Attention's share of LLaMA 3.1-405B", unit="fraction")
-def attention_share_405b() -> float:
-    """Fraction of LLaMA 3.1-405B's parameters in the attention projections (W_Q, W_K, W_V, W_O)."""
-    model = get_model("llama3-405b")
-    return model.components()["attention"][0] / model.param_count()
+@problem("06.2", title="Attention's share of LLaMA 3.1-405B", unit="fraction", hints=(
+    "Count W_Q and W_O (D × N·H) and W_K and W_V (D × K·H) per layer; grouped KV heads make K and V small.",
+    "L · (2·D·N·H + 2·D·K·H) / all parameters of {model}.",
+))
+def attention_share_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS)) -> float:
+    """Fraction of `model`'s parameters in the attention projections (W_Q, W_K, W_V, W_O)."""
+    cfg = get_model(model)
+    return cfg.components()["attention"][0] / cfg.param_count()
 
 
-@problem("06.3", title="How far 6 × parameters overshoots for a small model", unit="ratio")
-def six_p_overshoot_8b() -> float:
-    """6 x all of LLaMA 3-8B's parameters over its matmul training FLOPs per token (attention scores left out)."""
-    model = get_model("llama3-8b")
-    return 6 * model.param_count() / model.flops_per_token()
+@problem("06.3", title="How far 6 × parameters overshoots for a small model", unit="ratio", hints=(
+    "The input embedding is a look-up, not a matmul: its parameters cost no FLOPs.",
+    "6 · all params / (6 · (all params - V · D)) for {model}.",
+))
+def six_p_overshoot_8b(model: str = vary("llama3-8b", choices=DENSE_MODELS)) -> float:
+    """6 x all of `model`'s parameters over its matmul training FLOPs per token (attention scores left out)."""
+    cfg = get_model(model)
+    return 6 * cfg.param_count() / cfg.flops_per_token()
 
 
-@problem("06.4", title="Chip-hours of the LLaMA 3.1-405B run", unit="chip-hours")
-def chip_hours_405b() -> float:
-    """v5p chip-hours to train LLaMA 3.1-405B on 15e12 tokens at 40% MFU (matmul FLOPs only), on any number of chips."""
-    flops = get_model("llama3-405b").flops_per_token() * 15e12
-    return flops / (get_chip("v5p").peak_flops() * MFU_V5P) / 3600
+@problem("06.4", title="Chip-hours of the LLaMA 3.1-405B run", unit="chip-hours", hints=(
+    "Chip-hours do not depend on the number of chips: total FLOPs over one chip's achieved FLOP/s.",
+    "6 · matmul params · {tokens} / (4.59e14 · {mfu}) / 3600 for {model}.",
+))
+def chip_hours_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS), tokens: float = vary(15e12, 1e12, 3e13),
+                    mfu: float = vary(MFU_V5P, 0.3, 0.6)) -> float:
+    """v5p chip-hours to train `model` on `tokens` tokens at `mfu` MFU (matmul FLOPs only), on any number of chips."""
+    flops = get_model(model).flops_per_token() * tokens
+    return flops / (get_chip("v5p").peak_flops() * mfu) / 3600
 
 
-@problem("06.5", title="LLaMA 3-8B on a v6e pod", unit="s")
-def llama3_8b_on_v6e_pod() -> float:
-    """Seconds to train LLaMA 3-8B on 15e12 tokens on a 256-chip v6e pod at 45% MFU (matmul FLOPs only)."""
-    flops = get_model("llama3-8b").flops_per_token() * 15e12
-    return flops / (256 * get_chip("v6e").peak_flops() * MFU_SMALL)
+@problem("06.5", title="LLaMA 3-8B on a v6e pod", unit="s", hints=(
+    "Total training FLOPs over the pod's achieved FLOP/s.",
+    "6 · matmul params · {tokens} / ({chips} · 9.2e14 · 0.45) for LLaMA 3-8B.",
+))
+def llama3_8b_on_v6e_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = vary(256, 32, 256, step=32)) -> float:
+    """Seconds to train LLaMA 3-8B on `tokens` tokens on `chips` v6e chips at 45% MFU (matmul FLOPs only)."""
+    flops = get_model("llama3-8b").flops_per_token() * tokens
+    return flops / (chips * get_chip("v6e").peak_flops() * MFU_SMALL)
 
 
-@problem("06.6", title="The fewest v5e chips for LLaMA 3-8B", unit="chips", rtol=0.0)
-def fewest_v5e_chips() -> int:
-    """Whole v5e chips (16 GB) whose HBM holds LLaMA 3-8B's bf16 weights, fp32 Adam, 4 saves/layer at 2**20 tokens."""
-    state = memory("llama3-8b", 2**20, saves_per_layer=4)
+@problem("06.6", title="The fewest v5e chips for LLaMA 3-8B", unit="chips", rtol=0.0, hints=(
+    "Add weights (2 bytes), Adam (8 bytes) per parameter and the saved activations; divide by one chip's HBM.",
+    "ceil((10 · params + L · {saves} · 2 · {tokens} · D) / 16e9) for LLaMA 3-8B.",
+))
+def fewest_v5e_chips(tokens: int = vary(2**20, 2**18, 2**22, step=2**17), saves: int = vary(4, 1, 8)) -> int:
+    """Whole v5e chips (16 GB) whose HBM holds LLaMA 3-8B's bf16 weights, fp32 Adam and `saves` saves per layer at
+    `tokens` tokens."""
+    state = memory("llama3-8b", tokens, saves_per_layer=saves)
     return math.ceil(state.total / get_chip("v5e").hbm_bytes)
 
 
-@problem("06.7", title="How long the fewest chips would take", unit="s")
-def fewest_v5e_chips_time() -> float:
-    """Seconds for problem 6's v5e chips to train LLaMA 3-8B on 15e12 tokens at 45% MFU (matmul FLOPs only)."""
-    flops = get_model("llama3-8b").flops_per_token() * 15e12
+@problem("06.7", title="How long the fewest chips would take", unit="s", hints=(
+    "The chips of problem 6 at 45% MFU; the time is total FLOPs over their achieved FLOP/s.",
+    "6 · matmul params · {tokens} / (chips · 1.97e14 · 0.45) for LLaMA 3-8B.",
+))
+def fewest_v5e_chips_time(tokens: float = vary(15e12, 1e12, 3e13)) -> float:
+    """Seconds for problem 6's v5e chips to train LLaMA 3-8B on `tokens` tokens at 45% MFU (matmul FLOPs only)."""
+    flops = get_model("llama3-8b").flops_per_token() * tokens
     return flops / (fewest_v5e_chips() * get_chip("v5e").peak_flops() * MFU_SMALL)
 
 
-@problem("06.8", title="Memory per chip for LLaMA 3.1-405B on eight pods", unit="B")
-def memory_per_chip_405b() -> float:
-    """Bytes per chip for LLaMA 3.1-405B on 8 v5p pods: bf16 weights, fp32 Adam, 12 saves/layer at 16 * 2**20
-    tokens, everything sharded evenly over all the chips."""
-    return memory("llama3-405b", 16 * 2**20, n_chips=8 * V5P_POD, saves_per_layer=12).per_chip
+@problem("06.8", title="Memory per chip for LLaMA 3.1-405B on eight pods", unit="B", hints=(
+    "Everything is sharded evenly: total state over the chips.",
+    "(10 · params + L · {saves} · 2 · {tokens} · D) / ({pods} · 8960) for LLaMA 3.1-405B.",
+))
+def memory_per_chip_405b(pods: int = vary(8, 1, 16), saves: int = vary(12, 2, 16),
+                         tokens: int = vary(16 * 2**20, 2**22, 2**25, step=2**20)) -> float:
+    """Bytes per chip for LLaMA 3.1-405B on `pods` v5p pods: bf16 weights, fp32 Adam, `saves` saves per layer at
+    `tokens` tokens, everything sharded evenly over all the chips."""
+    return memory("llama3-405b", tokens, n_chips=pods * V5P_POD, saves_per_layer=saves).per_chip
 
 
-@problem("06.9", title="Where FSDP alone stops keeping up", unit="chips")
-def fsdp_chip_limit_70b() -> float:
-    """Chip count above which pure FSDP over 3 v5p axes (sequences sharded too) of a 4 * 2**20-token batch turns
+@problem("06.9", title="Where FSDP alone stops keeping up", unit="chips", hints=(
+    "FSDP needs a minimum of tokens per chip; more chips than batch / that minimum and it is comms-bound.",
+    "{tokens} / (C / (3 · W_ici)) on a {chip}.",
+))
+def fsdp_chip_limit_70b(tokens: int = vary(4 * 2**20, 2**20, 2**25, step=2**20),
+                        chip: str = vary("v5p", choices=("v5p", "v5e", "v6e", "v4p", "tpu7x"))) -> float:
+    """Chip count above which pure FSDP over 3 `chip` axes (sequences sharded too) of a `tokens`-token batch turns
     communication-bound."""
-    return 4 * 2**20 / min_tokens_per_chip("fsdp", "v5p", M_X=3)
+    return tokens / min_tokens_per_chip("fsdp", chip, M_X=3)
 
 
-@problem("06.10", title="How many pods a 16M batch can feed", unit="pods", rtol=0.0)
-def most_pods_405b() -> int:
-    """Most whole v5p pods on which LLaMA 3.1-405B with a 16 * 2**20-token batch meets the FSDP x TP bound."""
+@problem("06.10", title="How many pods a 16M batch can feed", unit="pods", rtol=0.0, hints=(
+    "FSDP × TP's tokens-per-chip bound with LLaMA 3.1-405B's F; the batch divided by it gives chips, then pods.",
+    "floor({tokens} / (FSDP + TP tokens per chip, F = 53,248) / 8960).",
+))
+def most_pods_405b(tokens: int = vary(16 * 2**20, 2**23, 2**27, step=2**22)) -> int:
+    """Most whole v5p pods on which LLaMA 3.1-405B with a `tokens`-token batch meets the FSDP x TP bound."""
     per_chip = min_tokens_per_chip("fsdp_tp", "v5p", F=get_model("llama3-405b").F, M_X=2, M_Y=1)
-    return math.floor(16 * 2**20 / per_chip / V5P_POD)
+    return math.floor(tokens / per_chip / V5P_POD)
 
 
-@problem("06.11", title="What refusing sequence sharding costs LLaMA 3.1-405B", unit="ratio")
+@problem("06.11", title="What refusing sequence sharding costs LLaMA 3.1-405B", unit="ratio", hints=(
+    "Without sequence sharding, data parallelism cannot go beyond one sequence per shard: the planner has to use "
+    "more model parallelism.",
+    "(planner step time, sequence_sharding=False) / (planner step time with it), LLaMA 3.1-405B on 8 v5p pods.",
+))
 def no_sequence_sharding_slowdown_405b() -> float:
     """Planner step time without over with sequence sharding: LLaMA 3.1-405B, 8 v5p pods, 16 * 2**20 tokens of
     8192-token sequences."""
@@ -97,7 +138,10 @@ def no_sequence_sharding_slowdown_405b() -> float:
     return without / plan(*args, seq_len=8192).estimate.time
 
 
-@problem("06.12", title="The planner without sequence sharding", unit="fraction")
+@problem("06.12", title="The planner without sequence sharding", unit="fraction", hints=(
+    "MFU is model FLOPs per step over peak FLOP/s × step time; the planner's best layout sets the step time.",
+    "plan(llama3-8b, v5p, 1024, 2**20, seq_len=8192, sequence_sharding=False).mfu.",
+))
 def planner_mfu_no_sequence_sharding() -> float:
     """Best MFU the planner finds for LLaMA 3-8B, 2**20 tokens of 8192-token sequences, 1024 v5p chips, no
     sequence sharding (compute time over step time at peak FLOP/s)."""
@@ -109,57 +153,93 @@ def planner_mfu_no_sequence_sharding() -> float:
 _BOOK_BATCH = 4 * 2**20  # LLaMA 3-70B's batch: 1024 sequences of 4096 tokens
 
 
-@problem("06.13", title="The book's question: LLaMA 3-70B's parameters", unit="parameters")
-def book_llama3_70b_params() -> float:
-    """Parameters of LLaMA 3-70B from its config (L = 80, D = 8192, F = 28,672, N = 64, K = 8, H = 128, V = 128,256)."""
-    return get_model("llama3-70b").param_count()
+@problem("06.13", title="The book's question: LLaMA 3-70B's parameters", unit="parameters", hints=(
+    "Per layer: Q and O (D × N·H), K and V (D × K·H), the gated MLP's three D × F; plus two V × D.",
+    "L · (2·D·N·H + 2·D·K·H + 3·D·F) + 2·V·D for {model}.",
+))
+def book_llama3_70b_params(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
+    """Parameters of `model` from its config (the book's: LLaMA 3-70B, L = 80, D = 8192, F = 28,672, K = 8)."""
+    return get_model(model).param_count()
 
 
-@problem("06.14", title="The book's question: training FLOPs per token", unit="FLOPs")
-def book_flops_per_token() -> float:
-    """Training FLOPs per token of LLaMA 3-70B, 6 per matmul parameter (attention scores left out)."""
-    return get_model("llama3-70b").flops_per_token()
+@problem("06.14", title="The book's question: training FLOPs per token", unit="FLOPs", hints=(
+    "Forward 2 FLOPs per matmul weight per token, backward 4.",
+    "6 · (params - V · D) for {model}.",
+))
+def book_flops_per_token(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
+    """Training FLOPs per token of `model`, 6 per matmul parameter (attention scores left out)."""
+    return get_model(model).flops_per_token()
 
 
-@problem("06.15", title="The book's question: the run on one v5p", unit="years")
-def book_years_one_chip() -> float:
-    """Years one v5p at peak bf16 FLOP/s needs for 15e12 tokens of LLaMA 3-70B."""
-    return get_model("llama3-70b").flops_per_token() * 15e12 / get_chip("v5p").bf16_flops / (365.25 * 86400)
+@problem("06.15", title="The book's question: the run on one v5p", unit="years", hints=(
+    "Total FLOPs over one chip's peak FLOP/s, in years.",
+    "6 · matmul params · {tokens} / C of a {chip} / (365.25 · 86400) for LLaMA 3-70B.",
+))
+def book_years_one_chip(tokens: float = vary(15e12, 1e12, 3e13),
+                        chip: str = vary("v5p", choices=("v5p", "v5e", "v6e", "v4p", "tpu7x", "h100", "b200")),
+                        ) -> float:
+    """Years one `chip` at peak bf16 FLOP/s needs for `tokens` tokens of LLaMA 3-70B."""
+    return get_model("llama3-70b").flops_per_token() * tokens / get_chip(chip).bf16_flops / (365.25 * 86400)
 
 
-@problem("06.16", title="The book's question: the run on a v5p pod", unit="days")
-def book_days_on_pod() -> float:
-    """Days for 15e12 tokens of LLaMA 3-70B on 8960 v5p chips at 40% MFU."""
-    flops = get_model("llama3-70b").flops_per_token() * 15e12
-    return flops / (V5P_POD * get_chip("v5p").bf16_flops * 0.4) / 86400
+@problem("06.16", title="The book's question: the run on a v5p pod", unit="days", hints=(
+    "Total FLOPs over the pod's achieved FLOP/s.",
+    "6 · matmul params · {tokens} / ({chips} · 4.59e14 · {mfu}) / 86400 for LLaMA 3-70B.",
+))
+def book_days_on_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = vary(V5P_POD, 1024, 8960, step=64),
+                     mfu: float = vary(0.4, 0.3, 0.6)) -> float:
+    """Days for `tokens` tokens of LLaMA 3-70B on `chips` v5p chips at `mfu` MFU."""
+    flops = get_model("llama3-70b").flops_per_token() * tokens
+    return flops / (chips * get_chip("v5p").bf16_flops * mfu) / 86400
 
 
-@problem("06.17", title="The book's question: the fewest chips", unit="chips", rtol=0.0)
-def book_fewest_chips() -> int:
-    """Fewest 96 GB v5p chips that hold LLaMA 3-70B's bf16 weights, fp32 Adam and 4 checkpoints per layer at 4M."""
-    return math.ceil(memory("llama3-70b", 4e6, saves_per_layer=4).total / get_chip("v5p").hbm_bytes)
+@problem("06.17", title="The book's question: the fewest chips", unit="chips", rtol=0.0, hints=(
+    "Weights, optimizer state and checkpoints all have to fit: add them, divide by one chip's HBM, round up.",
+    "ceil((10 · params + L · {saves} · 2 · {tokens} · D) / 96e9) for LLaMA 3-70B.",
+))
+def book_fewest_chips(tokens: float = vary(4e6, 1e6, 1.6e7), saves: int = vary(4, 1, 8)) -> int:
+    """Fewest 96 GB v5p chips that hold LLaMA 3-70B's bf16 weights, fp32 Adam and `saves` checkpoints per layer at
+    `tokens` tokens."""
+    return math.ceil(memory("llama3-70b", tokens, saves_per_layer=saves).total / get_chip("v5p").hbm_bytes)
 
 
-@problem("06.18", title="The book's question: memory per chip on a pod", unit="B")
-def book_memory_per_chip() -> float:
-    """That state spread evenly over 8960 chips, bytes per chip."""
-    return memory("llama3-70b", 4e6, V5P_POD, saves_per_layer=4).per_chip
+@problem("06.18", title="The book's question: memory per chip on a pod", unit="B", hints=(
+    "The same total state, split evenly.",
+    "(10 · params + L · 4 · 2 · {tokens} · D) / {chips} for LLaMA 3-70B.",
+))
+def book_memory_per_chip(
+        tokens: float = vary(4e6, 1e6, 1.6e7), chips: int = vary(V5P_POD, 1024, 8960, step=64)) -> float:
+    """That state spread evenly over `chips` chips, bytes per chip."""
+    return memory("llama3-70b", tokens, chips, saves_per_layer=4).per_chip
 
 
-@problem("06.19", title="The book's question: data parallelism over sequences only", unit="chips", rtol=0.0)
-def book_sequences_per_batch() -> int:
-    """Most data-parallel shards a batch of 4 × 2**20 tokens in 4096-token sequences allows without sequence
+@problem("06.19", title="The book's question: data parallelism over sequences only", unit="chips", rtol=0.0, hints=(
+    "Without sequence sharding, a shard holds at least one whole sequence.",
+    "{tokens} // {T}.",
+))
+def book_sequences_per_batch(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),
+                             T: int = vary(4096, 1024, 16384, step=1024)) -> int:
+    """Most data-parallel shards a batch of `tokens` tokens in T-token sequences allows without sequence
     sharding (one sequence per shard)."""
-    return _BOOK_BATCH // 4096
+    return tokens // T
 
 
-@problem("06.20", title="The book's question: tokens per chip on a full pod", unit="tokens")
-def book_tokens_per_chip() -> float:
-    """Tokens per chip of a 4 × 2**20-token batch over 8960 chips."""
-    return _BOOK_BATCH / V5P_POD
+@problem("06.20", title="The book's question: tokens per chip on a full pod", unit="tokens", hints=(
+    "Split the batch evenly.",
+    "{tokens} / {chips}.",
+))
+def book_tokens_per_chip(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),
+                         chips: int = vary(V5P_POD, 1024, 8960, step=64)) -> float:
+    """Tokens per chip of a `tokens`-token batch over `chips` chips."""
+    return tokens / chips
 
 
-@problem("06.21", title="The book's question: the FSDP degree for FSDP + TP", unit="chips")
-def book_x_opt() -> float:
-    """X_opt = sqrt(2BN/F) for LLaMA 3-70B, B = 4 × 2**20, N = 8960 (FSDP over two axes, TP over one)."""
-    return math.sqrt(2 * _BOOK_BATCH * V5P_POD / get_model("llama3-70b").F)
+@problem("06.21", title="The book's question: the FSDP degree for FSDP + TP", unit="chips", hints=(
+    "Balance FSDP's comms (falling in X) against TP's (rising in N / X).",
+    "X_opt = sqrt(2 · {tokens} · {chips} / F) with F = 28,672.",
+))
+def book_x_opt(
+        tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),
+        chips: int = vary(V5P_POD, 1024, 8960, step=64)) -> float:
+    """X_opt = sqrt(2BN/F) for LLaMA 3-70B, B = `tokens`, N = `chips` (FSDP over two axes, TP over one)."""
+    return math.sqrt(2 * tokens * chips / get_model("llama3-70b").F)

@@ -13,50 +13,79 @@ from ..sharding import sharded_matmul
 from ..training.book import mfu
 from ..training.footprint import activation_bytes
 from ..units import dtype_bytes
+from ..variants import vary
 from . import problem
+
+# The dense presets a variant may name instead of the book's model.
+DENSE_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b", "ch7-model")
 
 # Problem 9's run: LLaMA 3-70B on 2048 H100s, 2**22-token batches of 8192-token sequences, 2.4 s per step.
 RUN_CHIPS, RUN_BATCH, RUN_SEQ, RUN_STEP_S = 2048, 2**22, 8192, 2.4
 
 
-@problem("04.1", title="Parameters of LLaMA 2-13B", unit="parameters")
-def llama2_13b_params() -> float:
-    """All parameters of LLaMA 2-13B: 40 MHA layers (D = 5120, F = 13824, gated), untied 32000-token vocabulary."""
-    return get_model("llama2-13b").param_count()
+@problem("04.1", title="Parameters of LLaMA 2-13B", unit="parameters", hints=(
+    "Count per layer (attention projections, a gated MLP's three matrices), times the layers, plus the "
+    "embedding and the untied output matrix.",
+    "L · (D·(N·H) + 2·D·(K·H) + (N·H)·D + 3·D·F) + 2·V·D for {model} (`sb.get_model({model!r})` gives the letters).",
+))
+def llama2_13b_params(model: str = vary("llama2-13b", choices=DENSE_MODELS)) -> float:
+    """All parameters of `model` (the book's: LLaMA 2-13B, 40 MHA layers, D = 5120, F = 13824, gated, V = 32000)."""
+    return get_model(model).param_count()
 
 
-@problem("04.2", title="FLOPs of a grouped-query score einsum", unit="FLOPs")
-def gqa_score_flops() -> float:
-    """Q[B,T,K,G,H] · K[B,S,K,H] -> scores[B,K,G,T,S] for B = 8, T = S = 4096, K = 8, G = 8, H = 128."""
-    sizes = {"B": 8, "T": 4096, "S": 4096, "K": 8, "G": 8, "H": 128}
+@problem("04.2", title="FLOPs of a grouped-query score einsum", unit="FLOPs", hints=(
+    "A contraction costs 2 × the product of every distinct dimension of both operands.",
+    "2 · {B} · {T} · {T} · {K} · {G} · {H}.",
+))
+def gqa_score_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 512, 32768, step=512), K: int = vary(8, 1, 16),
+                    G: int = vary(8, 1, 16), H: int = vary(128, 64, 256, step=64)) -> float:
+    """Q[B,T,K,G,H] · K[B,S,K,H] -> scores[B,K,G,T,S] with S = T."""
+    sizes = {"B": B, "T": T, "S": T, "K": K, "G": G, "H": H}
     return einsum_flops("BTKGH,BSKH->BKGTS", sizes)
 
 
-@problem("04.3", title="Training FLOPs of LLaMA 3-8B", unit="FLOPs")
-def llama3_8b_training_flops() -> float:
-    """Model FLOPs to train LLaMA 3-8B on 15e12 tokens in 8192-token sequences (causal, logits counted)."""
-    return get_model("llama3-8b").flops_per_token(8192) * 15e12
+@problem("04.3", title="Training FLOPs of LLaMA 3-8B", unit="FLOPs", hints=(
+    "Training costs about 6 FLOPs per parameter per token, plus causal attention's share at this length.",
+    "(6 · params + attention FLOPs per token at T = {T}) × {tokens} tokens for {model}.",
+))
+def llama3_8b_training_flops(
+        model: str = vary("llama3-8b", choices=DENSE_MODELS), tokens: float = vary(15e12, 1e12, 3e13),
+                             T: int = vary(8192, 2048, 32768, step=2048)) -> float:
+    """Model FLOPs to train `model` on `tokens` tokens in T-token sequences (causal, logits counted)."""
+    return get_model(model).flops_per_token(T) * tokens
 
 
-@problem("04.4", title="Where attention catches up with the MLP", unit="tokens")
-def attention_equals_mlp_length() -> float:
+@problem("04.4", title="Where attention catches up with the MLP", unit="tokens", hints=(
+    "The MLP's FLOPs per token are fixed; causal attention's grow with the sequence length T.",
+    "T = 2 · MLP params / (attention FLOPs per token at T = 1/2) for {model}.",
+))
+def attention_equals_mlp_length(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
     """Sequence length T at which LLaMA 3-70B's causal attention FLOPs equal its MLP FLOPs (per token).
 
     Both grow differently: the MLP costs a fixed 2 x MLP params per token, causal attention costs a FLOP count
     proportional to T (attention_flops_per_token(T / 2)), so T = MLP / attention_flops_per_token(1 / 2).
     """
-    cfg = get_model("llama3-70b")
+    cfg = get_model(model)
     mlp = 2 * cfg.components()["MLP (dense)"][1]
     return mlp / cfg.attention_flops_per_token(0.5)
 
 
-@problem("04.5", title="KV cache of LLaMA 3-405B at 128k context", unit="B")
-def llama3_405b_kv_bytes() -> float:
-    """bf16 KV-cache bytes of one 131072-token sequence of LLaMA 3.1-405B (126 layers, 8 KV heads of 128)."""
-    return get_model("llama3-405b").kv_bytes_per_token(dtype_bytes("bf16")) * 131072
+@problem("04.5", title="KV cache of LLaMA 3-405B at 128k context", unit="B", hints=(
+    "Each token keeps a key and a value per KV head per layer.",
+    "2 (K and V) · L · K · H · bytes of {dtype} × {T} tokens for {model}.",
+))
+def llama3_405b_kv_bytes(model: str = vary("llama3-405b", choices=DENSE_MODELS),
+                         T: int = vary(131072, 8192, 262144, step=8192),
+                         dtype: str = vary("bf16", choices=("bf16", "int8", "fp32"))) -> float:
+    """`dtype` KV-cache bytes of one T-token sequence of `model`."""
+    return get_model(model).kv_bytes_per_token(dtype_bytes(dtype)) * T
 
 
-@problem("04.6", title="What multi-head latent attention saves", unit="ratio")
+@problem("04.6", title="What multi-head latent attention saves", unit="ratio", hints=(
+    "MLA caches one shared latent (512) plus a small rope key (64) per token per layer, instead of every head's "
+    "key and value.",
+    "L · N · (head_qk + H) / (L · (512 + 64)) with N = 128, head_qk = 192, H = 128 for DeepSeek-V3.",
+))
 def mla_kv_saving() -> float:
     """DeepSeek-V3's per-token cache if all 128 heads kept their key (192) and value (128), over MLA's (512 + 64)."""
     cfg = get_model("deepseek-v3")
@@ -64,37 +93,60 @@ def mla_kv_saving() -> float:
     return full_heads / cfg.kv_bytes_per_token(1)
 
 
-@problem("04.7", title="Saved activations per chip", unit="B")
-def activations_per_chip() -> float:
-    """bf16 activations of LLaMA 3-70B saving the 7 big matmul outputs per layer, 2**22 tokens, over 256 chips."""
-    return activation_bytes("llama3-70b", 2**22, "big_matmuls", "bf16") / 256
+@problem("04.7", title="Saved activations per chip", unit="B", hints=(
+    "Each layer keeps the outputs of its big matmuls for the backward pass: count their widths per token.",
+    "L · (sum of the 7 outputs' widths) · 2 bytes · {tokens} tokens / {chips} chips for {model}.",
+))
+def activations_per_chip(model: str = vary("llama3-70b", choices=DENSE_MODELS),
+                         tokens: int = vary(2**22, 2**20, 2**24, step=2**20),
+                         chips: int = vary(256, 64, 2048, step=64)) -> float:
+    """bf16 activations of `model` saving the 7 big matmul outputs per layer, `tokens` tokens, over `chips` chips."""
+    return activation_bytes(model, tokens, "big_matmuls", "bf16") / chips
 
 
-@problem("04.8", title="What causal masking saves at 128k context", unit="fraction")
-def causal_saving() -> float:
-    """Fraction of LLaMA 3.1-405B's training FLOPs per token that a causal kernel skips at T = 131072."""
-    cfg = get_model("llama3-405b")
-    full, causal = cfg.flops_per_token(131072, causal=False), cfg.flops_per_token(131072)
+@problem("04.8", title="What causal masking saves at 128k context", unit="fraction", hints=(
+    "A causal kernel skips the upper half of the score matrix: half of attention's T-dependent FLOPs.",
+    "1 - flops_per_token({T}, causal) / flops_per_token({T}, full) for {model}.",
+))
+def causal_saving(
+        model: str = vary("llama3-405b", choices=DENSE_MODELS),
+        T: int = vary(131072, 8192, 262144, step=8192)) -> float:
+    """Fraction of `model`'s training FLOPs per token that a causal kernel skips at sequence length T."""
+    cfg = get_model(model)
+    full, causal = cfg.flops_per_token(T, causal=False), cfg.flops_per_token(T)
     return 1 - causal / full
 
 
-@problem("04.9", title="MFU of a LLaMA 3-70B run", unit="fraction")
-def llama3_70b_mfu() -> float:
-    """Model FLOPs utilisation of LLaMA 3-70B on 2048 H100s: 2**22 tokens of T = 8192 per 2.4 s step."""
-    return mfu("llama3-70b", "h100", RUN_CHIPS, RUN_BATCH, RUN_STEP_S, seq_len=RUN_SEQ)
+@problem("04.9", title="MFU of a LLaMA 3-70B run", unit="fraction", hints=(
+    "MFU is the model FLOPs a step needs over what the chips could do in that time at peak.",
+    "flops_per_token(T = 8192) · {batch} / ({chips} · 9.89e14 FLOP/s · {step} s) for LLaMA 3-70B.",
+))
+def llama3_70b_mfu(
+        chips: int = vary(RUN_CHIPS, 1024, 8192, step=512), batch: int = vary(RUN_BATCH, 2**21, 2**24, step=2**20),
+                   step: float = vary(RUN_STEP_S, 1.0, 20.0)) -> float:
+    """Model FLOPs utilisation of LLaMA 3-70B on `chips` H100s: `batch` tokens of T = 8192 per `step` seconds."""
+    return mfu("llama3-70b", "h100", chips, batch, step, seq_len=RUN_SEQ)
 
 
-@problem("04.10", title="Batch that keeps a sparse MoE compute-bound", unit="tokens")
-def moe_critical_batch() -> float:
-    """Tokens per H100 for an E = 128, k = 4 MoE layer with fp8 weights and bf16 compute to be compute-bound."""
-    E, k = 128, 4
+@problem("04.10", title="Batch that keeps a sparse MoE compute-bound", unit="tokens", hints=(
+    "Each expert sees only k / E of the tokens, but all E experts' weights are read: the dense critical batch "
+    "grows by E / k.",
+    "critical batch (fp8 weights, bf16 compute, H100) × {E} / {k}.",
+))
+def moe_critical_batch(E: int = vary(128, 8, 256, step=8), k: int = vary(4, 1, 8)) -> float:
+    """Tokens per H100 for an E-expert, top-k MoE layer with fp8 weights and bf16 compute to be compute-bound."""
     return critical_batch("h100", weight_dtype="fp8") * E / k
 
 
-@problem("04.11", title="The score matrix flash attention never writes", unit="B")
-def score_matrix_bytes() -> float:
-    """fp32 bytes of one layer's attention scores [B, N, T, S] for B = 1, N = 64, T = S = 32768."""
-    return dtype_bytes("fp32") * 1 * 64 * 32768 * 32768
+@problem("04.11", title="The score matrix flash attention never writes", unit="B", hints=(
+    "The score matrix has one entry per query, key and head: it grows with T².",
+    "4 bytes · {B} · {N} · {T} · {T}.",
+))
+def score_matrix_bytes(
+        B: int = vary(1, 1, 8), N: int = vary(64, 8, 128, step=8),
+        T: int = vary(32768, 4096, 131072, step=4096)) -> float:
+    """fp32 bytes of one layer's attention scores [B, N, T, S] with S = T."""
+    return dtype_bytes("fp32") * B * N * T * T
 
 
 # --- the book's own problems (How To Scale Your Model, ch. 4, "A Few Problems to Work") ---------------------
@@ -102,45 +154,77 @@ def score_matrix_bytes() -> float:
 BOOK_Q1 = TransformerConfig(L=64, D=4096, F=16384, N=32, K=32, H=128, V=32000, name="ch. 4 Q1 model")
 
 
-@problem("04.12", title="Book Q1: parameters of a dense model", unit="parameters")
-def book_dense_params() -> float:
-    """Parameters of L = 64, D = 4096, F = 4D, V = 32,000 with full multi-head attention (N·H = D), gated MLP."""
-    return BOOK_Q1.param_count()
+def _book_q1(L: int, D: int) -> TransformerConfig:
+    """Chapter 4 Q1's model with L layers and width D (F = 4D, N·H = D with H = 128, V = 32000)."""
+    return TransformerConfig(L=L, D=D, F=4 * D, N=D // 128, K=D // 128, H=128, V=32000, name="ch. 4 Q1 model")
 
 
-@problem("04.13", title="Book Q1: its int8 KV cache per token", unit="B")
-def book_dense_kv_bytes() -> float:
+@problem("04.12", title="Book Q1: parameters of a dense model", unit="parameters", hints=(
+    "Per layer: four D×D attention projections (full MHA, N·H = D) and a gated MLP's three D×F matrices; then "
+    "embedding and output.",
+    "{L} · (4·{D}² + 3·{D}·4·{D}) + 2 · 32000 · {D}.",
+))
+def book_dense_params(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 1024, 8192, step=512)) -> float:
+    """Parameters of L layers, width D, F = 4D, V = 32,000 with full multi-head attention (N·H = D), gated MLP."""
+    return _book_q1(L, D).param_count()
+
+
+@problem("04.13", title="Book Q1: its int8 KV cache per token", unit="B", hints=(
+    "Every layer keeps one key and one value vector of width N·H = D per token.",
+    "2 · {L} · {D} · 1 byte (int8).",
+))
+def book_dense_kv_bytes(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 1024, 8192, step=512)) -> float:
     """Bytes of KV cache per token of the same model in int8."""
-    return BOOK_Q1.kv_bytes_per_token(1)
+    return _book_q1(L, D).kv_bytes_per_token(1)
 
 
-@problem("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs")
-def book_sharded_flops_per_chip() -> float:
-    """FLOPs on each chip of A[B_X, D_Y] @ W[D_Y, F] on a v5p {X: 4, Y: 8, Z: 4}, B = 4096, D = 8192, F = 32768."""
+@problem("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs", hints=(
+    "Each chip multiplies only its local blocks: B / X rows and D / Y of the contraction; Z holds copies.",
+    "2 · ({B} / 4) · ({D} / 8) · {F}.",
+))
+def book_sharded_flops_per_chip(
+        B: int = vary(4096, 1024, 16384, step=1024), D: int = vary(8192, 2048, 16384, step=1024),
+                                F: int = vary(32768, 8192, 65536, step=1024)) -> float:
+    """FLOPs on each chip of A[B_X, D_Y] @ W[D_Y, F] on a v5p {X: 4, Y: 8, Z: 4}."""
     mesh = TpuMesh("v5p", X=4, Y=8, Z=4)
-    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=4096, D=8192, F=32768).local.flops
+    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=B, D=D, F=F).local.flops
 
 
-@problem("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs")
-def book_einsum_flops() -> float:
-    """FLOPs of A[I, J, K, L] · B[I, J, M, N, O] -> C[K, L, M, N, O] with I..O = 2..8."""
-    return einsum_flops("IJKL,IJMNO->KLMNO", dict(I=2, J=3, K=4, L=5, M=6, N=7, O=8))
+@problem("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs", hints=(
+    "With no batch dimension, the count is still 2 × the product of every distinct dimension.",
+    "2 · {I} · {J} · {K} · {L} · {M} · {N} · {O}.",
+))
+def book_einsum_flops(I: int = vary(2, 2, 16), J: int = vary(3, 2, 16), K: int = vary(4, 2, 16),  # noqa: E741
+                      L: int = vary(5, 2, 16), M: int = vary(6, 2, 16), N: int = vary(7, 2, 16),
+                      O: int = vary(8, 2, 16)) -> float:  # noqa: E741
+    """FLOPs of A[I, J, K, L] · B[I, J, M, N, O] -> C[K, L, M, N, O]."""
+    return einsum_flops("IJKL,IJMNO->KLMNO", dict(I=I, J=J, K=K, L=L, M=M, N=N, O=O))
 
 
-@problem("04.16", title="Book Q5: when attention matches the projections", unit="tokens")
-def book_attention_matches_projections() -> float:
-    """Sequence length at which causal attention's FLOPs equal the Q, K, V, O projections' (D = 4096, N·H = D)."""
-    return 2 * BOOK_Q1.L * BOOK_Q1.attention_params() / BOOK_Q1.attention_flops_per_token(1)
+@problem("04.16", title="Book Q5: when attention matches the projections", unit="tokens", hints=(
+    "The projections cost 2 FLOPs per weight per token; attention's score and value einsums grow with T.",
+    "T = 2 · L · (4 · {D}²) / (attention FLOPs per token at T = 1), with N·H = {D}.",
+))
+def book_attention_matches_projections(D: int = vary(4096, 1024, 16384, step=512)) -> float:
+    """Sequence length at which causal attention's FLOPs equal the Q, K, V, O projections' (width D, N·H = D)."""
+    cfg = _book_q1(BOOK_Q1.L, D)
+    return 2 * cfg.L * cfg.attention_params() / cfg.attention_flops_per_token(1)
 
 
-@problem("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction")
-def book_deepseek_mfu() -> float:
-    """6 · active parameters · 14.8e12 tokens over 2.79e6 H800-hours at 1.513e15 FLOP/s (the book's dense fp8)."""
-    return 6 * get_model("deepseek-v3").param_count(active=True) * 14.8e12 / (2.79e6 * 3600 * 1.513e15)
+@problem("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction", hints=(
+    "Only the active parameters (shared plus k routed experts) cost FLOPs per token.",
+    "6 · active params · {tokens} / ({gpu_hours} · 3600 s · 1.513e15 FLOP/s).",
+))
+def book_deepseek_mfu(tokens: float = vary(14.8e12, 5e12, 3e13), gpu_hours: float = vary(2.79e6, 1e6, 8e6)) -> float:
+    """6 · active parameters · `tokens` over `gpu_hours` H800-hours at 1.513e15 FLOP/s (the book's dense fp8)."""
+    return 6 * get_model("deepseek-v3").param_count(active=True) * tokens / (gpu_hours * 3600 * 1.513e15)
 
 
-@problem("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens")
-def book_moe_batch() -> float:
-    """Token batch above which DeepSeek-V3's MoE layer (int8 weights, bf16 compute) is compute-bound on a v5e."""
+@problem("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens", hints=(
+    "Each token visits only k of E experts, so every expert needs the dense critical batch on its own.",
+    "critical batch (int8 weights, bf16 compute, {chip}) × E / k (DeepSeek-V3: 256 / 8).",
+))
+def book_moe_batch(chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", "h100", "h200", "b200"))) -> float:
+    """Token batch above which DeepSeek-V3's MoE layer (int8 weights, bf16 compute) is compute-bound on `chip`."""
     ds = get_model("deepseek-v3")
-    return critical_batch("v5e", weight_dtype="int8") * ds.E / ds.k
+    return critical_batch(chip, weight_dtype="int8") * ds.E / ds.k
