@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 
 from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
@@ -34,10 +34,11 @@ from .hardware.topology import TpuMesh
 from .models import TransformerConfig, expected_experts, get_model
 from .roofline import critical_batch
 from .tables import Table
-from .units import LARGEST, checks, fmt_time, is_a, sequence_of
+from .units import LARGEST, checks, fmt_bytes, fmt_time, geomspace, is_a, sequence_of
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
-           "max_batch", "pareto", "smallest_topology", "prices", "chip_price", "cost_per_million_tokens",
+           "max_batch", "pareto", "decode_critical_batch", "Breakdown", "breakdown_curves", "kv_variant_table",
+           "smallest_topology", "prices", "chip_price", "cost_per_million_tokens",
            "moe_critical_batch", "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
 
 
@@ -260,6 +261,70 @@ def pareto(model: TransformerConfig | str, chip: Chip | str, n_chips: int, conte
                      "bound": step.bound})
     return Table(rows, formats={"step": fmt_time, "tokens/s/chip": lambda v: f"{v:.4g}"},
                  title=f"latency vs throughput, context {context:g}, {n_chips} × {get_chip(chip).name}")
+
+
+@checks(param_bytes="size")
+def decode_critical_batch(chip: Chip | str, param_bytes: float = 2) -> float:
+    """Return the batch (sequences) at which a decode step's FLOPs overtake its weight reads: the critical batch of
+    matmuls with `param_bytes`-byte weights (2 bf16, 1 int8, 0.5 int4) and bf16 arithmetic."""
+    return critical_batch(chip, weight_dtype={1: "int8", 0.5: "int4"}.get(param_bytes, "bf16"))
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Each term of a decode step (seconds) against the batch; `crossover` is where the FLOPs overtake the weight
+    reads (the critical batch), `limit` the largest batch whose KV caches fit in HBM."""
+
+    batches: list[int]
+    t_params: list[float]
+    t_kv: list[float]
+    t_math: list[float]
+    step: list[float]
+    crossover: float
+    limit: int
+
+
+@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size", batches="?sizes")
+def breakdown_curves(model: TransformerConfig | str = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16,
+                     context: float = 8192, param_bytes: float = 1, kv_bytes: float = 1,
+                     batches: Sequence[float] | None = None) -> Breakdown:
+    """Return the decode step's weight-read, KV-read and FLOP times against the batch (default 1 ... 4096)."""
+    # decode steps take whole sequences: round the requested batches (a log-spaced grid) to distinct integers
+    bs = sorted({max(1, int(round(b))) for b in (geomspace(1, 4096, 61) if batches is None else batches)})
+    steps = [decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes) for b in bs]
+    return Breakdown(bs, [s.t_params for s in steps], [s.t_kv for s in steps], [s.t_math for s in steps],
+                     [s.time for s in steps], decode_critical_batch(chip, param_bytes),
+                     max_batch(model, chip, n_chips, context, param_bytes, kv_bytes))
+
+
+@checks(context="size", batch="count", window="size", local_layers="frac0", share="count")
+def kv_variant_table(model: TransformerConfig | str = "llama3-70b", context: float = 32768, batch: int = 1,
+                     window: float = 4096, local_layers: float = 5 / 6, share: int = 2) -> Table:
+    """Return the KV cache of `batch` sequences of `context` tokens under each trick: MHA, the model's GQA, MQA,
+    local attention in a fraction `local_layers` of the layers (last `window` tokens), `share` layers per cache,
+    an int8 cache, and all of the last four together; with each variant's saving against MHA."""
+    cfg = get_model(model)
+    mha = replace(cfg, K=cfg.N)
+    variants = [
+        (f"MHA (K = N = {cfg.N})", mha, {}),
+        (f"GQA (K = {cfg.K}), as published" if cfg.K not in (1, cfg.N) else f"as published (K = {cfg.K})", cfg, {}),
+        ("MQA (K = 1)", replace(cfg, K=1), {}),
+        (f"GQA + local attention ({local_layers:.0%} of layers, window {window:g})", cfg,
+         {"local_layers": local_layers, "window": window}),
+        (f"GQA + {share} layers share a cache", cfg, {"share": share}),
+        ("GQA, int8 cache", cfg, {"bytes_per_value": 1}),
+        ("GQA + local + shared + int8", cfg,
+         {"local_layers": local_layers, "window": window, "share": share, "bytes_per_value": 1}),
+    ]
+    full = kv_cache_bytes(mha, context, batch)
+    rows = []
+    for name, variant, kwargs in variants:
+        nbytes = kv_cache_bytes(variant, context, batch, **kwargs)
+        rows.append({"variant": name, "bytes/token": nbytes / (context * batch) if context else 0.0,
+                     "KV bytes": nbytes, "× smaller than MHA": full / nbytes if nbytes else float("inf")})
+    return Table(rows, formats={"bytes/token": fmt_bytes, "KV bytes": fmt_bytes,
+                                "× smaller than MHA": "{:.3g}".format},
+                 title=f"KV cache of {cfg.name or 'the model'}: {batch} × {context:g} tokens (bf16 unless stated)")
 
 
 @checks(param_bytes="size", context="nonneg", batch="count", kv_bytes="size",

@@ -34,8 +34,6 @@ NOT_YET_MOVED = {
     "chip.vpu_flops_per_core": "hardware.sm (the VPU's FLOP/s)",
     "chip.pipeline_stages": "a ground module of ch. 2's pipelining",
     "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
-    "inference.Breakdown": "inference (a decode step's terms against the batch)",
-    "inference.breakdown_curves": "inference", "inference.kv_variant_table": "inference",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
     "profile.timeline": "nowhere: it draws, but says it returns Any",

@@ -51,7 +51,7 @@ EXEMPT = {
     "plots.diagram.cell": DRAWING, "plots.diagram.box": DRAWING, "plots.diagram.arrow": DRAWING,
     "plots.diagram.canvas": DRAWING, "plots.diagram.panels": DRAWING,
     "plots.roofline.human_ticks": DRAWING, "plots.roofline.legend_outside": DRAWING,
-    "plots.inference.Breakdown": RECORD, "plots.parallelism.Transfer": RECORD,
+    "plots.parallelism.Transfer": RECORD,
 
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
@@ -174,8 +174,6 @@ recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=_hw(), cluster=_cluster()), me
 recipe("plots.gpus.ragged_all_to_all", units=[[2, 0], [2.5], 3, None])
 recipe("plots.gpus.achieved_bandwidth", lambda: dict(peak=4e11, overhead=1e-5), overhead="nonneg",
        quoted=[[(1e6, NAN)], 3], nbytes=PAIR)
-recipe("plots.inference.breakdown_curves", batches=[[1, NAN], [0], 3])
-recipe("plots.inference.kv_variant_table", local_layers="frac0")
 recipe("plots.inference.pareto", contexts=[[1024, NAN], [-1], 3, None])
 recipe("plots.inference.latency_breakdown", batches=PAIR)
 recipe("plots.inference.kv_variants", local_layers="frac0", contexts=PAIR)

@@ -13,8 +13,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
 
+from scalebook.inference import breakdown_curves, kv_variant_table  # noqa: E402
 from scalebook.labs import ch07_decoder  # noqa: E402
-from scalebook.plots.inference import breakdown_curves, kv_variant_table  # noqa: E402
 
 # --- the bookkeeping ------------------------------------------------------------------------------------------
 

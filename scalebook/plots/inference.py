@@ -1,97 +1,31 @@
 """Figures for the inference chapter: the latency/throughput Pareto, what a decode step spends its time on, the KV
 cache of each attention variant, and one layer's latency and throughput against the batch.
 
-The Pareto curves are `inference.pareto`'s; the bookkeeping behind the others (`breakdown_curves`,
-`kv_variant_table`) is plain Python on `scalebook.inference`, shared with the chapter's explorers, which draw
-the same curves as SVG.
+Each draws what a ground function returns: `inference.pareto`, `inference.breakdown_curves`,
+`inference.kv_variant_table` and `inference.decode_time`; the chapter's explorers draw the same as SVG.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .. import inference
 from ..hardware.chips import Chip, get_chip
-from ..inference import decode_step, decode_time, kv_cache_bytes, max_batch
+from ..inference import breakdown_curves, decode_critical_batch, decode_time, kv_variant_table
 from ..kinds import positive_range
 from ..models import TransformerConfig, get_model
-from ..roofline import critical_batch
-from ..tables import Table
-from ..units import checks, fmt_bytes, geomspace
+from ..units import checks
 from .base import figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Breakdown", "breakdown_curves", "kv_variant_table", "pareto", "latency_breakdown",
-           "kv_variants", "throughput_vs_batch"]
+__all__ = ["pareto", "latency_breakdown", "kv_variants", "throughput_vs_batch"]
 
 Model = TransformerConfig | str
 _TERMS = {"t_params": ("weights from HBM", "#4e79a7"), "t_kv": ("KV caches from HBM", "#f28e2b"),
           "t_math": ("FLOPs", "#59a14f")}
-
-
-def _knee(chip: Chip | str, param_bytes: float) -> float:
-    """The critical batch of decode matmuls with `param_bytes`-byte weights and bf16 arithmetic."""
-    return critical_batch(chip, weight_dtype={1: "int8", 0.5: "int4"}.get(param_bytes, "bf16"))
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """Each term of a decode step (seconds) against the batch; `crossover` is where the FLOPs overtake the weight
-    reads (the critical batch), `limit` the largest batch whose KV caches fit in HBM."""
-
-    batches: list[int]
-    t_params: list[float]
-    t_kv: list[float]
-    t_math: list[float]
-    step: list[float]
-    crossover: float
-    limit: int
-
-
-@checks(n_chips="count", context="size", param_bytes="size", kv_bytes="size", batches="?sizes")
-def breakdown_curves(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_chips: int = 16, context: float = 8192,
-                     param_bytes: float = 1, kv_bytes: float = 1, batches: Sequence[float] | None = None) -> Breakdown:
-    """Return the decode step's weight-read, KV-read and FLOP times against the batch (default 1 ... 4096)."""
-    # decode steps take whole sequences: round the requested batches (a log-spaced grid) to distinct integers
-    bs = sorted({max(1, int(round(b))) for b in (geomspace(1, 4096, 61) if batches is None else batches)})
-    steps = [decode_step(model, chip, n_chips, b, context, param_bytes, kv_bytes) for b in bs]
-    return Breakdown(bs, [s.t_params for s in steps], [s.t_kv for s in steps], [s.t_math for s in steps],
-                     [s.time for s in steps], _knee(chip, param_bytes),
-                     max_batch(model, chip, n_chips, context, param_bytes, kv_bytes))
-
-
-@checks(context="size", batch="count", window="size", local_layers="frac0", share="count")
-def kv_variant_table(model: Model = "llama3-70b", context: float = 32768, batch: int = 1, window: float = 4096,
-                     local_layers: float = 5 / 6, share: int = 2) -> Table:
-    """Return the KV cache of `batch` sequences of `context` tokens under each trick: MHA, the model's GQA, MQA,
-    local attention in a fraction `local_layers` of the layers (last `window` tokens), `share` layers per cache,
-    an int8 cache, and all of the last four together; with each variant's saving against MHA."""
-    cfg = get_model(model)
-    mha = replace(cfg, K=cfg.N)
-    variants = [
-        (f"MHA (K = N = {cfg.N})", mha, {}),
-        (f"GQA (K = {cfg.K}), as published" if cfg.K not in (1, cfg.N) else f"as published (K = {cfg.K})", cfg, {}),
-        ("MQA (K = 1)", replace(cfg, K=1), {}),
-        (f"GQA + local attention ({local_layers:.0%} of layers, window {window:g})", cfg,
-         {"local_layers": local_layers, "window": window}),
-        (f"GQA + {share} layers share a cache", cfg, {"share": share}),
-        ("GQA, int8 cache", cfg, {"bytes_per_value": 1}),
-        ("GQA + local + shared + int8", cfg,
-         {"local_layers": local_layers, "window": window, "share": share, "bytes_per_value": 1}),
-    ]
-    full = kv_cache_bytes(mha, context, batch)
-    rows = []
-    for name, variant, kwargs in variants:
-        nbytes = kv_cache_bytes(variant, context, batch, **kwargs)
-        rows.append({"variant": name, "bytes/token": nbytes / (context * batch) if context else 0.0,
-                     "KV bytes": nbytes, "× smaller than MHA": full / nbytes if nbytes else float("inf")})
-    return Table(rows, formats={"bytes/token": fmt_bytes, "KV bytes": fmt_bytes,
-                                "× smaller than MHA": "{:.3g}".format},
-                 title=f"KV cache of {cfg.name or 'the model'}: {batch} × {context:g} tokens (bf16 unless stated)")
 
 
 @checks(n_chips="count", param_bytes="size", kv_bytes="size", contexts="sizes")
@@ -201,7 +135,7 @@ def throughput_vs_batch(params: float = 600e6, chip: Chip | str = "v5e", n_chips
     lo, hi = positive_range("batches", batches)
     bs = sorted({max(1, round(b)) for b in np.geomspace(lo, hi, 120)})
     steps = [decode_time(params, 0, b, chip, n_chips, param_bytes) for b in bs]
-    knee = _knee(chip, param_bytes)
+    knee = decode_critical_batch(chip, param_bytes)
     fig, (left, right) = figure((11, 4.2), ncols=2)
     left.loglog(bs, [s.time * 1e6 for s in steps], lw=2, label="step time")
     right.loglog(bs, [s.tokens_per_second for s in steps], lw=2, color="C1", label="tokens/s")

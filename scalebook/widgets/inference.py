@@ -7,8 +7,14 @@ Each answer is an SVG `Chart` with a `Table` or `StepEstimate` beside it: a redr
 from __future__ import annotations
 
 from ..hardware.chips import get_chip
-from ..inference import StepEstimate, cost_per_million_tokens, decode_step, pareto
-from ..plots.inference import breakdown_curves, kv_variant_table
+from ..inference import (
+    StepEstimate,
+    breakdown_curves,
+    cost_per_million_tokens,
+    decode_step,
+    kv_variant_table,
+    pareto,
+)
 from ..svg import Chart
 from ..tables import Table
 from ..units import checks, fmt_time
