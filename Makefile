@@ -8,7 +8,7 @@ NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb exercises/*.ipynb
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: venv book lab test test-site lint sync check-sync exercises clean
+.PHONY: venv book lab test test-fast test-site lint sync check-sync exercises clean
 
 venv: $(STAMP)
 
@@ -59,6 +59,11 @@ test: venv lint check-sync
 		|| echo "bubblewrap could not be installed here: the grader's sandbox tests will report themselves skipped"
 	$(BIN)/python -m pytest -q tests --ignore=tests/site
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+
+## test-fast: the edit loop, in about a minute: the package tests not marked `slow` (no nbval, no sandboxed
+## grading, no multi-process runs, no notebook kernels); `make test` stays the full gate
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider tests --ignore=tests/site
 
 ## test-site: build the site, then open every page in headless Chromium (installed from Debian if missing):
 ## fails on an exception, console error or failed load, a missing image, a broken link or anchor

@@ -1,6 +1,13 @@
-"""Test-wide settings. No test may depend on how fast the machine is at the moment (see tests/speed.py)."""
+"""Test-wide settings. No test may depend on how fast the machine is at the moment (see tests/speed.py).
+
+The fast lane, `make test-fast` (`pytest -m "not slow"`), leaves out every test marked `slow`: a single test
+carries `@pytest.mark.slow` itself; a module whose every test runs a kernel, JAX programs, a sandbox or several
+processes is marked whole here, with the reason. `make test` runs them all.
+"""
 
 from __future__ import annotations
+
+import pytest
 
 try:
     from hypothesis import settings
@@ -11,3 +18,19 @@ else:
     # on a busy machine that is timing, not a bug. Property tests check values only.
     settings.register_profile("scalebook", deadline=None)
     settings.load_profile("scalebook")
+
+SLOW_MODULES = {
+    "test_figure_legibility": "draws every figure of every chapter with matplotlib and measures its text",
+    "test_sharded_ops": "compiles and runs chapter 10's JAX programs on 8 emulated devices",
+    "test_lab_roundtrip": "starts a Jupyter server and runs kernels",
+    "test_gate": "runs other test files again on a copy of the checkout",
+    "test_multihost": "starts several JAX processes",
+    "test_notebook_filter": "runs git, make and a notebook's save hook on copies of the checkout",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test of a module in `SLOW_MODULES`."""
+    for item in items:
+        if item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -111,11 +111,13 @@ def test_explorers_redraw_in_well_under_a_tenth_of_a_second(make, change):
 SMALL = dataclasses.replace(ch07_decoder.TINY, D=64, F=128, N=4, K=2, H=16, V=97)
 
 
+@pytest.mark.slow  # compiles and runs the JAX decoder
 def test_init_has_the_configs_parameter_count():
     params = ch07_decoder.init(SMALL)
     assert sum(x.size for x in jax.tree.leaves(params)) == SMALL.param_count()
 
 
+@pytest.mark.slow  # compiles and runs the JAX decoder
 def test_a_decode_step_continues_the_prefill_exactly():
     params = ch07_decoder.init(SMALL, seed=1)
     prompt = jnp.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
@@ -126,6 +128,7 @@ def test_a_decode_step_continues_the_prefill_exactly():
     assert jnp.allclose(cache["k"][:, :, :, :6], whole["k"], atol=1e-5)
 
 
+@pytest.mark.slow  # compiles and runs the JAX decoder
 def test_a_full_cache_and_bad_configs_are_refused():
     params = ch07_decoder.init(SMALL)
     cache = ch07_decoder.prefill(params, jnp.zeros((1, 4), jnp.int32))
@@ -135,6 +138,7 @@ def test_a_full_cache_and_bad_configs_are_refused():
         ch07_decoder.init(dataclasses.replace(SMALL, tied=True))
 
 
+@pytest.mark.slow  # compiles and runs the JAX decoder
 def test_measure_decode_has_a_row_per_batch_beside_the_prediction():
     chip = sb.get_chip("v5e").replace(name="test chip", fp32_flops=1e11, hbm_bandwidth=1e10)
     table = ch07_decoder.measure_decode((1, 4), context=32, config=SMALL, repeats=2, chip=chip, progress=False)

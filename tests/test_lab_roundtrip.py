@@ -138,6 +138,7 @@ def _run(server: Server, kernel_id: str, nb: dict, cells: int) -> None:
         client.stop_channels()
 
 
+@pytest.mark.slow
 def test_open_run_and_save_a_chapter_leaves_its_md_source_unchanged(server: Server):
     before = _snapshot(server.root)
     path = "chapters/01_rooflines.ipynb"
@@ -156,6 +157,7 @@ def test_open_run_and_save_a_chapter_leaves_its_md_source_unchanged(server: Serv
     assert any(c.get("outputs") for c in saved["cells"])  # the run went into the twin, where check-sync sees it
 
 
+@pytest.mark.slow
 def test_answering_an_exercise_and_saving_leaves_its_md_source_unchanged(server: Server):
     before = _snapshot(server.root)
     path = "exercises/01_rooflines.ipynb"

@@ -125,6 +125,7 @@ def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return {**json.loads(answers.read_text()), "kind": request.param}
 
 
+@pytest.mark.slow
 def test_the_sandbox_sees_only_its_own_files(probe):
     assert probe["key"] == "hidden" and probe["read"] == []
     assert probe["escaped"] == "False"  # the classic chroot escape finds nothing of the host
@@ -132,6 +133,7 @@ def test_the_sandbox_sees_only_its_own_files(probe):
     assert probe["wrote"] == ["/tmp/probe", "probe"]  # its private home and /tmp, nothing else
 
 
+@pytest.mark.slow
 def test_the_sandbox_is_unprivileged_offline_and_clean(probe):
     assert probe["uid"] != 0 and probe["network"] is False
     assert probe["pid"] == 1 and len(probe["processes"]) == probe["forks"] + 1  # its own pid namespace
@@ -140,25 +142,30 @@ def test_the_sandbox_is_unprivileged_offline_and_clean(probe):
                                  sandbox.LIFELINE}
 
 
+@pytest.mark.slow
 def test_memory_and_process_caps_hold(probe):
     assert probe["30 GiB"] == "refused"
     assert 10 < probe["forks"] < 32
 
 
+@pytest.mark.slow
 def test_no_user_namespace_can_be_made_inside(probe):
     assert probe["userns"] == "Operation not permitted"
 
 
+@pytest.mark.slow
 def test_the_devices_honest_code_uses_work(probe):
     assert probe["urandom"] == 16 and probe["devnull"] == 0
 
 
+@pytest.mark.slow
 def test_the_scratch_folders_cap_their_file_count(probe):
     if probe["kind"] == "bubblewrap" and os.geteuid() != 0:
         pytest.skip(f"bubblewrap as another user cannot cap a tmpfs's inodes: {sandbox.describe()}")
     assert probe["files"] < 2000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_time_limit_kills_the_whole_tree(tmp_path, kind):
     mark = f"time.sleep(300)  # {secrets.token_hex(8)}"  # this test's processes, not another run's
@@ -204,6 +211,7 @@ def _orphans(mark: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_grader_killed_mid_run_leaves_nothing_running(tmp_path, kind):
     (tmp_path / "answers").touch()
@@ -251,6 +259,7 @@ with open(os.environ["OUT"], "w") as f:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
     limits = sandbox.Limits(memory=400 * 2**20, cpus=0.5)
@@ -265,6 +274,7 @@ def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
     assert found["cpu"] < 0.5 * found["wall"] + 0.5  # three busy processes get half a CPU between them
 
 
+@pytest.mark.slow
 def test_the_cgroups_are_removed_after_the_run(tmp_path):
     (tmp_path / "answers").touch()
     before = {home: set(os.listdir(home)) for home, _ in cgroups.homes().values()}
@@ -294,6 +304,7 @@ print(ran.returncode, ran.output[-2000:])
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("base", ["/opt", "/usr/local", "/usr/src", "/etc"])
 def test_the_key_stays_hidden_wherever_the_course_lives(tmp_path, base, kind):
