@@ -96,3 +96,38 @@ def test_every_worked_problem_has_an_explorer_in_its_section(chapter: str) -> No
         if "sb.widgets." not in section:
             missing.append(section.splitlines()[0])
     assert not missing, f"{chapter}: worked problems without an explorer: {missing}"
+
+
+# Megatron-LM's interleaved 1F1B (Narayanan et al., 2021; Megatron-Core, forward_backward_pipelining_with_interleaving):
+# rank r runs 2·(P - r - 1) + (v - 1)·P warm-up forwards, then one forward and one backward in turn. For P = 4,
+# v = 2, M = 8: 10, 8, 6, 4 warm-up forwards, so 11, 9, 7, 5 forwards before each rank's first backward.
+def test_interleaved_schedule_follows_megatrons_warm_up_and_chunk_order() -> None:
+    grid = sb.training.interleaved_schedule(4, 8, virtual=2)
+    ops = [[c for c in row if c] for row in grid]
+    assert [next(i for i, c in enumerate(row) if c.startswith("B")) for row in ops] == [11, 9, 7, 5]
+    # the forward order cycles chunk 0 over one group of P microbatches, then chunk 1, then the next group
+    assert [c for c in ops[0] if c.startswith("F")][:12] == [
+        "F0.0", "F1.0", "F2.0", "F3.0", "F0.1", "F1.1", "F2.1", "F3.1", "F4.0", "F5.0", "F6.0", "F7.0"]
+    assert ops[3][4:8] == ["F0.1", "B0.1", "F1.1", "B1.1"]  # the last rank turns 1F1B right after its warm-up
+    assert ops[0][-4:] == ["B4.0", "B5.0", "B6.0", "B7.0"]  # backwards leave through chunk 0 of rank 0 last
+
+
+def test_interleaved_schedule_keeps_every_dependency_and_idles_the_formula() -> None:
+    P, M, v = 4, 8, 2
+    grid = sb.training.interleaved_schedule(P, M, virtual=v)
+    slot = {}
+    for rank, row in enumerate(grid):
+        for t, label in enumerate(row):
+            if label:
+                kind, m, chunk = label[0], *map(int, label[1:].split("."))
+                slot[(kind, m, chunk * P + rank)] = t
+    assert len(slot) == 2 * M * P * v  # every forward and backward of every virtual stage, once
+    for (kind, m, s), t in slot.items():
+        before = ("F", m, s - 1) if kind == "F" else ("B", m, s + 1) if s < P * v - 1 else ("F", m, s)
+        assert s == 0 and kind == "F" or slot[before] < t
+    assert sb.training.idle_fraction(grid) == pytest.approx((P - 1) / (v * M + P - 1))  # 3/19
+
+
+def test_interleaved_schedule_refuses_a_partial_group_of_microbatches() -> None:
+    with pytest.raises(ValueError, match="microbatches=6 must be a multiple of stages=4"):
+        sb.training.interleaved_schedule(4, 6, virtual=2)

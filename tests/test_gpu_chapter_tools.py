@@ -21,12 +21,18 @@ def test_gpu_figures_are_labelled(draw):
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
 
 
-def test_fat_tree_draws_every_node_and_switch():
-    # A 1024-GPU SuperPod: 128 nodes, 4 SUs x 8 leaf switches, 16 spine switches (a schematic: no axes, a title).
+def test_fat_tree_draws_every_unit_and_aggregates_its_links():
+    # A 1024-GPU SuperPod: 128 nodes in 4 SUs of 32, 4 SUs x 8 leaf switches, 16 spine switches; each node sends
+    # 400 GB/s up, so each SU's leaf group sends 32 x 400 GB/s = 12.8 TB/s to the spine (a schematic with a title).
     ax = plots.gpus.fat_tree(GpuCluster("h100", gpus=1024)).axes[0]
-    assert len(ax.patches) == 128 + 32 + 16 and "1024" in ax.get_title()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("32 nodes\n8 GPUs each") == 4 and texts.count("leaf\n8 switches") == 4
+    assert texts.count("spine\n16 switches") == 1 and "1024" in ax.get_title()
+    assert texts.count("32 × 400 GB/s") == 4 and texts.count("12.8 TB/s each") == 1
     racks = plots.gpus.fat_tree(get_cluster("gb200-superpod")).axes[0]
-    assert len(racks.patches) == 8 + 1 and any("not listed" in t.get_text() for t in racks.texts)
+    texts = [t.get_text() for t in racks.texts]
+    assert texts.count("node\n72 GPUs") == 8 and any("not listed" in t for t in texts)
+    assert texts.count("3.6 TB/s each") == 1
 
 
 def test_figures_reject_bad_input():

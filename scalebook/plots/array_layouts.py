@@ -16,7 +16,7 @@ from ..kinds import mapping_of
 from ..rings import Coord, axis_sizes, device_blocks
 from ..sharding import ArraySpec, parse_expr, parse_spec, sharded_matmul
 from ..units import checks, fmt_time, is_a
-from .base import figure
+from .base import COLUMN_WIDTH, OPERAND_MAPS, ROLES, SIZES, figure
 from .sharding import PALETTE, coord_text, mesh_text
 
 if TYPE_CHECKING:
@@ -38,10 +38,14 @@ def _held_elements(spec: ArraySpec, axes: Mapping[str, int], n: int) -> dict[Coo
     return held
 
 
-def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, numbers: bool = True) -> None:
+def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, numbers: bool = True,
+                  operand: str | None = None) -> None:
     """Draw the mesh as a grid of devices (first axis down, second across), each showing the array elements it
     holds at their places in the array, coloured (and, with `numbers`, numbered) by element; `spec=None` draws the
-    array alone. The squares go in as one collection: a figure of many panels stays cheap to draw."""
+    array alone. An `operand` ('A', 'B', 'C') colours its elements from that operand's own colour map, so the
+    three arrays of a matmul never share colours. The squares go in as one collection: a figure of many panels
+    stays cheap to draw."""
+    from matplotlib import colormaps
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
@@ -57,14 +61,17 @@ def _draw_devices(ax, spec: ArraySpec | None, axes: Mapping[str, int], n: int, n
         ax.add_patch(Rectangle((ox + 0.04, oy + 0.04), 0.92, 0.92, fill=False, edgecolor="0.3", lw=0.8))
         if spec is not None:
             index = sum(coord[k] * math.prod(list(axes.values())[k + 1:]) for k in range(len(coord)))
-            ax.text(ox + 0.5, oy + 0.93, f"device {index} {coord_text(coord)}", ha="center", va="top", fontsize=5.5)
+            ax.text(ox + 0.5, oy + 0.97, f"device {index} {coord_text(coord)}", ha="center", va="top",
+                    fontsize=SIZES["small"])
         for r, c in elements:
             squares.append(Rectangle((ox + 0.75 * cell + c * cell, oy + 0.08 + (n - 1 - r) * cell), cell * 0.95,
                                      cell * 0.95))
-            colours.append(PALETTE[(r * n + c) % len(PALETTE)])
+            k = r * n + c
+            colours.append(colormaps[OPERAND_MAPS[operand]](0.3 + 0.6 * k / max(n * n - 1, 1)) if operand
+                           else PALETTE[k % len(PALETTE)])
             if numbers and n <= 4:
                 ax.text(ox + 0.75 * cell + (c + 0.47) * cell, oy + 0.08 + (n - 0.53 - r) * cell, str(r * n + c),
-                        ha="center", va="center", fontsize=5)
+                        ha="center", va="center", fontsize=8)
     ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.85))
     ax.set_xlim(0, C if spec is not None else 1)
     ax.set_ylim(0, R if spec is not None else 1)
@@ -94,15 +101,15 @@ def sharding_gallery(specs: Sequence[ArraySpec | str], mesh: TpuMesh | Mapping[s
     ncols = min(len(items), 3 if len(items) in (3, 5, 6, 9) else 4)
     nrows = -(-len(items) // ncols)
     R, C = axes.values()
-    fig, axs = figure((ncols * (1.35 * C + 0.4), nrows * (1.35 * R + 0.6) + 0.4), ncols=ncols, nrows=nrows)
+    panel = min(1.35 * C + 0.4, (COLUMN_WIDTH - 0.3) / ncols)  # inches: the gallery fits the text column
+    fig, axs = figure((ncols * panel, nrows * (panel * R / C + 0.5) + 0.5), ncols=ncols, nrows=nrows)
     axs = np.atleast_1d(axs).ravel()
     for ax, spec in zip(axs, items):
         _draw_devices(ax, spec, axes, n, numbers=len(items) <= 3 or spec is None)
-        ax.set_title("the array: element k in colour k" if spec is None else str(spec), fontsize=9)
+        ax.set_title("the array: element k in colour k" if spec is None else str(spec), fontsize=SIZES["label"])
     for ax in axs[len(items):]:
         ax.set_visible(False)
-    fig.suptitle(title or f"A {n}×{n} array on the mesh {mesh_text(axes)}: which elements each device holds",
-                 fontsize=10)
+    fig.suptitle(title or f"A {n}×{n} array on the mesh {mesh_text(axes)}:\nwhich elements each device holds")
     return fig
 
 
@@ -114,17 +121,18 @@ def matmul_cases(exprs: Sequence[str], mesh: TpuMesh, sizes: Mapping[str, int], 
     if not exprs:
         raise ValueError("exprs must name at least one matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'")
     axes = axis_sizes(mesh)
-    fig, axs = figure((3 * (1.1 * axes["Y"] + 0.8), len(exprs) * (1.1 * axes["X"] + 1.0) + 0.4), ncols=3,
+    panel = min(1.1 * axes["Y"] + 0.8, (COLUMN_WIDTH - 0.3) / 3)  # inches: three panels fit the text column
+    fig, axs = figure((3 * panel, len(exprs) * (panel * axes["X"] / axes["Y"] + 1.0) + 0.5), ncols=3,
                       nrows=len(exprs))
     axs = np.atleast_2d(axs)
     for row, expr in zip(axs, exprs):
         plan = sharded_matmul(expr, mesh, **sizes)
         steps = "\n".join(f"{s.kind}_{''.join(s.axes)} ({fmt_time(s.estimate.time)})" for s in plan.collectives)
-        for ax, spec, role in zip(row, parse_expr(expr), ("×", "=", "")):
-            _draw_devices(ax, spec, axes, n, numbers=False)
-            ax.set_title(f"{spec} {role}".strip(), fontsize=9)
+        for ax, spec, role, operand in zip(row, parse_expr(expr), ("×", "=", ""), "ABC"):
+            _draw_devices(ax, spec, axes, n, numbers=False, operand=operand)
+            ax.set_title(f"{spec} {role}".strip(), fontsize=SIZES["label"], color=ROLES[operand])
         row[2].set_title(f"{plan.expr.split('->')[-1].strip()}, case {plan.case}:\n{steps or 'no communication'}",
-                         fontsize=8)
-    fig.suptitle(title or f"Sharded matmuls on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: what each device holds, "
-                          f"and the collectives the plan needs", fontsize=10)
+                         fontsize=SIZES["text"], color=ROLES["C"])
+    fig.suptitle(title or f"Sharded matmuls on {mesh.chip.name} {mesh.shape_str(mesh.axes)}: what each device holds,\n"
+                          f"and the collectives the plan needs")
     return fig

@@ -1,14 +1,49 @@
-"""What every figure shares: a closed matplotlib figure with a constrained layout."""
+"""What every figure shares: the house style (palette, roles, sizes) and a closed figure with a constrained layout.
+
+The site shows a figure at most one text column wide: 730 px, `COLUMN_WIDTH` = 7.6 in at 96 px per inch; a cell
+tagged `full-width` gets 136 % of that (`FULL_WIDTH`). Sizes are chosen so that no text is under 8 pt once the
+figure is shrunk to that width: draw at most `COLUMN_WIDTH` wide with `SIZES`, or tag the cell.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+COLUMN_WIDTH = 730 / 96  # in: the site's text column
+FULL_WIDTH = 1.36 * COLUMN_WIDTH  # in: a cell tagged full-width (sphinx-book-theme's 136 %)
+# Okabe & Ito's colour-blind-safe eight (Color Universal Design, 2008), black moved last: series colours in order.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+# Shards, blocks and array elements: sixteen distinct colours (Tableau 20's darker and lighter steps), colour k for
+# shard or element k, so a 4 × 4 array's elements all differ.
+SHARDS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+          "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
+# One colour per role, the same in every figure: the operands of a matmul, and the parts of a step's time.
+ROLES = {"A": "#0072B2", "B": "#E69F00", "C": "#009E73", "compute": "#0072B2", "memory": "#009E73",
+         "comms": "#D55E00", "idle": "#BBBBBB", "model": "#000000", "measured": "#D55E00"}
+# A sequential colour map per matmul operand, for drawings that colour an operand's elements one by one.
+OPERAND_MAPS = {"A": "Blues", "B": "Oranges", "C": "Greens"}
+# Points at the displayed width: nothing drawn is smaller than "small".
+SIZES = {"title": 11.0, "label": 10.0, "text": 9.0, "small": 8.0}
+HOUSE = {"font.size": SIZES["text"], "axes.titlesize": SIZES["title"], "axes.labelsize": SIZES["label"],
+         "xtick.labelsize": SIZES["text"], "ytick.labelsize": SIZES["text"], "legend.fontsize": SIZES["text"],
+         "figure.titlesize": SIZES["title"], "axes.spines.top": False, "axes.spines.right": False,
+         "lines.linewidth": 1.8, "grid.alpha": 0.3, "legend.framealpha": 0.9, "figure.dpi": 100}
 
-def figure(figsize: tuple[float, float] = (7.0, 4.5), ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:
-    """Return (fig, ax) from pyplot, closed so that a notebook shows it once: when it is returned."""
+
+def house_style() -> None:
+    """Set matplotlib's defaults to the house style: sizes, spines and the palette as the colour cycle."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(HOUSE)
+    mpl.rcParams["axes.prop_cycle"] = mpl.cycler(color=list(PALETTE))
+
+
+def figure(figsize: tuple[float, float] = (7.0, 4.2), ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:
+    """Return (fig, ax) from pyplot in the house style, closed so that a notebook shows it once: when it is
+    returned. `figsize` is in inches; keep it within `COLUMN_WIDTH` (or tag the cell full-width)."""
     import matplotlib.pyplot as plt
 
+    house_style()
     fig, ax = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained")
     plt.close(fig)
     return fig, ax
@@ -20,10 +55,21 @@ def finish(ax: Any, xlabel: str, ylabel: str, title: str, legend: str = "lower r
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc=legend)
+    ax.legend(loc=legend)
 
 
-def schematic(ax: Any, xlim: tuple[float, float], ylim: tuple[float, float], title: str, fontsize: float = 9) -> None:
+def legend_below(ax: Any, ncol: int = 2, handles: list | None = None, labels: list | None = None) -> None:
+    """Move the legend of `ax` (or one of `handles`, `labels`) under the figure, where it cannot cover data
+    (constrained layout makes room for it)."""
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    ax.figure.legend(handles, labels, loc="outside lower center", ncol=ncol)
+
+
+def schematic(ax: Any, xlim: tuple[float, float], ylim: tuple[float, float], title: str,
+              fontsize: float = SIZES["title"]) -> None:
     """Frame a drawing that has no axes of its own: set its limits, hide the axes and title it."""
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
@@ -34,5 +80,5 @@ def schematic(ax: Any, xlim: tuple[float, float], ylim: tuple[float, float], tit
 def time_axis(ax: Any, xlabel: str, title: str) -> None:
     """Label a schematic's time axis and title it (no legend: the bars carry their own labels)."""
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)

@@ -81,12 +81,12 @@ def chip_diagram(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
             label = f"MXU {m}: {c.mxu_size}×{c.mxu_size}" if n_mxu else f"MXUs ({c.mxu_size}×{c.mxu_size})"
             box(ax, x0 + 3.2, 3.7 + m * mh + 0.05, cw - 3.4, mh - 0.1, label, COLOURS["mxu"], 7)
         ax.text(x0 + 3.2 + (cw - 3.4) / 2, 6.75, f"matmuls: {_text(mxu_rate, fmt_rate)} bf16", ha="center",
-                fontsize=7)
+                fontsize=8)
         box(ax, x0 + 0.2, 2.25, cw - 0.4, 1.0, f"VMEM {_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}"
                                                ": on-core scratchpad every operand passes through",
             COLOURS["vmem"], 7)
         arrow(ax, (x0 + cw / 2 + 1.2, 3.25), (x0 + cw / 2 + 1.2, 3.7), both=True, lw=1.6)
-        ax.text(x0 + cw / 2 + 1.35, 3.47, f"≈{VMEM_FACTOR:g}× HBM", fontsize=6.5, va="center")
+        ax.text(x0 + cw / 2 + 1.35, 3.47, f"≈{VMEM_FACTOR:g}× HBM", fontsize=8, va="center")
         arrow(ax, (x0 + 1.5, 3.25), (x0 + 1.5, 3.7), both=True)
         arrow(ax, (x0 + cw / 2, 1.05), (x0 + cw / 2, 2.25), both=True, lw=1.6,
               label=f"{_text(c.hbm_bandwidth, lambda b: fmt_rate(b, 'B/s'))}"
@@ -103,7 +103,7 @@ def memory_hierarchy(chip: Chip | str = "v5e", title: str | None = None) -> Figu
     cores = c.cores or 1
     vreg = VREGS_PER_CORE * VPU_SHAPE[0] * VPU_SHAPE[1] * 4
     vmem_bw = VMEM_FACTOR * c.hbm_bandwidth if c.hbm_bandwidth else None
-    fig, ax = canvas(13.6, 4.4, (11.0, 3.8), title or f"{c.name}: where the operands of one multiply travel")
+    fig, ax = canvas(13.6, 4.4, (10.0, 3.6), title or f"{c.name}: where the operands of one multiply travel")
     levels = [
         ("HBM", f"{_text(c.hbm_bytes, fmt_bytes)}\nper chip", COLOURS["hbm"]),
         ("VMEM", f"{_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}\nper core", COLOURS["vmem"]),
@@ -179,7 +179,7 @@ def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
     arrow(ax, (hx * pitch + 0.2, hy * pitch + 2.25), (width - 0.1, hy * pitch + 2.25), both=True, colour="#9467bd",
           label=f"DCN\n{_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip", offset=(0, -0.45))
     ax.text(0.3, 0.1, f"blue: ICI, {_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per link one way; "
-                      f"dotted: the tray", fontsize=7)
+                      f"dotted: the tray", fontsize=8)
     return fig
 
 
@@ -221,7 +221,7 @@ def hosts(mesh: TpuMesh, title: str | None = None) -> Figure:
         ax.plot([x1, 0.12, 0.12, x2], [y1, y1, y2, y2], color="#9467bd", lw=2, zorder=0)
     ax.text(0.2, 0.02, f"purple: DCN between hosts ({_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per "
                        f"chip); blue: ICI ({_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} one way per link)",
-            fontsize=7)
+            fontsize=8)
     return fig
 
 
@@ -282,7 +282,7 @@ def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = Non
         for x, y in cells:
             k = owner.get((x, y, z))
             if k is not None and max(X, Y) <= 8:
-                ax.text(x + 0.5, y + 0.5, str(k), ha="center", va="center", fontsize=7, color="white")
+                ax.text(x + 0.5, y + 0.5, str(k), ha="center", va="center", fontsize=8, color="white")
         if Z > 1:
             ax.set_title(f"Z = {z}", fontsize=8)
     return fig
@@ -319,7 +319,7 @@ def pod_cubes(mesh: TpuMesh, cube: int = 4, title: str | None = None) -> Figure:
                 ax.plot([x, x2], [y, y2], color="#ff7f0e", lw=1.6, ls="--", zorder=1)
     wraps = "".join(a for a, w in mesh.wrap.items() if w) or "none"
     ax.text(0.1, 0.1, f"each cube: {cube ** 3} chips wired by ICI (one rack)   orange dashed: optical links between "
-                      f"cube faces   wraparound on {wraps}", fontsize=7)
+                      f"cube faces   wraparound on {wraps}", fontsize=8)
     return fig
 
 
@@ -361,7 +361,7 @@ def _draw_pipeline(ax, n_chunks: int, step: int) -> None:
         box(ax, 0.1, y + 0.1, 2.4, 0.8, name, "white", 7)
         if chunk is not None:
             box(ax, 2.7, y + 0.15, 1.0, 0.7, f"chunk {chunk}", PALETTE[chunk % len(PALETTE)], 7, alpha=0.8)
-    ax.text(2.0, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=7.5)
+    ax.text(2.0, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=8)
 
 
 @checks(n_chunks="count",
@@ -399,9 +399,9 @@ def mxu_pipeline(n_tiles: int = 3, B: int = 128, size: int = 128, title: str | N
         for r, (start, length) in enumerate(spans):
             ax.add_patch(Rectangle((start, len(rows) - 1 - r - 0.35), length, 0.7,
                                    facecolor=PALETTE[t % len(PALETTE)], alpha=0.75, edgecolor="0.3"))
-            ax.text(start + length / 2, len(rows) - 1 - r, f"tile {t}", ha="center", va="center", fontsize=7)
+            ax.text(start + length / 2, len(rows) - 1 - r, f"tile {t}", ha="center", va="center", fontsize=8)
     ax.axvspan(0, fill, color="0.85", zorder=0)
-    ax.text(fill / 2, -0.75, "bubble: the array fills", ha="center", fontsize=7)
+    ax.text(fill / 2, -0.75, "bubble: the array fills", ha="center", fontsize=8)
     end = fill + n_tiles * B
     ax.set_xlim(-size - 5, end + 5)
     ax.set_ylim(-1.0, len(rows) - 0.4)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..overlap import CollectiveMatmul
 from ..rings import RingStep, ring_schedule
 from ..units import checks, fmt_time, is_a
-from .base import figure, time_axis
+from .base import figure, legend_below, time_axis
 from .diagram import arrow, box, panels
 from .sharding import PALETTE
 
@@ -148,7 +148,7 @@ def _draw_ring_devices(ax, state: RingStep, n: int, y0: float, kind: str) -> Non
 
     for i, pieces in enumerate(state.held):
         box(ax, i * 1.3 + 0.1, y0, 1.1, n * 0.32 + 0.2, "", "white", edge="0.5", round_=False)
-        ax.text(i * 1.3 + 0.65, y0 - 0.18, f"dev {i}", ha="center", va="top", fontsize=6.5)
+        ax.text(i * 1.3 + 0.65, y0 - 0.18, f"dev {i}", ha="center", va="top", fontsize=8)
         for k, p in enumerate(pieces):
             row = p.chunk if kind != "all_to_all" else k
             ax.add_patch(Rectangle((i * 1.3 + 0.2, y0 + 0.1 + (n - 1 - row) * 0.32 if kind != "all_to_all"
@@ -209,7 +209,7 @@ def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
                 target = n - 1 - (i + 1) % n
                 arrow(ax, (2.3 + 1.9 * s, y + 0.4), (2.5 + 1.9 * s, target + 0.45), colour="#c0392b", lw=0.9)
     ax.text(0.05, -0.45, "red: the partial sum goes to the next device (the last wraps to the first) while that "
-                         "device multiplies its next block", fontsize=7)
+                         "device multiplies its next block", fontsize=8)
     return fig
 
 
@@ -226,13 +226,13 @@ def overlap_timeline(ring: CollectiveMatmul, title: str | None = None) -> Figure
                    for k in range(n)]
     rows = {"sequential: link": 3, "sequential: compute": 2, "collective matmul: link": 1,
             "collective matmul: compute": 0}
-    fig, ax = figure((8.0, 3.2))
+    fig, ax = figure((7.4, 3.4))
     for prefix, bars in (("sequential", sequential), ("collective matmul", ring.schedule())):
         for lane, k, start, end in bars:
             y = rows[f"{prefix}: {lane}"]
             colour = "#d62728" if lane == "link" else PALETTE[k % len(PALETTE)]
             ax.barh(y, (end - start) * us, left=start * us, height=0.6, color=colour, alpha=0.85, edgecolor="white")
-            ax.text((start + end) / 2 * us, y, str(k + 1), ha="center", va="center", fontsize=7, color="white")
+            ax.text((start + end) / 2 * us, y, str(k + 1), ha="center", va="center", fontsize=8, color="white")
     ax.axvline(ring.bound * us, color="#2ca02c", ls="--", lw=1,
                label=f"bound max(T_math, T_comms): {fmt_time(ring.bound)}")
     ax.axvline(ring.time * us, color="#1f77b4", ls="-", lw=1, label=f"collective matmul: {fmt_time(ring.time)}")
@@ -240,7 +240,7 @@ def overlap_timeline(ring: CollectiveMatmul, title: str | None = None) -> Figure
                label=f"sequential: {fmt_time(ring.sequential)}")
     ax.set_yticks(list(rows.values()), list(rows))
     ax.set_ylim(-0.6, 4.4)
-    ax.legend(fontsize=7, loc="upper right", ncol=3)
-    time_axis(ax, "time (µs)", title or f"{ring.plan.expr} on {ring.steps} devices: red bars are sends of one "
-                                        f"block, coloured bars matmul blocks (numbers: ring step)")
+    legend_below(ax)
+    time_axis(ax, "time (µs)", title or f"{ring.plan.expr} on {ring.steps} devices:\nred bars are sends of one "
+                                        f"block,\ncoloured bars matmul blocks (numbers: ring step)")
     return fig

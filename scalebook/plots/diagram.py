@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .base import figure
+from .base import SIZES, figure
 
 __all__ = ["cell", "canvas", "panels", "box", "arrow", "COLOURS"]
 
@@ -22,7 +22,7 @@ def canvas(width: float, height: float, figsize: tuple[float, float], title: str
     """Return (fig, ax): one blank axes spanning [0, width] x [0, height] in data units, titled, without axes."""
     fig, ax = figure(figsize)
     _blank(ax, width, height)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=SIZES["title"])
     return fig, ax
 
 
@@ -36,7 +36,7 @@ def panels(n: int, ncols: int, panel_size: tuple[float, float], width: float, he
         _blank(ax, width, height)
     for ax in axs[n:]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=SIZES["title"])
     return fig, axs[:n]
 
 
@@ -58,11 +58,11 @@ def box(ax: Any, x: float, y: float, w: float, h: float, label: str = "", colour
                                 alpha=alpha, zorder=zorder))
     if label:
         ty = y + h - 0.08 * min(h, 1.0) if va == "top" else y + h / 2
-        ax.text(x + w / 2, ty, label, ha="center", va=va, fontsize=fontsize, zorder=zorder + 1)
+        ax.text(x + w / 2, ty, label, ha="center", va=va, fontsize=max(fontsize, SIZES["small"]), zorder=zorder + 1)
 
 
 def arrow(ax: Any, start: Sequence[float], end: Sequence[float], label: str = "", colour: str = "0.2",
-          both: bool = False, fontsize: float = 7, lw: float = 1.2, offset: Sequence[float] = (0.0, 0.0),
+          both: bool = False, fontsize: float = SIZES["small"], lw: float = 1.2, offset: Sequence[float] = (0.0, 0.0),
           ls: str = "-", rad: float = 0.0) -> None:
     """Draw an arrow from `start` to `end` (both ends with `both`), `label` beside its middle at `offset`."""
     ax.annotate("", xy=tuple(end), xytext=tuple(start), zorder=4,
@@ -70,7 +70,7 @@ def arrow(ax: Any, start: Sequence[float], end: Sequence[float], label: str = ""
                                 connectionstyle=f"arc3,rad={rad}", shrinkA=1, shrinkB=1))
     if label:
         mx, my = (start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1]
-        ax.text(mx, my, label, ha="center", va="center", fontsize=fontsize, color=colour, zorder=5,
+        ax.text(mx, my, label, ha="center", va="center", fontsize=max(fontsize, SIZES["small"]), color=colour, zorder=5,
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
 
 
@@ -81,4 +81,4 @@ def cell(ax: Any, x: float, y: float, w: float, h: float, color: str, text: str 
 
     ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor="white", lw=0.8))
     if text:
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, color=tcolor)
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=max(size, SIZES["small"]), color=tcolor)

@@ -18,7 +18,7 @@ from ..hardware.chips import get_chip
 from ..hardware.gpu import NVLINK, GpuCluster
 from ..kinds import positive_range
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time, is_a
-from .base import figure, finish
+from .base import ROLES, SIZES, figure, finish, legend_below
 from .diagram import COLOURS, arrow, box, canvas, panels
 
 __all__ = ["gpu_chip", "sm_diagram", "warp_divergence", "nvlink_nodes", "sharp_diagram", "sharp_bandwidth",
@@ -67,10 +67,10 @@ def sm_diagram(chip: str = "h100") -> Figure:
         x = 0.4 + q * 4.15
         box(ax, x, 2.4, 3.9, 6.6, f"subpartition {q}", colour=COLOURS["core"], va="top", fontsize=8)
         box(ax, x + 0.2, 7.2, 3.5, 0.9, f"warp scheduler ({sm.WARP_LANES} threads/instr.)", colour=COLOURS["scalar"],
-            fontsize=6.5)
+            fontsize=8)
         box(ax, x + 0.2, 5.9, 3.5, 1.0, f"registers {fmt_bytes(regs)}" if regs else "registers",
-            colour=COLOURS["vmem"], fontsize=7)
-        box(ax, x + 0.2, 4.3, 3.5, 1.3, f"{lanes} fp32 lanes (CUDA cores)", colour=COLOURS["vpu"], fontsize=7)
+            colour=COLOURS["vmem"], fontsize=8)
+        box(ax, x + 0.2, 4.3, 3.5, 1.3, f"{lanes} fp32 lanes (CUDA cores)", colour=COLOURS["vpu"], fontsize=8)
         box(ax, x + 0.2, 2.7, 3.5, 1.3, "tensor core", colour=COLOURS["mxu"], fontsize=8)
     smem = f"L1 / shared memory, {fmt_bytes(gpu.smem_bytes)}" if gpu.smem_bytes else "L1 / shared memory"
     box(ax, 0.4, 0.5, 16.4, 1.4, smem, colour=COLOURS["hbm"], fontsize=9)
@@ -92,11 +92,11 @@ def warp_divergence(lanes: int = 8, steps_a: int = 3, steps_b: int = 2) -> Figur
         ax.barh(lane, steps_b, left=1 + steps_a, color="#a1d99b" if not even else "#eeeeee",
                 hatch="" if not even else "//")
         ax.barh(lane, 1, left=total - 1, color="#9ecae1")
-    ax.set_yticks(range(lanes), [f"thread {i}" for i in range(lanes)], fontsize=7)
+    ax.set_yticks(range(lanes), [f"thread {i}" for i in range(lanes)], fontsize=8)
     ax.invert_yaxis()
     for x, label in ((0.5, "common"), (1 + steps_a / 2, "branch A\n(even threads)"),
                      (1 + steps_a + steps_b / 2, "branch B\n(odd threads)"), (total - 0.5, "reconverged")):
-        ax.text(x, -0.9, label, ha="center", va="bottom", fontsize=7)
+        ax.text(x, -0.9, label, ha="center", va="bottom", fontsize=8)
     ax.set_xlim(0, total)
     ax.set_ylim(lanes - 0.5, -1.8)
     ax.set_xlabel("time (instruction slots)")
@@ -107,7 +107,10 @@ def warp_divergence(lanes: int = 8, steps_a: int = 3, steps_b: int = 2) -> Figur
 
 
 def _node_panel(ax: Any, generation: str, gpus: int = 8) -> None:
-    """Draw one 8-GPU node of an NVLink generation: GPUs below, NVSwitches above, links spread evenly."""
+    """Draw one 8-GPU node of an NVLink generation in a 10 × 4.2 canvas: the node's outline, NVSwitches above,
+    GPUs below, one bundle per GPU and switch whose width is its link count, labelled once per switch."""
+    from matplotlib.patches import FancyBboxPatch
+
     nv = NVLINK[generation]
     switches = nv.switches_per_node
     per_switch = [nv.links_per_gpu // switches + (1 if k < nv.links_per_gpu % switches else 0)
@@ -115,29 +118,35 @@ def _node_panel(ax: Any, generation: str, gpus: int = 8) -> None:
     # Spread the extra links over the outer switches, as H100 nodes do (5, 4, 4, 5).
     per_switch = sorted(per_switch, reverse=True)
     per_switch = per_switch[::2] + per_switch[1::2][::-1]
+    ax.add_patch(FancyBboxPatch((0.15, 0.55), 9.7, 3.55, boxstyle="round,pad=0,rounding_size=0.2", fill=False,
+                                ls="--", edgecolor="0.5", lw=1.0))
     for k in range(switches):
         sx = 0.5 + (k + 0.5) * 9 / switches
-        box(ax, sx - 0.8, 5.0, 1.6, 0.8, f"NVSwitch\n{nv.switch_ports} ports", colour=COLOURS["weight"], fontsize=5.5)
+        width = min(1.6, 9 / switches - 0.2)
+        box(ax, sx - width / 2, 2.85, width, 0.75, f"NVSwitch\n{nv.switch_ports} ports", colour=COLOURS["weight"])
         for g in range(gpus):
             gx = 0.5 + (g + 0.5) * 9 / gpus
-            ax.plot([gx, sx], [1.6, 5.0], color="#1f77b4", lw=0.3 * per_switch[k], alpha=0.5)
-        ax.text(sx, 6.0, f"{per_switch[k]} links/GPU", ha="center", fontsize=5.5)
+            ax.plot([gx, sx], [1.35, 2.85], color=ROLES["A"], lw=0.5 * per_switch[k], alpha=0.55, zorder=1)
+        ax.text(sx, 3.75, f"{per_switch[k]} link{'s' if per_switch[k] > 1 else ''} per GPU", ha="center",
+                fontsize=SIZES["small"])
     for g in range(gpus):
         gx = 0.5 + (g + 0.5) * 9 / gpus
-        box(ax, gx - 0.5, 0.8, 1.0, 0.8, "GPU", colour=COLOURS["chip"], fontsize=6)
-    ax.text(5, 0.1, f"{nv.links_per_gpu} × {fmt_rate(nv.link_bandwidth, 'B/s')} = {fmt_rate(nv.gpu_bandwidth, 'B/s')}"
-            f" per GPU; node {fmt_rate(gpus * nv.gpu_bandwidth, 'B/s')}", ha="center", fontsize=6.5)
-    ax.set_title(f"NVLink {generation} ({nv.gpu_generation})", fontsize=8)
+        box(ax, gx - 0.45, 0.75, 0.9, 0.6, "GPU", colour=COLOURS["chip"])
+    ax.text(5, 0.25, f"{nv.links_per_gpu} links × {fmt_rate(nv.link_bandwidth, 'B/s')} = "
+                     f"{fmt_rate(nv.gpu_bandwidth, 'B/s')} per GPU, {fmt_rate(gpus * nv.gpu_bandwidth, 'B/s')} "
+                     f"per node (one way)", ha="center", va="center", fontsize=SIZES["small"])
+    ax.set_title(f"NVLink {generation}: a {nv.gpu_generation} node, {switches} NVSwitch {nv.switch_generation} chips",
+                 fontsize=SIZES["label"])
 
 
 @checks(generations=is_a(list, tuple))
 def nvlink_nodes(generations: Sequence[str] = ("3.0", "4.0", "5.0")) -> Figure:
-    """Draw an 8-GPU node for each NVLink generation in `hardware.gpu.NVLINK`: how many NVSwitches, how each
-    GPU's links spread over them, and the per-GPU and whole-node bandwidth (one way)."""
+    """Draw an 8-GPU node for each NVLink generation in `hardware.gpu.NVLINK`, one above the other: how many
+    NVSwitches, how each GPU's links spread over them, and the per-GPU and whole-node bandwidth (one way)."""
     unknown = [g for g in generations if g not in NVLINK]
     if unknown:
         raise ValueError(f"generations {unknown} are not in NVLINK; known: {sorted(NVLINK)}")
-    fig, axs = panels(len(generations), len(generations), (4.0, 3.2), 10, 6.6,
+    fig, axs = panels(len(generations), 1, (7.4, 3.4), 10, 4.2,
                       "NVLink nodes by generation: every GPU wired to every NVSwitch")
     for ax, gen in zip(axs, generations):
         _node_panel(ax, gen)
@@ -155,15 +164,15 @@ def sharp_diagram(cluster: GpuCluster) -> Figure:
     fig, axs = panels(2, 2, (4.6, 3.4), 10, 7, f"AllReduce in a node of {n} GPUs: through the switch twice, or once")
     for ax, sharp, t in ((axs[0], False, plain), (axs[1], True, sharp_t)):
         box(ax, 3, 5.0, 4, 1.2, "NVSwitch" + ("\nΣ adds in the switch" if sharp else ""), colour=COLOURS["weight"],
-            fontsize=7)
+            fontsize=8)
         for g in range(n):
             gx = 0.6 + (g + 0.5) * 8.8 / n
-            box(ax, gx - 0.45, 0.8, 0.9, 0.8, f"G{g}", colour=COLOURS["chip"], fontsize=6)
+            box(ax, gx - 0.45, 0.8, 0.9, 0.8, f"G{g}", colour=COLOURS["chip"], fontsize=8)
             arrow(ax, (gx - 0.12, 1.6), (4.2 + g * 0.2, 5.0), colour="#d62728", lw=0.8)
             arrow(ax, (4.3 + g * 0.2, 5.0), (gx + 0.12, 1.6), colour="#2ca02c", lw=0.8)
         how = ("SHARP: each GPU sends V once\nand receives the sum once" if sharp else
                "ring: ReduceScatter, then AllGather;\neach GPU sends 2(N−1)/N · V")
-        ax.text(5, 3.3, how, ha="center", fontsize=6.5, bbox=dict(fc="white", ec="none"))
+        ax.text(5, 3.3, how, ha="center", fontsize=8, bbox=dict(fc="white", ec="none"))
         ax.set_title(f"{'with' if sharp else 'without'} SHARP: {fmt_time(t * 1e9)} per GB", fontsize=8)
     return fig
 
@@ -186,7 +195,8 @@ def sharp_bandwidth(cluster: GpuCluster, overhead: float,
     ax.axhline(cluster.gpu_bandwidth / 1e9, color="0.4", ls="--", lw=0.8, label="NVLink egress per GPU")
     ax.set_xscale("log")
     finish(ax, "AllReduce size V (bytes)", "algorithm bandwidth V / time (GB/s)",
-           f"AllReduce on {n} × {cluster.chip.name}, {fmt_time(overhead)} fixed cost per call", "upper left")
+           f"AllReduce on {n} × {cluster.chip.name}, {fmt_time(overhead)} fixed cost per call")
+    legend_below(ax)  # the curves span the axes: the legend goes under the figure
     return fig
 
 
@@ -273,7 +283,7 @@ def gpu_pipeline(stages: int = 2, microbatches: int = 2, t_forward: float = 1.0,
     for s, start, width, colour, label in bars:
         ax.barh(s, width, left=start, color=colour, edgecolor="0.3", lw=0.5)
         if label:
-            ax.text(start + width / 2, s, label, ha="center", va="center", fontsize=7)
+            ax.text(start + width / 2, s, label, ha="center", va="center", fontsize=8)
     end = max(start + width for _, start, width, *_ in bars)
     busy = stages * microbatches * 3 * t_forward
     ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
@@ -317,17 +327,17 @@ def expert_parallel(cluster: GpuCluster, ep: int = 16, experts: int = 64, top_k:
                      f"{experts} experts over {ep} GPUs ({nodes} node(s) of {per_node}), top-{top_k} routing")
     for n in range(nodes):
         x0 = 0.5 + n * (per_node + 1)
-        box(ax, x0, 0.6, per_node + 0.5, 3.0, f"node {n}", colour=COLOURS["host"], va="top", fontsize=7)
+        box(ax, x0, 0.6, per_node + 0.5, 3.0, f"node {n}", colour=COLOURS["host"], va="top", fontsize=8)
         for g in range(min(per_node, ep - n * per_node)):
             first = (n * per_node + g) * experts // ep
             box(ax, x0 + 0.25 + g, 1.0, 0.9, 1.7, f"E{first}–\n{first + experts // ep - 1}",
-                colour=COLOURS["chip"], fontsize=5.5)
-    ax.text(0.5, 6.3, "token on node 0, GPU 0", fontsize=7)
+                colour=COLOURS["chip"], fontsize=8)
+    ax.text(0.5, 6.3, "token on node 0, GPU 0", fontsize=8)
     targets = [(k * ep // top_k + k) % ep for k in range(top_k)]
     for t in targets:
         n, g = divmod(t, per_node)
         gx = 0.5 + n * (per_node + 1) + 0.7 + g
         arrow(ax, (1.2, 6.0), (gx, 2.75), colour="#2ca02c" if n == 0 else "#d62728", lw=1.0)
     ax.text(ax.get_xlim()[1] - 0.3, 5.2, f"green: NVLink, {fmt_rate(cluster.gpu_bandwidth, 'B/s')}/GPU\n"
-            f"red: network, {fmt_rate(cluster.node_egress, 'B/s')}/node", ha="right", fontsize=7)
+            f"red: network, {fmt_rate(cluster.node_egress, 'B/s')}/node", ha="right", fontsize=8)
     return fig

@@ -14,7 +14,7 @@ from ..hardware.gpu import GpuCluster
 from ..hardware.topology import TpuMesh
 from ..kinds import positive_range
 from ..units import checks, fmt_rate, is_a, sequence_of
-from .base import figure, finish
+from .base import ROLES, SIZES, figure, finish, legend_below
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -24,49 +24,79 @@ __all__ = ["fat_tree", "level_bandwidth", "sharded_all_gather", "tpu_vs_gpu", "r
 
 @checks(cluster=is_a(GpuCluster))
 def fat_tree(cluster: GpuCluster) -> Figure:
-    """Draw the cluster's network as a schematic: its nodes at the bottom, then each switch level it spans
-    (switches per unit as listed in its levels, one box per unit where no count is given), with every unit
-    wired to the switches of the unit above it, and the bandwidth each unit sends up printed per level."""
-    from matplotlib.patches import Rectangle
-
+    """Draw the cluster's network as a designed fat tree: its nodes at the bottom, then each switch level it spans,
+    one box per unit (a level's switches, as listed, drawn as one box), and one link per unit to the unit above,
+    its width growing with the bandwidth it carries and labelled with it. A level of more than `_MAX_BOXES` units
+    is drawn as one stacked box per parent unit ('32 nodes'), its links aggregated: 'n × bandwidth'."""
     spans = [s for s in cluster.span(cluster.gpus) if s.name != "node"]
-    fig, ax = figure((9.5, 1.6 + 1.5 * (len(spans) + 1)))
-    rows: list[list[float]] = []  # x positions per row, bottom (nodes) first
-    nodes = cluster.nodes
-    rows.append([(i + 0.5) / nodes for i in range(nodes)])
-    groups = [nodes]  # units at each row
-    labels = [f"{nodes} node(s) of {cluster.gpus_per_node} GPUs, {fmt_rate(cluster.gpu_bandwidth, 'B/s')} "
-              f"NVLink per GPU, {fmt_rate(cluster.node_egress, 'B/s')} out of each node"]
-    below_units = nodes
-    for level, lv in zip(spans, cluster.levels):
-        units = max(1, below_units // level.degree)
-        per_unit = lv.switches or 1
-        rows.append([(u + (k + 0.5) / per_unit) / units for u in range(units) for k in range(per_unit)])
-        groups.append(units)
-        switches = f"{per_unit} switch(es)" if lv.switches else "switch count not listed"
-        labels.append(f"{lv.name}: {units} unit(s) × {switches}, each unit joins {level.degree} below; "
-                      f"{fmt_rate(level.bandwidth, 'B/s')} up from each unit below")
-        below_units = units
-    for r, xs in enumerate(rows):
-        y = r * 1.5
-        if r:  # wire every box below to the switches of its unit
-            units_here, below = groups[r], rows[r - 1]
-            per_here = len(xs) // units_here
-            per_below_unit = len(below) // units_here
-            alpha = min(0.8, 60 / (len(below) * per_here))  # dense wiring faint, sparse wiring visible
-            for u in range(units_here):
-                for xb in below[u * per_below_unit:(u + 1) * per_below_unit]:
-                    for xa in xs[u * per_here:(u + 1) * per_here]:
-                        ax.plot([xb, xa], [y - 1.5 + 0.12, y - 0.12], color="#1f77b4", lw=0.5, alpha=alpha)
-        width = min(0.6 / len(xs), 0.02)
-        for x in xs:
-            ax.add_patch(Rectangle((x - width / 2, y - 0.12), width, 0.24, color="#d62728" if r else "#2ca02c"))
-        ax.text(0.0, y + 0.3, labels[r], fontsize=8, va="bottom")
-    ax.set_xlim(-0.01, 1.01)
-    ax.set_ylim(-0.5, 1.5 * (len(rows) - 1) + 0.9)
+    units = [cluster.nodes]
+    for level in spans:
+        units.append(max(1, units[-1] // level.degree))
+    fig, ax = figure((7.4, 1.3 + 1.45 * len(units)))
+    tops = [(0.5, 0.0)]  # (x, y) of each drawn box's top, row by row, bottom first
+    for r in range(len(units)):
+        y = 1.45 * r
+        parents = units[r + 1] if r + 1 < len(units) else 1
+        boxes = _tree_row(cluster, spans, r, units[r], parents)
+        width = min(0.8 / len(boxes), 0.3)
+        xs = [(i + 0.5) / len(boxes) for i in range(len(boxes))]
+        for x, (label, stacked) in zip(xs, boxes):
+            _tree_box(ax, x, y, width, label, stacked, ROLES["compute"] if r == 0 else ROLES["comms"])
+        if r:
+            _tree_links(ax, tops, xs, y, spans[r - 1].bandwidth,
+                        units[r - 1] // units[r] if units[r - 1] > _MAX_BOXES else 1)
+        tops = [(x, y + 0.3) for x in xs]
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.1, 1.45 * (len(units) - 1) + 0.45)
     ax.axis("off")
-    ax.set_title(f"{cluster.gpus} × {cluster.chip.name}: nodes (green) and switches (red), each level non-blocking")
+    ax.set_title(f"{cluster.gpus} × {cluster.chip.name}, {cluster.nodes} nodes (NVLink "
+                 f"{fmt_rate(cluster.gpu_bandwidth, 'B/s')} per GPU inside each):\n"
+                 f"a non-blocking fat tree, each link's width and label the bandwidth one unit sends up")
     return fig
+
+
+_MAX_BOXES = 8  # the most units a row draws one by one; more are grouped under their parents
+
+
+def _tree_row(cluster: GpuCluster, spans: list, r: int, n: int, parents: int) -> list[tuple[str, bool]]:
+    """Return (label, stacked) for each box of row `r` (0: nodes): one per unit, or one stack per parent."""
+    if r == 0:
+        name = f"node\n{cluster.gpus_per_node} GPUs"
+    else:
+        switches = cluster.levels[r - 1].switches
+        name = f"{spans[r - 1].name}\n" + (f"{switches} switches" if switches else "switches\nnot listed")
+    if n <= _MAX_BOXES:
+        return [(name, False)] * n
+    per = n // parents
+    kind, rest = name.split("\n", 1)
+    return [(f"{per} {kind}s\n{rest} each", True)] * parents
+
+
+def _tree_box(ax, x: float, y: float, width: float, label: str, stacked: bool, colour: str) -> None:
+    """A unit's box centred on x, bottom at y; a stack of several units shows two offset sheets behind it."""
+    from matplotlib.patches import FancyBboxPatch
+
+    for k in ((2, 1) if stacked else ()):
+        ax.add_patch(FancyBboxPatch((x - width / 2 + 0.006 * k, y + 0.05 * k), width, 0.3, boxstyle="round,pad=0.01",
+                                    facecolor="white", edgecolor=colour, lw=1.0))
+    ax.add_patch(FancyBboxPatch((x - width / 2, y), width, 0.3, boxstyle="round,pad=0.01", facecolor="white",
+                                edgecolor=colour, lw=1.6))
+    ax.text(x, y + 0.15, label, ha="center", va="center", fontsize=SIZES["small"])
+
+
+def _tree_links(ax, below: list[tuple[float, float]], xs: list[float], y: float, bandwidth: float,
+                count: int) -> None:
+    """One link from each box below to its parent box in `xs`, width by bandwidth (B/s), labelled once per
+    parent; `count` > 1 when a box below stands for that many units (the label then says 'count × bandwidth')."""
+    width = 1.0 + 1.4 * max(0.0, float(np.log10(bandwidth * count / 1e11)))
+    per_parent = max(1, len(below) // len(xs))
+    text = (f"{count} × " if count > 1 else "") + fmt_rate(bandwidth, "B/s") + ("" if per_parent == 1 else " each")
+    for i, (xb, yb) in enumerate(below):
+        xa = xs[min(i // per_parent, len(xs) - 1)]
+        ax.plot([xb, xa], [yb + 0.03, y - 0.02], color="0.35", lw=width, solid_capstyle="round", zorder=1)
+        if i % per_parent == 0:
+            ax.text((xb + xa) / 2, (yb + y) / 2, text, ha="center", va="center", fontsize=SIZES["small"],
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"), zorder=3)
 
 
 @checks(clusters=is_a(list, tuple))
@@ -89,7 +119,7 @@ def level_bandwidth(clusters: Sequence[GpuCluster]) -> Figure:
         for bar, y in zip(bars, ys):
             if np.isfinite(y):
                 ax.annotate(f"{y / 1e9:.0f} GB/s", (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
-                            xytext=(0, 2), ha="center", fontsize=7)
+                            xytext=(0, 2), ha="center", fontsize=8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)), names)
     finish(ax, "network level (the NVLink node first)", "AllGather bandwidth per unit (bytes/s)",
@@ -173,5 +203,6 @@ def achieved_bandwidth(peak: float, overhead: float, quoted: Sequence[tuple[floa
     if quoted:
         ax.plot([], [], "rs", label=points)
     finish(ax, "message size (bytes)", "achieved bandwidth (GB/s)",
-           "Collectives reach their bandwidth only on large messages", legend="upper left")
+           "Collectives reach their bandwidth only on large messages")
+    legend_below(ax)  # the curve and its points span the axes: the legend goes under the figure
     return fig

@@ -16,7 +16,7 @@ from ..inference import breakdown_curves, decode_critical_batch, decode_time, kv
 from ..kinds import positive_range
 from ..models import TransformerConfig, get_model
 from ..units import checks
-from .base import figure, finish
+from .base import figure, finish, legend_below
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -65,7 +65,7 @@ def latency_breakdown(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_c
     c = breakdown_curves(model, chip, n_chips, context, param_bytes, kv_bytes, list(np.geomspace(lo, hi, 200)))
     bs, step = np.array(c.batches), np.array(c.step)
     kv, params, math_ = (np.array(t) / step for t in (c.t_kv, c.t_params, c.t_math))
-    fig, ax = figure((7.5, 4.8))
+    fig, ax = figure((7.0, 5.2))
     ax.fill_between(bs, 0, kv, color=_TERMS["t_kv"][1], alpha=0.85, label="KV caches from HBM")
     weights_win = params >= math_
     flops_win = ~weights_win
@@ -89,8 +89,8 @@ def latency_breakdown(model: Model = "llama3-70b", chip: Chip | str = "v5e", n_c
            f"{get_chip(chip).name}", "center left")
     handles, labels = ax.get_legend_handles_labels()
     extra, extra_labels = right.get_legend_handles_labels()
-    ax.legend(handles + extra, labels + extra_labels, fontsize=8, loc="center left")
-    return fig
+    legend_below(ax, handles=handles + extra, labels=labels + extra_labels)
+    return fig  # the legend sits under the figure: the stacked shares fill every point of the axes
 
 
 @checks(context="size", window="size", local_layers="frac0", share="count", contexts=positive_range)
@@ -102,7 +102,7 @@ def kv_variants(model: Model = "llama3-70b", context: float = 32768, window: flo
 
     lo, hi = positive_range("contexts", contexts)
     table = kv_variant_table(model, context, 1, window, local_layers, share)
-    fig, (bars, lines) = figure((11, 4.6), ncols=2)
+    fig, (bars, lines) = figure((10.0, 4.6), ncols=2)
     names = table.column("variant")
     ys = np.arange(len(names))[::-1]
     gb = np.array(table.column("KV bytes")) / 1e9
@@ -119,8 +119,9 @@ def kv_variants(model: Model = "llama3-70b", context: float = 32768, window: flo
         per = [kv_variant_table(model, x, 1, window, local_layers, share)[i]["KV bytes"] / 1e9 for x in xs]
         lines.loglog(xs, per, color=f"C{i}", lw=1.8, label=name)
     lines.axvline(context, color="#555", ls=":", lw=1)
-    finish(lines, "context length (tokens)", "KV cache per sequence (GB)", "Against the context length",
-           "lower right")
+    finish(lines, "context length (tokens)", "KV cache per sequence (GB)",
+           "Against the context length\n(colours as on the left)", "upper left")
+    lines.get_legend().remove()  # the bars on the left name each colour: a legend here would cover the curves
     fig.suptitle(f"KV-cache tricks on {get_model(model).name}")
     return fig
 
@@ -136,7 +137,7 @@ def throughput_vs_batch(params: float = 600e6, chip: Chip | str = "v5e", n_chips
     bs = sorted({max(1, round(b)) for b in np.geomspace(lo, hi, 120)})
     steps = [decode_time(params, 0, b, chip, n_chips, param_bytes) for b in bs]
     knee = decode_critical_batch(chip, param_bytes)
-    fig, (left, right) = figure((11, 4.2), ncols=2)
+    fig, (left, right) = figure((10.0, 4.2), ncols=2)
     left.loglog(bs, [s.time * 1e6 for s in steps], lw=2, label="step time")
     right.loglog(bs, [s.tokens_per_second for s in steps], lw=2, color="C1", label="tokens/s")
     for ax in (left, right):

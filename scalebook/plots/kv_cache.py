@@ -152,7 +152,7 @@ def paged_cache(lengths: Sequence[int] = (37, 22, 50), block: int = 16, n_blocks
             ax.add_patch(Rectangle((phys * 0.75, 0), 0.7 * used / block, 0.8, facecolor=colors[s % len(colors)]))
     for p in range(n_blocks):
         ax.add_patch(Rectangle((p * 0.75, 0), 0.7, 0.8, fill=False, edgecolor="#333", lw=0.6))
-        ax.text(p * 0.75 + 0.35, -0.25, str(p), ha="center", fontsize=7)
+        ax.text(p * 0.75 + 0.35, -0.25, str(p), ha="center", fontsize=8)
     per_block = kv_cache_bytes(cfg, block)
     ax.text(-0.3, 0.4, "HBM blocks", ha="right", va="center", fontsize=8)
     schematic(ax, (-2.2, max(n_blocks * 0.75, max(need)) + 0.5), (-0.6, len(lengths) + 2.4),
@@ -190,7 +190,7 @@ def cache_sharding(chips: int = 4, batch: int = 8, model: Model = "llama3-70b", 
             for y, text in ((-0.6, "AllToAll: queries to their caches"), (-1.2, "AllToAll: outputs back")):
                 ax.annotate("", xy=(chips * 1.2 - 0.2, y), xytext=(0, y),
                             arrowprops=dict(arrowstyle="<->", color="#e15759"))
-                ax.text(chips * 0.6, y + 0.1, text, ha="center", fontsize=7, color="#e15759")
+                ax.text(chips * 0.6, y + 0.1, text, ha="center", fontsize=8, color="#e15759")
         ax.set_xlim(-0.2, chips * 1.2)
         ax.set_ylim(-1.6, batch + 0.9)
         ax.axis("off")

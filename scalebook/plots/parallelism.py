@@ -192,7 +192,7 @@ def layout(strategy: str, B: int = 2**17, D: int = 8192, F: int = 32768, chip: C
     specs = dict(LAYOUTS[strategy])
     specs["opt"] = specs["Win"].replace("Win", "opt") if strategy != "dp" else "opt[D, F]"
     rows = [("In", "In"), ("Win", "W_in"), ("Wout", "W_out"), ("opt", "Adam state of W_in")]
-    fig, ax = figure((10.0, 6.4))
+    fig, ax = figure((7.4, 6.6))  # the text column: the collective lists stay at 8 pt once shown
     for d, coords in enumerate(devices):
         x0 = d * 2.5
         name = ", ".join(f"{a}={i}" for a, i in coords.items())

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..kinds import has, positive_range
 from ..units import check_int, checks
-from .base import figure
+from .base import figure, legend_below
 
 __all__ = ["timeline", "KIND_COLOURS"]
 
@@ -50,7 +50,7 @@ def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[
     if not events:
         raise ValueError(f"no op of run {run} matches scope={scope!r} and window={window!r}")
     devices = sorted({e.device for e in events})
-    fig, ax = figure((9.0, 0.35 * len(devices) + 2.2))
+    fig, ax = figure((7.4, 0.35 * len(devices) + 2.6))
     busy = dict.fromkeys(KIND_COLOURS, 0.0)
     for e in events:
         kind = rows.get(e.name, {}).get("kind", "elementwise")
@@ -67,5 +67,5 @@ def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[
     ax.invert_yaxis()
     handles = [Patch(facecolor=c, edgecolor="black" if k == "collective" else c,
                      label=f"{k} ({busy[k] / total:.0%} of busy time)") for k, c in KIND_COLOURS.items() if busy[k]]
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="op kind")
+    legend_below(ax, ncol=2, handles=handles, labels=[h.get_label() for h in handles])  # the key, under the figure
     return fig

@@ -137,6 +137,6 @@ def sweep(result: Sweep, title: str | None = None) -> Figure:
     ax.set_ylim(min(bottom, min(measured) / 3), max(top, max(measured) * 3))
     ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="timed matmuls")
     for x, y, B in zip(intensities, measured, result.table.column("B")):
-        ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
+        ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=8)
     legend_outside(ax)
     return fig

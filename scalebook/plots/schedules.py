@@ -19,4 +19,4 @@ __all__ = ["interleaved_schedule", "zero_bubble_schedule", "greedy_schedule", "s
 
 def schedule_figure(grid: list[list[str]], title: str) -> Figure:
     """Draw a grid from this module (or `training.pipeline_schedule`) with its idle fraction in the title."""
-    return pipeline(grid, title=f"{title}: idle fraction {idle_fraction(grid):.0%}")
+    return pipeline(grid, title=f"{title}\nidle fraction {idle_fraction(grid):.0%}")

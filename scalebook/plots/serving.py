@@ -99,7 +99,7 @@ def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: i
         ax.barh(row, end - start, left=start, color=colors[r % len(colors)], alpha=1.0 if kind == "decode" else 0.45,
                 hatch="///" if kind == "prefill" else "", edgecolor="white")
         ax.text((start + end) / 2, row, f"{'P' if kind == 'prefill' else 'D'}{r}", ha="center", va="center",
-                fontsize=7)
+                fontsize=8)
     rows = sorted({b[0] for b in bars})
     ax.set_yticks(rows, ["prefill slice" if r < 0 else f"decode slot {r}" for r in rows])
     done = max(b[2] for b in bars)
@@ -138,7 +138,7 @@ def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3,
     """Draw a strip of `panels` snapshots (`batching_snapshots`) of a continuous-batching engine: each KV slot
     holds a request (tokens made / wanted) or sits free; freed slots are refilled from the queue."""
     snaps = batching_snapshots(slots, outputs, panels)
-    fig, axes = figure((11.0, 2.8), ncols=panels)
+    fig, axes = figure((10.0, 3.0), ncols=panels)
     colors = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f", "#76b7b2", "#edc948"]
     for ax, (step, cells, waiting, done) in zip(getattr(axes, "flat", [axes]), snaps):
         for i, held in enumerate(cells):
@@ -147,8 +147,8 @@ def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3,
             else:
                 r, made = held
                 cell(ax, 0, slots - 1 - i, 1, 0.85, colors[r % len(colors)], f"r{r}: {made}/{outputs[r]}", 7)
-        ax.text(0.5, -0.35, "queue: " + (",".join(f"r{q}" for q in waiting) or "—"), ha="center", fontsize=7)
-        ax.text(0.5, -0.75, "done: " + (",".join(f"r{q}" for q in done) or "—"), ha="center", fontsize=7)
+        ax.text(0.5, -0.35, "queue: " + (",".join(f"r{q}" for q in waiting) or "—"), ha="center", fontsize=8)
+        ax.text(0.5, -0.75, "done: " + (",".join(f"r{q}" for q in done) or "—"), ha="center", fontsize=8)
         ax.set_title(f"before step {step}", fontsize=8)
         ax.set_xlim(-0.05, 1.05)
         ax.set_ylim(-1.0, slots)
@@ -240,7 +240,7 @@ def speculative_panels(draft_cost: float = 4 / 70, acceptances: Sequence[float] 
     import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
 
     ks = np.arange(0, max_draft + 1)
-    fig, axes = figure((11.0, 3.4), ncols=3)
+    fig, axes = figure((10.0, 3.4), ncols=3)
     for a in acceptances:
         speed = [1.0 if k == 0 else speculative_speedup(a, int(k), draft_cost) for k in ks]
         axes[0].plot(ks, [tokens * t_target / s for s in speed], "o-", label=f"acceptance {a}")

@@ -17,7 +17,7 @@ from ..kinds import mapping_with
 from ..rings import Coord, RingStep, axis_sizes, busiest_link_pieces, device_blocks, ring_schedule
 from ..sharding import ArraySpec, bytes_per_device, local_shape, parse_spec
 from ..units import checks, fmt_bytes, fmt_time, is_a, sequence_of
-from .base import figure
+from .base import ROLES, SHARDS, SIZES, figure
 from .roofline import human_ticks, legend_outside
 
 if TYPE_CHECKING:
@@ -27,8 +27,7 @@ _MEASURED = sequence_of("sizes", "(bytes, seconds) pairs")
 
 __all__ = ["sharding_grid", "ring_steps", "collective_vs_size", "PALETTE"]
 
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f", "#bab0ac", "#86bcb6", "#d37295", "#fabfd2", "#b6992d", "#499894", "#8cd17d")
+PALETTE = SHARDS  # the house's shard colours, one per block (plots.base)
 Measured = Sequence[tuple[float, float]]
 
 
@@ -74,7 +73,7 @@ def sharding_grid(spec: ArraySpec | str, mesh: TpuMesh | Mapping[str, int], size
         x, y = (at[col_axis] if col_axis else 0), R - 1 - at[row_axis]
         right.add_patch(_rect(x, y, colour[block]))
         right.text(x + 0.5, y + 0.5, f"{coord_text(coord)}\nblock {block}", ha="center", va="center",
-                   fontsize=7 if max(R, C) <= 8 else 5)
+                   fontsize=SIZES["small"])
     right.set_xlim(0, C)
     right.set_ylim(0, R)
     right.set_xticks([i + 0.5 for i in range(C)], [str(i) for i in range(C)])
@@ -103,7 +102,7 @@ def coord_text(coord: Coord) -> str:
 
 
 def _font(rows: int, cols: int, devices: Sequence[Coord]) -> float:
-    return max(5.0, min(9.0, 40 / max(rows, cols) / max(1.0, min(len(devices), 6) ** 0.5)))
+    return max(SIZES["small"], min(9.0, 40 / max(rows, cols) / max(1.0, min(len(devices), 6) ** 0.5)))
 
 
 def mesh_text(axes: Mapping[str, int]) -> str:
@@ -121,9 +120,9 @@ def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True,
     counts into bytes in the titles.
     """
     states = ring_schedule(n, kind, bidirectional, wrap)
-    ncols = min(len(states), 3)
+    ncols = min(len(states), 2)  # two panels a row: 8 devices' labels stay legible in the text column
     nrows = math.ceil(len(states) / ncols)
-    fig, axes = figure((4.2 * ncols, 2.9 * nrows + 0.6), ncols=ncols, nrows=nrows)
+    fig, axes = figure((3.7 * ncols, 2.7 * nrows + 0.8), ncols=ncols, nrows=nrows)
     axes = list(getattr(axes, "flat", [axes]))
     slots = max(n, *(len(p) for s in states for p in s.held))
     for ax, state in zip(axes, states):
@@ -133,7 +132,7 @@ def ring_steps(n: int = 8, kind: str = "all_gather", bidirectional: bool = True,
     piece = fmt_bytes(nbytes * states[0].piece_fraction) if nbytes else f"1/{round(1 / states[0].piece_fraction)} of V"
     busiest = busiest_link_pieces(states)
     how = ("bidirectional" if bidirectional else "one-way") + (" ring" if wrap else " line (no wraparound)")
-    fig.suptitle(title or f"{kind} over {n} devices on a {how}: {len(states) - 1} steps; one piece = {piece}; "
+    fig.suptitle(title or f"{kind} over {n} devices on a {how}: {len(states) - 1} steps\none piece = {piece}; "
                           f"busiest link carries {busiest} pieces "
                           f"(= {busiest * states[0].piece_fraction:.3g} V) one way")
     return fig
@@ -149,8 +148,7 @@ def _draw_ring_state(ax, state: RingStep, n: int, slots: int, kind: str, wrap: b
             ax.add_patch(Rectangle((i + 0.12, y + 0.06), 0.76, 0.88, facecolor=PALETTE[p.chunk % len(PALETTE)],
                                    alpha=0.2 + 0.75 * p.fill, edgecolor="none"))
             if n <= 8:
-                size = 7 if kind == "all_gather" else 5.5
-                ax.text(i + 0.5, y + 0.5, p.label, ha="center", va="center", fontsize=size)
+                ax.text(i + 0.5, y + 0.5, p.label, ha="center", va="center", fontsize=SIZES["small"])
     for i in range(n):
         j = (i + 1) % n
         if j == 0 and not wrap:
@@ -159,13 +157,14 @@ def _draw_ring_state(ax, state: RingStep, n: int, slots: int, kind: str, wrap: b
         x = i + 1 if j else n + 0.1
         label = "\n".join(t for t in (f"{right}→" if right else "", f"←{left}" if left else "") if t)
         if label:
-            ax.text(x, -0.6, label, ha="center", va="top", fontsize=6.5, color="#c0392b")
+            ax.text(x, -0.6, label, ha="center", va="top", fontsize=SIZES["text"], color=ROLES["comms"],
+                    fontweight="bold")
     ax.set_xlim(-0.1, n + 0.5)
     ax.set_ylim(-2.2, slots + 0.2)
-    ax.set_xticks([i + 0.5 for i in range(n)], [str(i) for i in range(n)], fontsize=7)
+    ax.set_xticks([i + 0.5 for i in range(n)], [str(i) for i in range(n)])
     ax.set_yticks([])
-    ax.set_xlabel("device", fontsize=8)
-    ax.set_title("start" if state.step == 0 else f"after step {state.step}", fontsize=9)
+    ax.set_xlabel("device")
+    ax.set_title("start" if state.step == 0 else f"after step {state.step}", fontsize=SIZES["label"])
     for spine in ("left", "right", "top"):
         ax.spines[spine].set_visible(False)
 

@@ -14,7 +14,7 @@ from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
 from ..kinds import mapping_with
 from ..units import check_kind, checks, fmt_rate, is_a, sequence_of
-from .base import figure
+from .base import SIZES, figure, legend_below
 from .roofline import human_ticks
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def bandwidth_ladder(chips: Sequence[Chip | str] = ("v5e", "v5p", "v6e"), vmem_f
         bars = ax.bar(xs, ys, width, label=name)
         for bar, y in zip(bars, ys):
             ax.annotate(fmt_rate(y, "B/s"), (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
-                        xytext=(0, 2), ha="center", fontsize=6, rotation=90)
+                        xytext=(0, 2), ha="center", fontsize=8, rotation=90)
     ax.set_yscale("log")
     ax.set_ylim(1e9, 1e15)
     human_ticks(ax, lambda v: fmt_rate(v, "B/s"))
@@ -135,7 +135,7 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
         ax.set_aspect("equal")
         ax.set_xticks(range(X))
         ax.set_yticks(range(Y))
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=SIZES["small"])
         ax.set_xlabel("X (chip index)")
         ax.set_ylabel("Y (chip index)")
         if nz > 1:
@@ -157,7 +157,7 @@ def _systolic_run(B: int, D: int, F: int) -> tuple[_systolic.Grid, _systolic.Gri
 
 
 def _draw_systolic(ax, W: _systolic.Grid, X: _systolic.Grid, run: _systolic.Simulation, step: int,
-                   fontsize: float = 7) -> None:
+                   fontsize: float = SIZES["small"]) -> None:
     """Draw cycle `step` of a systolic run on `ax`: PEs with weights and partial sums, queued X, finished Y."""
     from matplotlib.patches import Rectangle
 
@@ -236,7 +236,7 @@ def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | No
                       nrows=nrows)
     axs = list(getattr(axs, "flat", [axs]))
     for ax, step in zip(axs, steps):
-        _draw_systolic(ax, W, X, run, step, fontsize=6.5)
+        _draw_systolic(ax, W, X, run, step, fontsize=8)
         ax.set_title(f"cycle {step + 1}: {run.frames[step].busy} of {D * F} PEs busy", fontsize=8)
         ax.tick_params(labelsize=6)
     for ax in axs[len(steps):]:
@@ -267,5 +267,5 @@ def stage_breakdown(stages: Mapping[str, float | Estimate], title: str | None = 
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("stage")
     ax.set_title(title or "Where the time goes, stage by stage")
-    ax.legend(fontsize=8, loc="lower right")
+    legend_below(ax)
     return fig

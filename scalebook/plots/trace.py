@@ -14,7 +14,7 @@ import numpy as np
 from ..hlo import _tiles, padding, parse_hlo
 from ..kinds import has, mapping_of
 from ..units import checks, fmt_bytes, fmt_time
-from .base import figure, finish
+from .base import figure, finish, legend_below
 from .diagram import COLOURS, arrow, box, canvas
 from .profile import KIND_COLOURS
 
@@ -35,18 +35,18 @@ def compile_stages() -> Figure:
     fig, ax = canvas(16, 7.2, (10.0, 4.5), "From a jitted function to machine code, and what the profiler shows")
     for i, (name, how, colour) in enumerate(stages):
         x = 0.3 + i * 3.15
-        box(ax, x, 4.2, 2.7, 1.6, name, colour=colour, fontsize=7.5)
-        ax.text(x + 1.35, 3.75, how, ha="center", fontsize=6.5, family="monospace")
+        box(ax, x, 4.2, 2.7, 1.6, name, colour=colour, fontsize=8)
+        ax.text(x + 1.35, 3.75, how, ha="center", fontsize=8, family="monospace")
         if i:
             arrow(ax, (x - 0.45, 5.0), (x, 5.0))
     tools = [("trace viewer", "ops over time, per device"), ("graph viewer", "one fusion's HLO graph"),
              ("memory profile", "bytes in use over time"), ("memory viewer", "buffers at the peak")]
     for j, (tool, what) in enumerate(tools):
         x = 0.6 + j * 3.9
-        box(ax, x, 0.6, 3.4, 1.5, f"{tool}\n{what}", colour=COLOURS["act"], fontsize=7)
+        box(ax, x, 0.6, 3.4, 1.5, f"{tool}\n{what}", colour=COLOURS["act"], fontsize=8)
         arrow(ax, (x + 1.7, 2.1), (0.3 + 3 * 3.15 + 1.35 + (j - 1.5) * 0.5, 4.2), colour="0.5", lw=0.8)
     ax.text(8, 2.6, "jax.profiler.trace(folder) → XProf / Perfetto; scalebook.profiling.capture reads it back",
-            ha="center", fontsize=7)
+            ha="center", fontsize=8)
     return fig
 
 
@@ -99,8 +99,8 @@ def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
     ax.set_xlim(0, cols)
     ax.set_ylim(0, rows)
     ax.set_aspect("equal")
-    ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=7)
-    ax.set_yticks(np.arange(rows) + 0.5, range(rows)[::-1], fontsize=7)
+    ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=8)
+    ax.set_yticks(np.arange(rows) + 0.5, range(rows)[::-1], fontsize=8)
     ax.set_xlabel("column (minor dimension)")
     ax.set_ylabel("row")
     ax.set_title(f"{dtype}[{shape[0]},{shape[1]}] with {tile}: numbers = memory order; "
@@ -134,7 +134,7 @@ def fusion_graph(hlo: str, name: str, max_ops: int = 24) -> Figure:
         colour = (COLOURS["mxu"] if o.opcode in ("dot", "convolution") else
                   COLOURS["hbm"] if o.opcode == "parameter" else COLOURS["op"])
         shape = f"{o.dtype}[{','.join(map(str, o.shape))}]"
-        box(ax, x, y, 2.8, 0.9, f"{o.opcode}\n{shape}", colour=colour, fontsize=6)
+        box(ax, x, y, 2.8, 0.9, f"{o.opcode}\n{shape}", colour=colour, fontsize=8)
         place[o.name] = (x + 1.4, y)
         for src in o.operands:
             if src in place:
@@ -155,7 +155,7 @@ def time_breakdown(trace: Any, by: str = "scope", top: int = 12) -> Figure:
     ax.invert_yaxis()
     whole = sum(trace.breakdown(by).values())
     for i, (_, v) in enumerate(totals):
-        ax.text(v * 1e3, i, f" {v / whole:.0%}", va="center", fontsize=7)
+        ax.text(v * 1e3, i, f" {v / whole:.0%}", va="center", fontsize=8)
     ax.set_xlabel("measured time per step and device (ms)")
     ax.set_ylabel(by)
     ax.set_title(f"Where the time went, by {by}: {fmt_time(whole)} of op time per step")
@@ -173,12 +173,12 @@ def op_rooflines(trace: Any, top: int = 10, kind: str | None = None) -> Figure:
     y = np.arange(len(rows))
     ax.barh(y - 0.2, [r["measured"] * 1e6 for r in rows], 0.4, label="measured (median)", color="#1f77b4")
     ax.barh(y + 0.2, [max(r["roofline"], 1e-9) * 1e6 for r in rows], 0.4, label="roofline", color="#ff7f0e")
-    ax.set_yticks(y, [f"{r['op']} ({r['kind']})" for r in rows], fontsize=7)
+    ax.set_yticks(y, [f"{r['op']} ({r['kind']})" for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     for i, r in enumerate(rows):
         if r["fraction"] is not None:
-            ax.text(r["measured"] * 1e6, i - 0.2, f" {r['fraction']:.0%}", va="center", fontsize=6.5)
+            ax.text(r["measured"] * 1e6, i - 0.2, f" {r['fraction']:.0%}", va="center", fontsize=8)
     finish(ax, "time per execution (µs, log scale)", "op",
            f"The most expensive {kind or ''} ops: measured against roofline".replace("  ", " "),
            "lower right")
@@ -192,7 +192,7 @@ def memory_budget(parts: Mapping[str, float], capacity: float | None = None,
     `compiled.memory_analysis()`, against the device's `capacity` (bytes) when given."""
     if not parts or any(v < 0 for v in parts.values()):
         raise ValueError(f"parts must map names to non-negative bytes, got {dict(parts)!r}")
-    fig, ax = figure((7.5, 2.4))
+    fig, ax = figure((7.2, 2.6))
     left = 0.0
     for i, (name, nbytes) in enumerate(parts.items()):
         ax.barh(0, nbytes / 2**20, left=left / 2**20, color=f"C{i}", label=f"{name}: {fmt_bytes(nbytes)}")
@@ -200,5 +200,6 @@ def memory_budget(parts: Mapping[str, float], capacity: float | None = None,
     if capacity:
         ax.axvline(capacity / 2**20, color="black", ls="--", label=f"capacity {fmt_bytes(capacity)}")
     ax.set_yticks([])
-    finish(ax, "memory (MiB)", "one device", f"{title}: {fmt_bytes(left)} in all", "upper right")
+    finish(ax, "memory (MiB)", "one device", f"{title}: {fmt_bytes(left)} in all")
+    legend_below(ax, ncol=3)  # the stacked bar fills the axes: its key goes under the figure
     return fig

@@ -17,7 +17,7 @@ from ..training.curves import strategy_curves
 from ..training.footprint import Memory
 from ..training.pipeline import idle_fraction
 from ..units import check_choice, check_positive, checks, is_a
-from .base import figure, finish
+from .base import COLUMN_WIDTH, ROLES, SIZES, figure, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -114,25 +114,34 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
     return fig
 
 
+_PASSES = {"F": ("forward", ROLES["A"]), "B": ("backward", ROLES["B"]), "W": ("weight gradient", ROLES["C"])}
+
+
 @checks(grid=is_a(list, tuple))
 def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
-    """Draw a pipeline schedule (from `training.pipeline_schedule`): one row per stage, one column per time
-    slot, forward passes in blue, backward passes in orange, weight-gradient halves ('W', zero-bubble schedules)
-    in green, idle slots (the bubble) hatched grey."""
+    """Draw a pipeline schedule (from `training.pipeline_schedule` or `interleaved_schedule`): one row per stage,
+    one column per time slot, forward passes in blue, backward passes in orange, weight-gradient halves ('W',
+    zero-bubble schedules) in green, idle slots (the bubble) hatched grey. Each slot shows its microbatch; an
+    interleaved label 'F3.1' (chunk 1) is drawn in the pale shade of its pass, chunk 0 in the full one."""
     import numpy as np  # for drawing, beside matplotlib: the calculations here need no NumPy
 
     if not grid or not grid[0]:
         raise ValueError("grid must have at least one stage and one time slot")
     stages, slots = len(grid), len(grid[0])
-    fig, ax = figure((max(6.0, 0.32 * slots + 1.5), 0.45 * stages + 1.6))
+    width = min(COLUMN_WIDTH - 0.2, max(6.0, 0.32 * slots + 1.5))  # inches: the schedule fits the text column
+    fig, ax = figure((width, 0.45 * stages + 1.9))
+    slot_pt = (width - 1.3) / slots * 72  # a slot's width in points, for the labels that fit in it
+    chunks: set[tuple[str, int]] = set()
     for s, row in enumerate(grid):
         for t, cell in enumerate(row):
-            kind = cell[:1]
-            face = {"F": "#4e79a7", "B": "#f28e2b", "W": "#59a14f"}.get(kind, "#eeeeee")
+            kind, microbatch, chunk = _parse_slot(cell)
+            chunks.add((kind, chunk))
+            face = _shade(_PASSES[kind][1], chunk) if kind else "#eeeeee"
             ax.add_patch(_rect((t, stages - 1 - s), face, hatch="" if kind else "///"))
-            if cell:
-                ax.text(t + 0.5, stages - 0.5 - s, cell, ha="center", va="center", color="white",
-                        fontsize=7 if len(cell) < 4 else 5.5)
+            if kind and 0.62 * SIZES["small"] * len(microbatch) < slot_pt:
+                ax.text(t + 0.5, stages - 0.5 - s, microbatch, ha="center", va="center",
+                        color="white" if chunk == 0 else "black", fontsize=SIZES["small"])
+    _pipeline_key(ax, sorted((c for c in chunks if c[0]), key=lambda c: ("FBW".index(c[0]), c[1])))
     ax.set_xlim(0, slots)
     ax.set_ylim(0, stages)
     ax.set_xticks(range(0, slots + 1, max(1, slots // 12)))
@@ -140,6 +149,35 @@ def pipeline(grid: Sequence[Sequence[str]], title: str = "") -> Figure:
     ax.set_xlabel("time slot (one microbatch through one stage)")
     ax.set_title(title or f"Pipeline schedule: {stages} stages, idle fraction {idle_fraction(grid):.0%}")
     return fig
+
+
+def _parse_slot(cell: str) -> tuple[str, str, int]:
+    """Split a slot label 'F3' or 'F3.1' into (pass, microbatch, chunk); an idle slot is ('', '', 0)."""
+    if not cell:
+        return "", "", 0
+    if cell[0] not in _PASSES:
+        raise ValueError(f"grid slot {cell!r} must start with one of {list(_PASSES)}")
+    microbatch, _, chunk = cell[1:].partition(".")
+    return cell[0], microbatch, int(chunk or 0)
+
+
+def _shade(colour: str, chunk: int) -> tuple[float, float, float]:
+    """Return `colour` for chunk 0 and ever paler mixes with white for later chunks."""
+    from matplotlib.colors import to_rgb
+
+    mix = 1 - 0.55 ** chunk
+    return tuple(c + (1 - c) * mix for c in to_rgb(colour))  # type: ignore[return-value]
+
+
+def _pipeline_key(ax, shown: list[tuple[str, int]]) -> None:
+    """A key under the axes: one swatch per (pass, chunk) drawn, and the idle slot."""
+    from matplotlib.patches import Patch
+
+    many = any(chunk for _, chunk in shown)
+    handles = [Patch(facecolor=_shade(_PASSES[k][1], c), label=_PASSES[k][0] + (f", chunk {c}" if many else ""))
+               for k, c in shown] + [Patch(facecolor="#eeeeee", hatch="///", label="idle")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=min(len(handles), 3),
+              frameon=False)
 
 
 def _rect(corner: tuple[float, float], face: str, hatch: str):

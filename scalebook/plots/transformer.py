@@ -12,6 +12,7 @@ import numpy as np
 from ..models import TransformerConfig, get_model
 from ..roofline import einsum_flops
 from ..units import checks, fmt_si
+from .base import ROLES, SIZES
 from .diagram import COLOURS, arrow, box, canvas, panels
 from .sharding import PALETTE
 
@@ -48,66 +49,84 @@ def layer_einsums(model: TransformerConfig | str) -> list[tuple[str, str, str]]:
 
 
 def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | None = None) -> Figure:
-    """Draw one pre-norm decoder layer top to bottom: norms, the Q/K/V projections, attention, the O projection,
-    the (gated) MLP and both residual adds. Each matmul (●) shows its einsum; weights (orange) show their shape
-    in the model's numbers; activations (blue) their shape in letters."""
+    """Draw one pre-norm decoder layer top to bottom as a graph: the residual stream (grey, left) with its two
+    adds, the norms, the Q/K/V projections, attention and the O projection, then the (gated) MLP. Every matmul is
+    a white box with its einsum, fed by an edge from its weight (orange, the model's numbers); every activation
+    (blue) carries its shape in letters. Units: one data unit is one inch of the drawing."""
     m = get_model(model)
     rows = {name: (spec, weight) for name, spec, weight in layer_einsums(m)}
-    fig, ax = canvas(12.0, 15.4, (8.6, 11.0), title or f"One decoder layer of {m.name or 'the model'}: D={m.D}, "
-                                                      f"F={m.F}, N={m.N}, K={m.K}, H={m.H}")
-    act, wt, op = COLOURS["act"], COLOURS["weight"], COLOURS["norm"]
+    fig, ax = canvas(7.4, 11.4, (7.4, 12.3), title or f"One decoder layer of {m.name or 'the model'}:\n"
+                                                     f"D={m.D}, F={m.F}, N={m.N}, K={m.K}, H={m.H}")
+    act, norm = COLOURS["act"], COLOURS["norm"]
 
-    def matmul(x: float, y: float, name: str) -> None:
+    def node(cx: float, y: float, w: float, label: str, colour: str) -> tuple[float, float, float]:
+        """A box centred on cx with its bottom at y; return (cx, top, bottom)."""
+        box(ax, cx - w / 2, y, w, 0.34, label, colour, SIZES["small"])
+        return cx, y + 0.34, y
+
+    def matmul(cx: float, y: float, name: str) -> tuple[float, float, float]:
+        """The matmul's box (name and einsum) centred on cx, its weight to the right with an edge into it."""
         spec, weight = rows[name]
-        ax.plot([x], [y], "o", color="k", ms=7, zorder=5)
-        ax.text(x + 0.25, y + 0.05, f"{name}\n{spec}", fontsize=6.5, va="center")
+        box(ax, cx - 0.6, y, 1.2, 0.56, f"{name}\n{spec}", "white", SIZES["small"], lw=1.4)
         if weight != "no weights":
-            box(ax, x + 0.25, y - 0.85, 2.3, 0.45, weight, wt, 6.5)
+            label, _, shape = weight.partition("[")
+            box(ax, cx + 0.66, y + 0.03, 0.95, 0.5, f"{label}\n[{shape}", COLOURS["weight"], SIZES["small"])
+            arrow(ax, (cx + 0.66, y + 0.28), (cx + 0.6, y + 0.28), colour="#a05000")
+        return cx, y + 0.56, y
 
-    box(ax, 4.0, 14.4, 4.0, 0.6, "x: [B, T, D]  (residual stream)", act, 8)
-    box(ax, 4.5, 13.1, 3.0, 0.5, "RMSNorm", op, 8)
-    arrow(ax, (6.0, 14.4), (6.0, 13.6))
-    for x, name in ((1.2, "Q projection"), (5.0, "K projection"), (8.6, "V projection")):
-        arrow(ax, (6.0, 13.1), (x, 12.2))
-        matmul(x, 12.0, name)
-    box(ax, 0.45, 9.9, 3.0, 0.55, "Q: [B, T, N, H]", act, 7)
-    box(ax, 3.9, 9.9, 3.2, 0.55, "K: [B, S, K, H]", act, 7)
-    box(ax, 8.3, 9.9, 3.2, 0.55, "V: [B, S, K, H]", act, 7)
-    for x in (1.2, 5.0, 8.6):
-        arrow(ax, (x, 11.85), (x + (0.3 if x > 8 else 0.0), 10.45))
-    arrow(ax, (1.8, 9.9), (3.4, 9.2))
-    arrow(ax, (5.5, 9.9), (3.6, 9.2))
-    matmul(3.5, 9.0, "scores Q·K")
-    box(ax, 1.3, 7.7, 4.5, 0.5, "causal mask, softmax over S: [B, T, S, K, G]", op, 7)
-    arrow(ax, (3.5, 8.85), (3.5, 8.2))
-    arrow(ax, (3.5, 7.7), (6.2, 7.05))
-    arrow(ax, (9.6, 9.9), (6.4, 7.05))
-    matmul(6.3, 6.85, "mix V")
-    arrow(ax, (6.3, 6.7), (6.3, 6.0))
-    matmul(6.3, 5.8, "O projection")
-    box(ax, 2.2, 4.7, 2.6, 0.5, "+ residual", op, 8)
-    arrow(ax, (6.3, 5.65), (4.8, 5.0))
-    residual = dict(color="0.45", lw=1.1, zorder=1)
-    ax.plot([4.0, 0.08, 0.08], [14.7, 14.7, 5.05], **residual)
-    arrow(ax, (0.08, 5.05), (2.2, 5.05), colour="0.45")
-    ax.plot([2.2, 0.25, 0.25], [4.8, 4.8, 0.38], **residual)
-    arrow(ax, (0.25, 0.38), (5.6, 0.38), colour="0.45")
-    box(ax, 2.0, 3.75, 3.0, 0.5, "RMSNorm", op, 8)
-    arrow(ax, (3.5, 4.7), (3.5, 4.25))
+    def flow(a: tuple[float, float, float], b: tuple[float, float, float]) -> None:
+        arrow(ax, (a[0], a[2]), (b[0], b[1]))
+
+    stream = dict(color=ROLES["idle"], lw=5, solid_capstyle="butt", zorder=1)
+    x_in = node(3.7, 10.5, 2.2, "x: [B, T, D]", act)
+    ax.plot([0.25, 0.25], [10.67, 0.2], **stream)
+    ax.plot([0.25, x_in[0] - 1.1], [10.67, 10.67], **stream)
+    ax.text(0.4, 5.2, "residual\nstream", fontsize=SIZES["small"], color="0.35", ha="left")
+    n1 = node(3.7, 9.75, 1.6, "RMSNorm", norm)
+    flow(x_in, n1)
+    heads = {"Q": (1.05, "Q: [B, T, N, H]"), "K": (3.45, "K: [B, S, K, H]"), "V": (5.85, "V: [B, S, K, H]")}
+    acts = {}
+    for key, (cx, shape) in heads.items():
+        mm = matmul(cx, 8.65, f"{key} projection")
+        flow(n1, mm)
+        acts[key] = node(mm[0], 7.85, 1.4, shape, act)
+        flow(mm, acts[key])
+    scores = matmul(2.25, 6.75, "scores Q·K")
+    flow(acts["Q"], scores)
+    flow(acts["K"], scores)
+    soft = node(2.25, 6.05, 2.4, "mask, softmax over S", norm)
+    flow(scores, soft)
+    mix = matmul(3.7, 5.0, "mix V")
+    flow(soft, mix)
+    flow(acts["V"], mix)
+    o = matmul(3.7, 4.0, "O projection")
+    flow(mix, o)
+    _add(ax, 0.25, 3.55)
+    arrow(ax, (o[0] - 0.6, o[2] + 0.1), (0.4, 3.58))
+    n2 = node(3.7, 3.0, 1.6, "RMSNorm", norm)
+    arrow(ax, (0.25, 3.55), (n2[0] - 0.8, n2[2] + 0.17), colour="0.45")
     mlp = [n for n in ("MLP up", "MLP gate") if n in rows]
-    for x, name in zip((1.3, 6.0), mlp):
-        arrow(ax, (3.5, 3.75), (x, 3.3))
-        matmul(x, 3.1, name)
-        arrow(ax, (x, 2.95), (x, 1.85))
-    box(ax, 0.8, 1.35, 5.7, 0.5, "silu(gate) ⊙ up: [B, T, F]" if m.gated else "gelu(up): [B, T, F]", op, 7)
-    matmul(8.6, 1.6, "MLP down")
-    arrow(ax, (6.5, 1.6), (8.5, 1.6))
-    box(ax, 5.6, 0.1, 3.6, 0.55, "+ residual → x: [B, T, D]", op, 7)
-    arrow(ax, (8.6, 1.45), (8.6, 0.65))
-    ax.text(11.9, 15.2, f"G = N/K = {m.N // m.K} query heads share each key/value head\n"
-                      f"{_n(m.param_count() / m.L)} parameters per layer on average ({m.L} layers)\n"
-                        "grey: the residual stream", fontsize=7, ha="right", va="top")
+    ups = [matmul(cx, 1.95, name) for cx, name in zip((1.3, 4.6) if len(mlp) == 2 else (3.7,), mlp)]
+    act_f = node(3.7, 1.25, 3.0, "silu(gate) ⊙ up: [B, T, F]" if m.gated else "gelu(up): [B, T, F]", act)
+    for up in ups:
+        flow(n2, up)
+        flow(up, act_f)
+    down = matmul(3.7, 0.25, "MLP down")
+    flow(act_f, down)
+    _add(ax, 0.25, 0.53)
+    arrow(ax, (down[0] - 0.6, 0.53), (0.4, 0.53))
+    ax.text(7.35, 11.3, f"G = N/K = {m.N // m.K} query heads\nshare each key/value head\n"
+                        f"{_n(m.param_count() / m.L)} parameters per layer\n(average of {m.L} layers)",
+            fontsize=SIZES["small"], ha="right", va="top")
     return fig
+
+
+def _add(ax, x: float, y: float) -> None:
+    """A residual add (⊕) on the stream at (x, y)."""
+    from matplotlib.patches import Circle
+
+    ax.add_patch(Circle((x, y), 0.15, facecolor="white", edgecolor="0.2", lw=1.2, zorder=3))
+    ax.text(x, y, "+", ha="center", va="center", fontsize=SIZES["label"], zorder=4)
 
 
 @checks(shown="count")
@@ -136,14 +155,14 @@ def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12,
         box(ax, x, 2.6, 1.1, 1.5, f"expert {j}\n[{m.D}, {fe}]", COLOURS["highlight"] if on else "white", 6.5,
             lw=2.0 if on else 0.8, edge="k" if on else "0.6")
         arrow(ax, (mid, 5.1), (x + 0.55, 4.1), colour="k" if on else "0.8", lw=1.3 if on else 0.6,
-              label=f"g={scores[j] / scores[list(chosen)].sum():.2f}" if on else "", fontsize=6)
+              label=f"g={scores[j] / scores[list(chosen)].sum():.2f}" if on else "", fontsize=8)
         if on:
             arrow(ax, (x + 0.55, 2.6), (mid, 1.4))
     if m.E > n_show:
-        ax.text(width - 0.5, 3.35, f"… {m.E - n_show} more", fontsize=7, va="center")
+        ax.text(width - 0.5, 3.35, f"… {m.E - n_show} more", fontsize=8, va="center")
     box(ax, mid - 2.4, 0.6, 4.8, 0.8, "Σ g·expert(x): [D]", COLOURS["act"], 8)
     if m.shared:
-        ax.text(0.1, 0.1, f"+ {m.shared} shared expert(s) every token runs", fontsize=7)
+        ax.text(0.1, 0.1, f"+ {m.shared} shared expert(s) every token runs", fontsize=8)
     return fig
 
 
@@ -179,7 +198,7 @@ def flash_tiles(T: int = 8, S: int = 8, block: int = 2, causal: bool = True, tit
                                 f"grey: {skipped} tiles skipped (causal)\nnumbers: the order a query block\n"
                                 f"visits its key blocks\n\nper query block, on chip:\n  m = running row max\n"
                                 f"  ℓ = running Σ exp(s − m)\n  O = running Σ exp(s − m)·V\nrescale O and ℓ when m "
-                                f"grows;\nO / ℓ at the end", fontsize=7, va="top")
+                                f"grows;\nO / ℓ at the end", fontsize=8, va="top")
     return fig
 
 

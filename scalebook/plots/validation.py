@@ -9,7 +9,7 @@ import numpy as np
 
 from ..units import checks
 from ..validation import STATUSES, results
-from .base import figure, finish
+from .base import figure, finish, legend_below
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -36,7 +36,7 @@ def validation(efficiency: str = "calibrated", band: float = 0.15) -> Figure:
     if not 0 < band < 1:
         raise ValueError(f"band must be a fraction between 0 and 1, got {band!r}")
     rows = results(efficiency)
-    fig, (ax, res) = figure((12.0, 5.5), ncols=2)
+    fig, (ax, res) = figure((10.0, 5.2), ncols=2)  # the cell is tagged full-width: 10.3 in on the site
     values = [r["published"] for r in rows] + [r["ideal"] for r in rows] + [r[efficiency] for r in rows]
     lo, hi = min(values) / 2, max(values) * 2
     line = np.geomspace(lo, hi, 50)
@@ -56,8 +56,11 @@ def validation(efficiency: str = "calibrated", band: float = 0.15) -> Figure:
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     finish(ax, "published value (each run's own unit)", "predicted value (same unit)",
-           f"{len(rows)} published runs: ideal bound vs {efficiency}", legend="upper left")
+           f"{len(rows)} published runs: ideal bound vs {efficiency}")
     _residuals(res, [r for r in rows if r["speed error"] is not None], band)
+    handles, labels = (a + b for a, b in zip(ax.get_legend_handles_labels(), res.get_legend_handles_labels()))
+    res.get_legend().remove()
+    legend_below(ax, ncol=4, handles=handles, labels=labels)  # under the figure: the points reach every corner
     return fig
 
 
@@ -75,4 +78,4 @@ def _residuals(ax, rows: list[dict], band: float) -> None:
         ax.axhline(float(np.median(errors)), color=_STATUS_COLORS[status], ls="--", lw=1.2)
     ax.set_xscale("log")
     finish(ax, "chips in the run", "speed error (predicted / published speed - 1; > 0: too fast)",
-           "calibrated error by size and provenance", legend="upper left")
+           "calibrated error by size and provenance")

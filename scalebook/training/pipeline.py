@@ -15,7 +15,7 @@ from ..hardware.gpu import GpuCluster
 from ..units import check_int, check_positive, checks, dtype_bytes, is_a
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms",
-           "greedy_schedule", "interleaved_schedule", "zero_bubble_schedule"]
+           "greedy_schedule", "interleaved_schedule", "megatron_order", "zero_bubble_schedule"]
 
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
@@ -151,27 +151,56 @@ def _labels(grid: list[list[Op | None]], virtual: int) -> list[list[str]]:
              for op in row[:width]] for row in grid]
 
 
+def megatron_order(rank: int, stages: int, microbatches: int, virtual: int) -> list[Op]:
+    """Return the ops device `rank` runs, in Megatron-LM's interleaved 1F1B order (Narayanan et al., 2021;
+    `forward_backward_pipelining_with_interleaving` in Megatron-Core's `pipeline_parallel/schedules.py`).
+
+    The k-th forward runs chunk (k mod P·v) // P of microbatch (k // P·v)·P + k mod P, the k-th backward the
+    chunks in reverse; the rank runs min(M·v, 2·(P - rank - 1) + (v - 1)·P) warm-up forwards, then one forward
+    and one backward in turn, then the remaining backwards. Ops are (kind, microbatch, virtual stage), the
+    virtual stage of chunk c on rank r being c·P + r.
+    """
+    P, v, M = stages, virtual, microbatches
+    total = M * v
+
+    def op(kind: str, k: int) -> Op:
+        chunk = (k % (P * v)) // P
+        chunk = chunk if kind == "F" else v - 1 - chunk
+        return kind, (k // (P * v)) * P + k % P, chunk * P + rank
+
+    warm = min(total, 2 * (P - rank - 1) + (v - 1) * P)
+    order = [op("F", k) for k in range(warm)]
+    for i in range(total - warm):
+        order += [op("F", warm + i), op("B", i)]
+    return order + [op("B", k) for k in range(total - warm, total)]
+
+
 def interleaved_schedule(stages: int, microbatches: int, virtual: int = 2) -> list[list[str]]:
-    """Return the grid of an interleaved GPipe-style schedule: device d holds chunks d, d + P, ... of the
-    P·v virtual stages, each chunk's work one slot; forwards in microbatch groups of P, then backwards."""
+    """Return the grid of Megatron's interleaved 1F1B schedule: device d holds chunks d, d + P, ... of the P·v
+    virtual stages and runs `megatron_order`, each op one slot, as early as its input allows (a forward needs the
+    previous virtual stage's forward, a backward the next one's backward). Labels read 'F3.1': forward of
+    microbatch 3 through the device's chunk 1. Megatron needs the microbatches to fill whole groups of P."""
     stages, microbatches, virtual = (check_int(name, value, 1, MAX_DRAWN) for name, value in
                                      (("stages", stages), ("microbatches", microbatches), ("virtual", virtual)))
+    if microbatches % stages:
+        raise ValueError(f"microbatches={microbatches} must be a multiple of stages={stages} (Megatron's "
+                         "interleaved schedule runs microbatches in groups of one per stage)")
     _check_ops(stages=stages, microbatches=microbatches, virtual=virtual)
-    P, S = stages, stages * virtual
-    ops = [(k, m, s) for m in range(microbatches) for s in range(S) for k in "FB"]
-
-    def needs(op: Op) -> list[Op]:
-        k, m, s = op
-        if k == "F":
-            return [("F", m, s - 1)] if s else []
-        return [("B", m, s + 1)] if s < S - 1 else [("F", m, s)]
-
-    def priority(op: Op) -> tuple:
-        k, m, s = op
-        group = m // P
-        return (k == "B", group, s // P if k == "F" else -(s // P), m)
-
-    return _labels(greedy_schedule(P, ops, lambda op: op[2] % P, needs, priority), virtual)
+    S = stages * virtual
+    orders = [megatron_order(r, stages, microbatches, virtual) for r in range(stages)]
+    done: dict[Op, int] = {}
+    grid: list[list[Op | None]] = [[] for _ in range(stages)]
+    while any(orders):
+        t = len(grid[0])
+        for r, order in enumerate(orders):
+            kind, m, s = order[0] if order else ("", 0, 0)
+            need = (("F", m, s - 1) if s else None) if kind == "F" else (("B", m, s + 1) if s < S - 1 else ("F", m, s))
+            ready = bool(order) and (need is None or done.get(need, t) < t)
+            grid[r].append(order.pop(0) if ready else None)
+        for row in grid:
+            if row[t] is not None:
+                done[row[t]] = t
+    return _labels(grid, virtual)
 
 
 def zero_bubble_schedule(stages: int, microbatches: int) -> list[list[str]]:
