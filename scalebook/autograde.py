@@ -33,7 +33,7 @@ import sys
 import tempfile
 import textwrap
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -319,7 +319,8 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,
           sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
-          secret: str | None = None, hint_cost: float = 0.0) -> Table:
+          secret: str | None = None, hint_cost: float = 0.0,
+          on_results: Callable[[list[Result]], None] | None = None) -> Table:
     """Grade every file in `folder`; write the CSV gradebook `out` (a row per file, a column per question) and
     `feedback/<student>-<hash>.md` beside it; return the summary (a row per student, a column per problem set).
 
@@ -327,7 +328,8 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`, which runs
     the notebooks as plain processes (trusted work only) and says so in every row. With the course's
     `secret`, each student is graded against their own variant (`scalebook.variants`); `hint_cost` (0 to 1)
-    is the fraction of a question's points each hint taken costs.
+    is the fraction of a question's points each hint taken costs; `on_results` is called with every file's
+    result once the gradebook is written (the command line's exports: Gradescope, Canvas/Moodle).
     """
     if not timeout > 0 or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")
@@ -358,6 +360,8 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, range(len(submissions))))
     results = book.finish()
+    if on_results:
+        on_results(results)
     students = len({r.submission.student for r in results})
     title = (f"gradebook: {len(results)} file(s) of {students} student(s); a column per problem set (! = not fully "
              f"graded); every question, status and file in {out.name}, feedback/ beside it. Sandbox: {mode}")

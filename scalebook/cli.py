@@ -13,6 +13,9 @@
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
     scalebook serve llama3-70b h100 --chips 8 --batch 1 --context 8192 [--efficiency calibrated]
     scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2] [--force] [--no-sandbox]
+                    [--secret-file course.key] [--hint-cost 0.25] [--format csv|gradescope|lms]
+    scalebook course keys --secret-file course.key alice bob       # each student's key for sb.setup(key=...)
+    scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key]
     scalebook exercises                       # regenerate exercises/ (and the .ipynb twins) from solutions/
     scalebook bench [--dtype fp32]            # calibrate this device and sweep matmuls (needs JAX)
 """
@@ -25,20 +28,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import bench, inference, runtime
+from . import bench, course, inference, runtime
 from .arguments import (
     Parser,
     count,
     in_option_names,
     join_negative_values,
-    new_file,
     one_of,
-    seconds,
     size,
     sub_parser,
     value_options,
 )
-from .autograde import grade
 from .collectives import KINDS, collective
 from .estimate import feasibility
 from .hardware.chips import EFFICIENCY_MODES, Chip, chip_names, get_chip, list_chips
@@ -277,12 +277,6 @@ def _serve(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _grade(args: argparse.Namespace) -> str:
-    table = grade(Path(args.submissions), Path(args.out), timeout=args.timeout, jobs=args.jobs,
-                  sandboxed=not args.no_sandbox, force=args.force)
-    return f"{table}\n\nwrote {args.out} and feedback/ beside it"
-
-
 def _exercises(args: argparse.Namespace) -> str:
     changed = sync(Path.cwd())
     return "\n".join(f"updated {p.relative_to(Path.cwd())}" for p in changed) or "everything was up to date"
@@ -389,16 +383,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--efficiency", **{**efficiency, "default": "ideal"},
                        help="ideal (the book's roofline bound, default) or calibrated (published efficiencies)")
     serve.set_defaults(run=_serve)
-    grader = sub.add_parser("grade", help="grade a folder of submitted exercise notebooks into a CSV gradebook")
-    grader.add_argument("submissions", help="folder of <student>__NN_slug.ipynb files or per-student folders")
-    grader.add_argument("--out", default="gradebook.csv", type=new_file,
-                        help="CSV to write (feedback/ goes beside it)")
-    grader.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
-    grader.add_argument("--jobs", type=count, default=1, help="notebooks graded at once (default 1)")
-    grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
-    grader.add_argument("--no-sandbox", action="store_true",
-                        help="run notebooks without a sandbox (trusted work only; every row says so)")
-    grader.set_defaults(run=_grade)
+    course.add_commands(sub)  # grade, course keys, course gradescope-zip
     exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
     exercises.set_defaults(run=_exercises)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")
