@@ -92,8 +92,8 @@ def all_to_all_seconds(hardware: Chip | GpuCluster, token_bytes: float, Z: int, 
 
 @checks(strategy=(*STRATEGIES, "ep"), B="size", D="size", F="size", X="count", Y="count", M_X="count", M_Y="count",
         dtype="dtype", Z="count", k="count")
-def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | GpuCluster, X: int = 1, Y: int = 1,
-               M_X: int = 1, M_Y: int = 1, dtype: str = "bf16", Z: int = 1, k: int = 1) -> Estimate:
+def layer_cost(strategy: str, B: float, D: float, F: float, hardware: Chip | str | GpuCluster, X: int = 1,
+               Y: int = 1, M_X: int = 1, M_Y: int = 1, dtype: str = "bf16", Z: int = 1, k: int = 1) -> Estimate:
     """Return the per-layer `Estimate` (forward + backward) of an MLP layer under `strategy` (ch. 5 model).
 
     `t_comms` is the communication time (FSDP + TP: the larger of its two kinds, which run on different axes);
@@ -101,11 +101,7 @@ def layer_cost(strategy: str, B: float, D: float, F: float, chip: Chip | str | G
     using k of them; the backward pass moves twice the forward's bytes, as TP's does (ch. 5), so the
     forward's two AllToAlls become six.
     """
-    if strategy not in STRATEGIES + ("ep",):
-        raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES) + ['ep']}")
-    X, Y, M_X, M_Y, Z, k = (check_int(name, value) for name, value in
-                            (("X", X), ("Y", Y), ("M_X", M_X), ("M_Y", M_Y), ("Z", Z), ("k", k)))
-    hardware, _ = resolve(chip)
+    hardware, _ = resolve(hardware)
     chip, W_X, W_Y = _links(hardware, Y)
     C, b = chip.peak_flops(dtype), dtype_bytes(dtype)
     shards = {"dp": X, "fsdp": X, "tp": Y, "fsdp_tp": X * Y, "dp_tp": X * Y, "ep": Z}[strategy]
@@ -138,7 +134,7 @@ def expert_width_threshold(Z: int, k: int, hardware: Chip | str | GpuCluster, D:
 
 @checks(strategy=(*STRATEGIES, "dcn"), F="?size", M_X="count", M_Y="count", dtype="dtype", model_parallel="count",
         E="count", k="count")
-def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
+def min_tokens_per_chip(strategy: str, hardware: Chip | str | GpuCluster, F: float | None = None, M_X: int = 1,
                         M_Y: int = 1, dtype: str = "bf16", model_parallel: int = 1, E: int = 1, k: int = 1) -> float:
     """Return the tokens per chip above which `strategy` is compute-bound (ch. 5), with α = C / W, W the
     bidirectional ICI link of a TPU or, for a `GpuCluster`, its NVLink egress (one node) or node egress (ch. 12):
@@ -154,11 +150,11 @@ def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float |
     if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
         raise ValueError(f"need integers 1 <= k <= E, got E={E!r}, k={k!r}")
     if strategy == "dcn":
-        _, chip = resolve(chip)
+        _, chip = resolve(hardware)
         if not chip.dcn_bandwidth:
             raise ValueError(f"{chip.name} has no DCN bandwidth figure")
         return chip.peak_flops(dtype) / chip.dcn_bandwidth * E / k
-    chip, W = _chip_and_link(chip, model_parallel)
+    chip, W = _chip_and_link(hardware, model_parallel)
     alpha = chip.peak_flops(dtype) / W * E / k
     if strategy in ("dp", "fsdp"):
         return alpha / M_X
@@ -170,13 +166,13 @@ def min_tokens_per_chip(strategy: str, chip: Chip | str | GpuCluster, F: float |
 
 
 @checks(F="size", M_Y="count", dtype="dtype")
-def tp_limit(F: float, chip: Chip | str | GpuCluster, M_Y: int = 1, dtype: str = "bf16") -> float:
+def tp_limit(F: float, hardware: Chip | str | GpuCluster, M_Y: int = 1, dtype: str = "bf16") -> float:
     """Return the largest tensor-parallel degree that stays compute-bound: Y < M_Y · 2·F·W / (C·b) (ch. 5).
 
     C is the peak in `dtype` and b its bytes per activation, so precision cancels out (int8 doubles C and
     halves the bytes): in bf16 the bound is the book's M_Y · F · W / C.
     """
-    chip, W = _chip_and_link(chip)
+    chip, W = _chip_and_link(hardware)
     return M_Y * 2 * F * W / (chip.peak_flops(dtype) * dtype_bytes(dtype))
 
 
@@ -188,9 +184,9 @@ def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
     return math.sqrt(B / F * M_X / M_Y * N)
 
 
-@checks(model=is_a(TransformerConfig), chip=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
+@checks(model=is_a(TransformerConfig), hardware=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
         X="count", Y="count", M_X="count", M_Y="count", dtype="dtype", P="count", microbatches="count")
-def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
+def comms_time(model: TransformerConfig, hardware: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
                Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1, microbatches: int = 1) -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).
 
@@ -204,30 +200,30 @@ def comms_time(model: TransformerConfig, chip: Chip | GpuCluster, batch_tokens: 
     With `P` pipeline stages each chip holds 1/P of the layers, so both kinds move 1/P of the bytes, and the
     stage-to-stage sends of `pipeline_comms` (forward and backward) are added.
     """
-    _, W_X, W_Y = _links(chip, Y, P)
+    _, W_X, W_Y = _links(hardware, Y, P)
     b = dtype_bytes(dtype)
     weights = model.param_count() * b
     acts = 2 * 6 * batch_tokens * model.D * b * model.L / P
     data = {"dp": 2, "fsdp": 3, "tp": 0, "fsdp_tp": 3, "dp_tp": 2}[strategy] * weights / (Y * P * W_X * M_X)
     tensor = acts / (X * W_Y * M_Y) if strategy in ("tp", "fsdp_tp", "dp_tp") else 0.0
-    sends = 2 * pipeline_comms(batch_tokens / X, model.D, P, microbatches, chip, dtype) if P > 1 else 0.0
+    sends = 2 * pipeline_comms(batch_tokens / X, model.D, P, microbatches, hardware, dtype) if P > 1 else 0.0
     return max(data, tensor) + sends
 
 
 @checks(n_chips="count", batch_tokens="size", strategy=STRATEGIES, X="?count", Y="count", M_X="count", M_Y="count",
         seq_len="count0", mfu="fraction", P="count", microbatches="?count")
-def step_time(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+def step_time(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
               strategy: str = "fsdp_tp", X: int | None = None, Y: int = 1, M_X: int = 1, M_Y: int = 1,
               seq_len: int = 0, mfu: float = 1.0, P: int = 1, microbatches: int | None = None) -> Estimate:
     """Return the `Estimate` of one training step in seconds: compute from the model's training FLOPs at
     `mfu` of peak, communication from `comms_time`. X defaults to n_chips / (Y·P); `time` assumes the
-    collectives overlap the compute. `chip` may be a `GpuCluster` (its network carries the collectives).
+    collectives overlap the compute. `hardware` is a chip or a `GpuCluster` (its network carries the collectives).
 
     `P` pipeline stages of `microbatches` each (default 4·P) stretch the compute by the bubble,
     (M + P - 1) / M, and add their sends to the communication.
     """
     model = get_model(model)
-    hardware, chip = resolve(chip)
+    hardware, chip = resolve(hardware)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")
     M = microbatches if microbatches is not None else 4 * P
@@ -260,7 +256,7 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
 
 
 @checks(batch_tokens="size", Z="count", M="count", dtype="dtype")
-def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluster, batch_tokens: float, Z: int,
+def expert_parallel(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, batch_tokens: float, Z: int,
                     M: int = 1, dtype: str = "bf16") -> Estimate:
     """Return the `Estimate` of a training step's MoE layers with the experts split Z ways (expert parallelism).
 
@@ -270,7 +266,7 @@ def expert_parallel(model: TransformerConfig | str, chip: Chip | str | GpuCluste
     `GpuCluster`, four ragged top-k AllToAlls over Z of its GPUs (ch. 12).
     """
     model = get_model(model)
-    hardware, chip = resolve(chip)
+    hardware, chip = resolve(hardware)
     if not model.is_moe:
         raise ValueError(f"{model.name or 'this model'} has no experts (E=1); expert parallelism needs an MoE")
     if not isinstance(Z, int) or not 1 <= Z <= model.E:

@@ -349,12 +349,12 @@ def _none_or(allowed: tuple[str, ...]) -> Callable[[str, object], object]:
 @checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
         efficiency=_none_or(("ideal", "calibrated")), tp_overlap="flag", fsdp="?flag", recompute=_none_or(RECOMPUTE),
         microbatch_tokens="?size", tp="?count", pp="?count", cp="?count", ep="?count")
-def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
+def plan(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
          sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False,
          fsdp: bool | None = None, recompute: str | None = None, microbatch_tokens: float | None = None,
          tp: int | None = None, pp: int | None = None, cp: int | None = None, ep: int | None = None) -> TrainingPlan:
-    """Return the fastest layout of `model` on `n_chips` of `chip` (a TPU name or a `GpuCluster`) that fits in
+    """Return the fastest layout of `model` on `n_chips` of `hardware` (a chip or a `GpuCluster`) that fits in
     HBM, for steps of `batch_tokens` tokens in sequences of `seq_len`, with the table of candidates.
 
     `efficiency=None`, the book's model: DP, FSDP, TP and FSDP x TP (GPU clusters: TP in a node, and TP x PP x
@@ -372,7 +372,7 @@ def plan(model: TransformerConfig | str, chip: Chip | str | GpuCluster, n_chips:
     `tp`, `pp`, `cp`, `ep` fix a degree instead of searching it (the book's model searches TP and PP only).
     """
     model = get_model(model)
-    hardware, chip = resolve(chip)
+    hardware, chip = resolve(hardware)
     if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
         raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
     if efficiency is None:
