@@ -70,6 +70,7 @@ def test_the_lms_csv_has_a_row_per_student_and_a_column_per_set_and_question(tmp
     assert [(r["student"], r["total"]) for r in rows] == [("'=cmd", "1"), ("ada", "1"), ("bo", "4")]
 
 
+@pytest.mark.slow  # runs the solutions' notebooks through the autograder
 def test_the_autograder_zip_grades_the_solutions_to_full_marks_in_gradescopes_layout(tmp_path):
     zipped = autograder_zip(tmp_path / "autograder.zip", "01_rooflines", root=ROOT)
     layout = tmp_path / "autograder"

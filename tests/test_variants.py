@@ -165,6 +165,7 @@ def test_param_draws_respect_steps_and_choices():
     assert all(float(f"{v:.2g}") == v and 1e12 <= v <= 1e13 for v in (x.draw(rng) for _ in range(200)))
 
 
+@pytest.mark.slow  # grades a class's notebooks in kernels
 def test_a_class_with_variants_earns_only_its_own_answers(tmp_path):
     """Alice answers from her own values; Carol copies Alice's numbers, names herself Alice with Alice's key,
     forges the variant in her environment and writes a record claiming Alice's seed: she earns nothing."""
