@@ -161,10 +161,6 @@ def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, 
     the group, (U-1)/U of its share; with `top_k`, `nbytes` is the routed tokens and each token goes once to
     each distinct unit among k random destinations (see `ragged_fill`).
     """
-    if nbytes < 0:
-        raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
-    if not isinstance(Y, int) or Y < 1:
-        raise ValueError(f"also_sharded={Y!r}: on a GPU cluster give the size of the inner axis, a positive integer")
     if top_k is not None and kind != "all_to_all":
         raise ValueError(f"top_k applies to all_to_all only, not kind={kind!r}")
     out = []
@@ -191,8 +187,6 @@ def gpu_simple(kind: str, cluster: GpuCluster, nbytes: float) -> float:
     precise per-level form."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}; allowed: {list(KINDS)}")
-    if nbytes < 0:
-        raise ValueError(f"nbytes must be non-negative, got {nbytes!r}")
     W = cluster.collective_bandwidth
     if kind == "all_to_all":
         one_node = cluster.nodes == 1

@@ -155,8 +155,6 @@ class HloOp:
 @checks(line="text")
 def parse_op(line: str) -> HloOp:
     """Return the `HloOp` an HLO instruction line describes; raise `ValueError` if `line` is not one."""
-    if not isinstance(line, str):
-        raise ValueError(f"line must be a string of HLO text, got {type(line).__name__}")
     match = _LINE_RE.match(line)
     if not match:
         raise ValueError(f"line is not an HLO instruction ('%name = type opcode(...)'): {line.strip()[:120]!r}")

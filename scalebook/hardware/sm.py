@@ -73,8 +73,6 @@ def vector_flops(chip: Chip | str, clock: str | float = "boost", fma: bool = Fal
 @checks(flops="size", fma="flag")
 def clock_from_vector_flops(chip: Chip | str, flops: float, fma: bool = True) -> float:
     """Return the clock (Hz) that makes the CUDA cores deliver `flops` fp32 FLOPs/s (inverse of `vector_flops`)."""
-    if flops <= 0:
-        raise ValueError(f"flops={flops!r} must be a positive FLOPs/s figure")
     return flops / (cuda_cores(chip) * (2 if fma else 1))
 
 
@@ -101,8 +99,6 @@ def vector_add(N: float, chip: Chip | str, clock: str | float = "boost") -> Esti
     """Return the roofline `Estimate` of adding two fp32[N] vectors on a GPU's CUDA cores: N FLOPs at
     `vector_flops`, 12·N bytes (read two, write one) at HBM bandwidth."""
     chip = _gpu(chip)
-    if N <= 0:
-        raise ValueError(f"N={N!r} must be a positive vector length")
     C, W = vector_flops(chip, clock), chip.hbm_bandwidth
     return Estimate(float(N), 12.0 * N, N / C, 12 * N / W, channel="HBM",
                     label=f"fp32[{N:g}] + fp32[{N:g}] on {chip.name}'s CUDA cores",

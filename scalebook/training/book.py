@@ -231,8 +231,6 @@ def step_time(model: TransformerConfig | str, hardware: Chip | str | GpuCluster,
     X = X if X is not None else n_chips // (Y * P)
     if X * Y * P != n_chips:
         raise ValueError(f"X·Y·P = {X}·{Y}·{P} must equal n_chips={n_chips}")
-    if not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     if isinstance(hardware, GpuCluster) and n_chips != hardware.gpus:
         hardware = hardware.subset(n_chips)
     flops = model.flops_per_token(seq_len) * batch_tokens
@@ -250,8 +248,6 @@ def mfu(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch_to
     """Return model FLOPs utilisation: the model's training FLOPs per step over what the chips could do at
     their `dtype` peak (fp8 training, as DeepSeek-V3's, is measured against the fp8 peak)."""
     model, chip = get_model(model), get_chip(chip)
-    if seconds <= 0:
-        raise ValueError(f"seconds must be positive, got {seconds!r}")
     return model.flops_per_token(seq_len) * batch_tokens / (n_chips * chip.peak_flops(dtype) * seconds)
 
 
