@@ -53,6 +53,7 @@ _HEADING = re.compile(r"^## Problem (\d+) (★+)", re.M)
 _QID = re.compile(rb'"qid"\s*:\s*"([0-9.]{1,16})"')
 _NOTEBOOK = "submission.ipynb"  # its name inside the sandbox, whatever the student called it
 MAX_ANSWERS = 4 * 2**20  # bytes of answer records read back from one submission
+MAX_ERRORS = 10  # crashed cells reported back per submission
 _GRACE = 60  # seconds beyond the per-cell limit for starting the kernel and the whole notebook
 _EXITS = {0: "graded", 3: "timeout", 5: "corrupt"}  # the sandboxed child's exit codes; 6: not python
 
@@ -132,16 +133,21 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
-def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int]]:
+def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
     """The last answer of each question a submission sent (`...` unanswered, None malformed, else
-    ('answer', value)) and the hints it took per question (the highest level recorded, 0 to MAX_HINTS)."""
+    ('answer', value)), the hints it took per question (the highest level recorded, 0 to MAX_HINTS) and the
+    error lines of its crashed cells ('cell 4: NameError: ...', at most MAX_ERRORS)."""
     last: dict[str, Any] = {}
     hints: dict[str, int] = {}
+    errors: list[str] = []
     for line in data[:MAX_ANSWERS].splitlines():
         try:
             if len(line) > MAX_RECORD:
                 raise ValueError("oversized")
             record = json.loads(line)
+            if "error" in record and "qid" not in record:
+                errors += [f"cell {int(record['cell'])}: {str(record['error'])[:200]}"][:MAX_ERRORS - len(errors)]
+                continue
             qid = record["qid"]
             if "hint" in record and "answer" not in record:
                 level = record["hint"] if type(record["hint"]) is int else MAX_HINTS
@@ -156,7 +162,7 @@ def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int]]:
             named = _QID.search(line[:200])
             if named:
                 last[named[1].decode()] = None
-    return last, hints
+    return last, hints, errors
 
 
 def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str, str]:
@@ -283,11 +289,11 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         values = key.values(submission.student, possible)
         variant = json.dumps({"student": submission.student, "values": values})
         status, data, detail = _execute(content, limits or sandbox.Limits(), timeout, sandboxed, variant, hide)
-        last, hints = _records(data)
+        last, hints, errors = _records(data)
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
         advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
         return Result(submission, status, outcomes, _scored(possible, outcomes, hints, hint_cost), possible, detail,
-                      {q: n for q, n in hints.items() if q in possible}, advice)
+                      {q: n for q, n in hints.items() if q in possible}, advice, errors)
     except Exception as err:  # noqa: BLE001 - the error boundary: one file never stops the class's grading
         return grader_error(submission, err)
 
@@ -393,7 +399,19 @@ def _run_in_kernel(notebook: str, timeout: str) -> int:
     except Exception as err:  # noqa: BLE001 - a kernel that dies is the submission's problem: its row says so
         print(f"{type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         return 1
+    _report_errors(nb)
     return 0
+
+
+def _report_errors(nb: Any) -> None:
+    """Sandboxed child: send the grader the error line of each code cell that raised (at most `MAX_ERRORS`), so
+    the student's feedback can show it."""
+    crashed = [(n, out) for n, c in enumerate(nb.cells, start=1) if c.get("cell_type") == "code"
+               for out in c.get("outputs", []) if out.get("output_type") == "error"][:MAX_ERRORS]
+    with open(os.environ[GRADE_ANSWERS], "a", encoding="utf-8") as channel:
+        for number, out in crashed:
+            line = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"[:200]
+            channel.write(json.dumps({"cell": number, "error": line}) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

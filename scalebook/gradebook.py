@@ -85,6 +85,8 @@ def _feedback_section(r: Result) -> str:
     if r.detail:
         lines.append(f"{markdown(r.detail)}\n")
     lines += [f"- {q}: {r.points.get(q, 0)}/{p} {_line(r, q)}" for q, p in r.possible.items()]
+    if r.errors:
+        lines += ["", "Cells that raised an error:", *[f"- {markdown(e)}" for e in r.errors]]
     return "\n".join(lines) + "\n\n"
 
 

@@ -70,7 +70,8 @@ def results_json(r: Result, visibility: str = "visible") -> dict[str, Any]:
     """Gradescope's results.json for one graded submission: the total, a line on the run, a test per question."""
     _check_visibility(visibility)
     line = f"{r.submission.problem_set or 'submission'}: {r.total} / {sum(r.possible.values())} points ({r.status})"
-    return {"score": r.total, "output": clean(line + (f"; {r.detail}" if r.detail else "")),
+    crashed = "".join(f"\n{clean(e)}" for e in r.errors)
+    return {"score": r.total, "output": clean(line + (f"; {r.detail}" if r.detail else "")) + crashed,
             "visibility": visibility, "stdout_visibility": "hidden",
             "tests": [_test(r, q, visibility) for q in r.possible]}
 

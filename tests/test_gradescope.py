@@ -119,3 +119,23 @@ def test_the_course_commands_refuse_bad_input_in_one_line(argv, tmp_path, capsys
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("scalebook") and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+
+
+def test_a_crashed_cells_error_reaches_the_feedback_and_results_json(tmp_path):
+    import hostile
+
+    from scalebook import sandbox
+    from scalebook.autograde import grade
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    cells = ["import scalebook as sb", "answer = undefined_name * 2", "sb.check('01.1', answer)",
+             "raise ValueError('<b>boom</b>')"]
+    (subs / "ada__01_rooflines.ipynb").write_text(hostile.notebook(*cells))
+    exported: list = []
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=sandbox.available() is None, on_results=exported.extend)
+    feedback = next((tmp_path / "feedback").glob("ada-*.md")).read_text()
+    assert "cell 2\\: NameError\\: name \\'undefined\\_name\\' is not defined" in feedback
+    assert "cell 4\\: ValueError\\: \\<b\\>boom\\<\\/b\\>" in feedback and "cell 3\\: NameError" in feedback
+    output = results_json(exported[0])["output"]
+    assert "cell 2: NameError" in output and "cell 4: ValueError: <b>boom</b>" in output

@@ -73,8 +73,8 @@ def test_hints_taken_are_counted_and_cost_what_the_course_sets():
     data = b"\n".join(json.dumps(r).encode() for r in [
         {"qid": "01.1", "hint": 1}, {"qid": "01.1", "hint": 2}, {"qid": "01.2", "hint": 99},
         {"qid": "01.3", "hint": "many"}, {"qid": "01.1", "answer": 1.0}])
-    last, hints = autograde._records(data)
-    assert hints == {"01.1": 2, "01.2": 2, "01.3": 2} and last["01.1"] == ("answer", 1.0)
+    last, hints, errors = autograde._records(data)
+    assert hints == {"01.1": 2, "01.2": 2, "01.3": 2} and last["01.1"] == ("answer", 1.0) and errors == []
     outcomes = {"01.1": "right", "01.2": "right", "01.4": "right", "01.5": "wrong"}
     possible = {"01.1": 2, "01.2": 1, "01.4": 1, "01.5": 1}
     assert autograde._scored(possible, outcomes, hints, 0.25) == {"01.1": 1.0, "01.2": 0.5, "01.4": 1, "01.5": 0}

@@ -27,7 +27,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "scalebook"
 MAX_LINES = 450
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
 UPPER = ("runtime", "bench", "xla", "profiling", "multihost", "labs", "plots", "widgets", "autograde", "sandbox",
-         "submissions", "gradebook", "cgroups", "namespaces", "notebooks", "cli", "arguments", "course", "gradescope")
+         "submissions", "gradebook", "cgroups", "namespaces", "notebooks", "cli", "arguments", "course", "gradescope",
+         "puzzles")
 # The faces: a package's `__init__.py` that readers import, served by `faces.face` from its `_TABLE`.
 FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.labs", "scalebook.plots",
          "scalebook.widgets")
