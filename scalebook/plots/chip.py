@@ -358,10 +358,10 @@ def _draw_pipeline(ax, n_chunks: int, step: int) -> None:
     done = min(n_chunks, max(0, step - len(PIPELINE_STAGES) + 2))
     for k, (name, chunk) in enumerate(stages.items()):
         y = len(stages) - 1 - k
-        box(ax, 0.1, y + 0.1, 2.4, 0.8, name, "white", 7)
+        box(ax, 0.05, y + 0.1, 2.95, 0.8, name, "white")
         if chunk is not None:
-            box(ax, 2.7, y + 0.15, 1.0, 0.7, f"chunk {chunk}", PALETTE[chunk % len(PALETTE)], 7, alpha=0.8)
-    ax.text(2.0, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=8)
+            box(ax, 3.2, y + 0.15, 1.7, 0.7, f"chunk {chunk}", PALETTE[chunk % len(PALETTE)], alpha=0.8)
+    ax.text(2.5, -0.35, f"after step {step + 1}: {done} of {n_chunks} chunks of z in HBM", ha="center", fontsize=8)
 
 
 @checks(n_chunks="count",
@@ -371,8 +371,8 @@ def elementwise_pipeline(n_chunks: int = 4, steps: Sequence[int] | None = None, 
     showing the chunk it works on (`pipeline_stages`). The panels are the frames of an animation."""
     last = n_chunks + len(PIPELINE_STAGES) - 1
     steps = list(range(last)) if steps is None else list(steps)
-    fig, axs = panels(len(steps), min(4, len(steps)), (2.9, 2.6), 4.0, len(PIPELINE_STAGES) + 0.2,
-                      title or f"z = x * y in {n_chunks} chunks: the pipeline fills, runs full, drains "
+    fig, axs = panels(len(steps), min(3, len(steps)), (2.45, 2.9), 5.0, len(PIPELINE_STAGES) + 0.2,
+                      title or f"z = x * y in {n_chunks} chunks: the pipeline fills, runs full, drains\n"
                                f"({last} steps instead of {n_chunks * len(PIPELINE_STAGES)})")
     for ax, step in zip(axs, steps):
         ax.set_ylim(-0.6, len(PIPELINE_STAGES) + 0.1)

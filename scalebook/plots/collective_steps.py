@@ -109,10 +109,10 @@ def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | N
     the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions)."""
     states = torus_schedule(X, Y, kind)
     rows = max(X, *(r + 1 for _, held in states for pieces in held.values() for r, _ in pieces))
-    ncols = min(5, len(states))
-    fig, axs = panels(len(states), ncols, (2.6, 2.9), X * (Y + 1), Y * (rows + 1) + 0.2,
-                      title or f"{kind} over both axes of a {X}x{Y} torus: {len(states) - 1} steps, one ring phase per "
-                               f"axis (X·Y = {X * Y} pieces)")
+    ncols = min(3, len(states))  # three panels a row fit the text column
+    fig, axs = panels(len(states), ncols, (2.45, 2.7), X * (Y + 1), Y * (rows + 1) + 0.2,
+                      title or f"{kind} over both axes of a {X}x{Y} torus: {len(states) - 1} steps,\n"
+                               f"one ring phase per axis (X·Y = {X * Y} pieces)")
     for ax, (label, held) in zip(axs, states):
         _draw_torus_state(ax, held, rows, Y)
         ax.set_title(label, fontsize=8)
