@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..collectives import all_gather, all_reduce, all_to_all
 from ..hardware.chips import get_chip
 from ..hardware.topology import TpuMesh
+from ..roofline import estimate
 from ..sharding import bytes_per_device, sharded_matmul, total_bytes
 from ..units import dtype_bytes
 from ..variants import vary
@@ -262,3 +263,34 @@ def book_all_to_all_quarter() -> float:
     input changes, so this problem has no variants."""
     pod = TpuMesh("v5e", X=16, Y=16)
     return all_to_all(pod, "X", 1e9).time / all_gather(pod, "X", 1e9).time
+
+
+@problem("03.21", title="Book pop quiz: one device's shard", unit="B", hints=(
+    "Only the named mesh axes divide a dimension: I is split over X and Y together; J is whole on every device.",
+    "{I} / ({X} · {Y}) · {J} · 4 bytes (fp32).",
+))
+def book_shard_bytes(I: int = vary(1024, 256, 8192, step=256), J: int = vary(4096, 1024, 16384, step=1024),  # noqa: E741
+                     X: int = vary(8, choices=(2, 4, 8)), Y: int = vary(2, choices=(2, 4))) -> float:
+    """Bytes per device of fp32 A[I_XY, J] on a mesh {X, Y} (the chip does not matter; a v5e mesh here)."""
+    return bytes_per_device("A[I_XY, J]", TpuMesh("v5e", X=X, Y=Y), {"I": I, "J": J}, dtype="fp32")
+
+
+@problem("03.22", title="Book pop quiz: reading that shard on an H100", unit="s", hints=(
+    "No arithmetic, only bytes: the HBM clock alone.",
+    "({I} / ({X} · {Y}) · {J} · 4 bytes) / 3.35e12 B/s.",
+))
+def book_shard_read_time(I: int = vary(1024, 256, 8192, step=256), J: int = vary(4096, 1024, 16384, step=1024),  # noqa: E741
+                         X: int = vary(8, choices=(2, 4, 8)), Y: int = vary(2, choices=(2, 4))) -> float:
+    """Seconds for one H100 to read problem 21's shard from HBM, at the roofline."""
+    return estimate(0, book_shard_bytes(I, J, X, Y), "h100").time
+
+
+@problem("03.23", title="Book pop quiz: all the copies on a three-axis mesh", unit="B", hints=(
+    "The axis the sharding does not name (Z) holds a full copy of the array on each of its planes.",
+    "{Z} copies × {I} · {J} bytes (int8).",
+))
+def book_mesh_total_bytes(I: int = vary(128, 32, 1024, step=32), J: int = vary(2048, 512, 8192, step=512),  # noqa: E741
+                          Z: int = vary(2, choices=(2, 4))) -> float:
+    """Bytes the whole mesh {X: 2, Y: 8, Z} holds of int8 A[I_XY, J]."""
+    return total_bytes("A[I_XY, J]", TpuMesh("v5p", X=2, Y=8, Z=Z), {"I": I, "J": J}, dtype="int8")
+
