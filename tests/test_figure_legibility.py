@@ -86,8 +86,6 @@ rows = [{"model": name, **sb.training.check_parallelism(sb.GpuCluster("h100", gp
 # Figures not yet redrawn for the column, each failing the check today (issue #32, item 3): strict, so a figure
 # that is fixed fails here until its entry goes. (function name, a piece of its arguments) -> what is too small.
 KNOWN_ILLEGIBLE = {
-    ("torus", "'v5p'"): "three 3-D panels 10.5 in wide: hop counts under 6 pt",
-    ("slices", "'v5p'"): "four Z planes 10.8 in wide: chip labels under 6 pt",
     ("systolic_strip", ""): "one panel per cycle, 13-18 in wide: PE values under 4 pt",
     ("matmul_flops", ""): "three panels 12.5 in wide: element labels under 5 pt",
     ("moe_diagram", ""): "twelve experts 12 in wide: gate weights under 5 pt",

@@ -270,7 +270,8 @@ def slices(mesh: TpuMesh, subslices: Sequence[Subslice], title: str | None = Non
     head = title or f"{mesh.chip.name} {mesh.shape_str(mesh.axes)} ({_wraps(mesh, dims[:len(mesh.axes)])}): " \
                     f"{len(subs)} sub-slices cut from it"
     cell = 0.22 if max(X, Y) > 8 else 0.5
-    fig, axs = panels(Z, min(Z, 4), (max(2.4, cell * X + 0.8), max(2.4, cell * Y + 0.8)), X, Y, head + "\n" + legend)
+    fig, axs = panels(Z, min(Z, 2 if Z > 2 else Z), (max(2.4, cell * X + 0.8), max(2.4, cell * Y + 0.8)), X, Y,
+                      head + "\n" + legend)  # two planes a row: the chip labels stay 8 pt in the column
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 

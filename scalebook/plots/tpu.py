@@ -14,7 +14,7 @@ from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
 from ..kinds import mapping_with
 from ..units import check_kind, checks, fmt_rate, is_a, sequence_of
-from .base import SIZES, figure, legend_below
+from .base import COLUMN_WIDTH, SIZES, figure, legend_below
 from .roofline import human_ticks
 
 if TYPE_CHECKING:
@@ -102,8 +102,9 @@ def torus(mesh: TpuMesh, planes: int = 4, title: str | None = None) -> Figure:
     X, Y = mesh.axes["X"], mesh.axes["Y"]
     nz = mesh.axes.get("Z", 1)
     shown = min(nz, planes)
-    size = max(2.6, 0.42 * max(X, Y) + 1.0)
-    fig, axs = figure((size * shown, size + 0.4), ncols=shown)
+    ncols = 2 if shown > 2 else shown  # two planes a row: the hop counts stay 8 pt in the text column
+    size = min(max(2.6, 0.42 * max(X, Y) + 1.0), (COLUMN_WIDTH - 0.4) / ncols)  # inches
+    fig, axs = figure((size * ncols, (size + 0.2) * -(-shown // ncols) + 0.4), ncols=ncols, nrows=-(-shown // ncols))
     axs = list(getattr(axs, "flat", [axs]))
     origin = (0,) * len(mesh.axes)
     hosts = _host_blocks(mesh)
