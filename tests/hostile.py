@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from scalebook.autograde import question_points
+from scalebook.notebooks import FOLDERS
 
 PROBLEM_SET = "01_rooflines"
 QIDS = [f"01.{n}" for n in range(1, 12)]  # at least these; the blank notebook checks every question of the set
@@ -52,6 +54,7 @@ def attacks(root: Path, subs: Path, out: Path, memory_capped: bool = True) -> di
     """{student: hostile cells}; `root` is the repository, `subs` the submissions folder, `out` the gradebook;
     the attack on the machine's memory is left out unless a cgroup caps each sandbox's (`memory_capped`)."""
     solutions = root / "solutions" / f"{PROBLEM_SET}.ipynb"
+    checkpoint = root / "solutions" / ".ipynb_checkpoints" / f"{PROBLEM_SET}-checkpoint.ipynb"  # JupyterLab's copy
     victim = subs / f"ada__{PROBLEM_SET}.ipynb"
     survivor = f"import time, pathlib; time.sleep(600); pathlib.Path({str(out)!r}).write_text('pwned')  # {marker(out)}"
     return {
@@ -62,8 +65,9 @@ def attacks(root: Path, subs: Path, out: Path, memory_capped: bool = True) -> di
         ],
         "procreader": [  # the solutions, directly or through /proc, run for their checks
             "import glob, json\n"
-            f"paths = [{str(solutions)!r}] + glob.glob('/proc/*/root{solutions}') + glob.glob('/proc/*/cwd/solutions/"
-            f"{PROBLEM_SET}.ipynb') + ['/proc/{os.getpid()}/cwd/solutions/{PROBLEM_SET}.ipynb']\n"
+            f"paths = [{str(solutions)!r}, {str(checkpoint)!r}] + glob.glob('/proc/*/root{solutions}')"
+            f" + glob.glob('/proc/*/cwd/solutions/{PROBLEM_SET}.ipynb')"
+            f" + ['/proc/{os.getpid()}/cwd/solutions/{PROBLEM_SET}.ipynb']\n"
             "for path in paths:\n    try:\n        cells = json.load(open(path))['cells']\n    except OSError:\n"
             "        continue\n    for cell in cells:\n        if cell['cell_type'] == 'code':\n            try:\n"
             "                exec(''.join(cell['source']), globals())\n            except Exception:\n"
@@ -206,7 +210,7 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_cap
     with open(os.fsencode(subs) + b"/\xff\xfe__" + PROBLEM_SET.encode() + b".ipynb", "w") as f:
         f.write(notebook(*cells))
     (subs / "cy").mkdir()
-    (subs / "cy" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*cells, "while True:\n    pass"))
+    (subs / "cy" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*cells))  # a student's own folder
     (subs / f"di__{PROBLEM_SET}.ipynb").write_text("this is not a notebook")
     (subs / f"deep__{PROBLEM_SET}.ipynb").write_text("[" * 200_000 + "]" * 200_000)
     (subs / f"julia__{PROBLEM_SET}.ipynb").write_text(notebook('println("hi")', kernel="julia-1.9",
@@ -232,7 +236,7 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_cap
     nest(subs / "nested", 1100)  # deeper than any recursion
     nest(subs / "longpath", 20, "l" * 250)  # longer than the system's path limit
     return {**{f"{name}__{PROBLEM_SET}.ipynb": "corrupt" for name in NAMES},
-            f"cy/{PROBLEM_SET}.ipynb": "timeout", f"di__{PROBLEM_SET}.ipynb": "corrupt",
+            f"cy/{PROBLEM_SET}.ipynb": "graded", f"di__{PROBLEM_SET}.ipynb": "corrupt",
             f"deep__{PROBLEM_SET}.ipynb": "corrupt", f"julia__{PROBLEM_SET}.ipynb": "not python (julia-1.9)",
             f"passwd__{PROBLEM_SET}.ipynb": "symlink refused", f"copycat__{PROBLEM_SET}.ipynb": "symlink refused",
             "answers": "symlink refused", f"pipe__{PROBLEM_SET}.ipynb": "special file refused",
@@ -244,6 +248,17 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_cap
             f"linker__{PROBLEM_SET}.ipynb": "hard link refused", "nested/a": "folder refused",
             f"longpath/{'l' * 250}": "folder refused"}
 
+
+def jupyterlab_was_here(root: Path) -> None:
+    """Leave in the checkout or course copy at `root` what opening every notebook in JupyterLab leaves: a
+    `.ipynb_checkpoints` folder beside them, holding a copy of each."""
+    for folder in (*FOLDERS, "."):
+        if not (root / folder).is_dir():
+            continue
+        checkpoints = root / folder / ".ipynb_checkpoints"
+        checkpoints.mkdir(exist_ok=True)
+        for nb in (root / folder).glob("*.ipynb"):
+            shutil.copy(nb, checkpoints / f"{nb.stem}-checkpoint.ipynb")
 
 def _running(text: str) -> bool:
     """Whether a live process carries `text` in its command line."""
@@ -263,11 +278,11 @@ def neighbour(root: Path, base: Path) -> Iterator[Callable[[], bool]]:
     says whether that process still lives; at the end the run is killed, and its sandbox with it."""
     subs, out = base / "submissions", base / "gradebook.csv"
     subs.mkdir(parents=True)
-    sleeper = f"import time; time.sleep(900)  # {marker(out)}"
+    sleeper = f"import time; time.sleep(3600)  # {marker(out)}"  # outlives any run the tests allow
     (subs / f"nel__{PROBLEM_SET}.ipynb").write_text(notebook(
-        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {sleeper!r}])\ntime.sleep(900)"))
+        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {sleeper!r}])\ntime.sleep(3600)"))
     grader = subprocess.Popen([sys.executable, "-c", "import sys; from scalebook.cli import main; sys.exit(main())",
-                               "grade", str(subs), "--out", str(out), "--timeout", "900"], cwd=root,
+                               "grade", str(subs), "--out", str(out), "--timeout", "3600"], cwd=root,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     try:

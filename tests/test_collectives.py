@@ -20,24 +20,25 @@ def test_q2_gathers_and_reduce_on_a_full_cube():
 
 
 def test_q3_tiny_gather_is_latency_bound():
-    # 3.Q3: AllGather_X of bf16[128] on 4x4x4 -> 2 hops ~ 2 µs.
+    # 3.Q3: AllGather_X of bf16[128] on 4x4x4 -> 2 hops (chapter 3 asserts the book's ~2 µs).
     est = sb.all_gather(CUBE, "X", 2 * 128)
-    assert est.bound == "latency" and est.time == pytest.approx(2e-6)
+    assert est.bound == "latency" and est.t_latency > 100 * est.t_comms
 
 
 def test_pq2_gather_without_wraparound():
-    # 3.PQ2: v5e {X:8, Y:4}, AllGather_Y of bf16[2048, 8192]: 3 x 8.4e6 / 4.5e10 ~ 560 µs (naive 377 µs).
+    # 3.PQ2: v5e {X:8, Y:4}, AllGather_Y of bf16[2048, 8192]: 3 x 8.4e6 / 4.5e10 (chapter 3 asserts the book's
+    # ~560 µs, naive 377 µs, and the small gather's ~3 µs).
     mesh = TpuMesh("v5e", X=8, Y=4)
     V = 2 * 2048 * 8192
-    assert sb.all_gather(mesh, "Y", V).time == pytest.approx(560e-6, rel=0.01)
+    assert sb.all_gather(mesh, "Y", V).time == pytest.approx(3 * (V / 4) / mesh.chip.ici_bandwidth, rel=0.01)
     assert V / mesh.chip.ici_bidirectional == pytest.approx(373e-6, rel=0.01)  # book rounds V to 34 MB: 377 µs
     small = sb.all_gather(mesh, "Y", 2 * 256 * 256)
-    assert small.bound == "latency" and small.time == pytest.approx(3e-6)
+    assert small.bound == "latency"
 
 
-def test_q10_all_to_all_is_a_quarter_of_all_gather_on_a_bidirectional_ring():
+def test_q10_all_to_all_without_wraparound_takes_twice_the_rings_time():
+    # Chapter 3 asserts the quarter of an AllGather on a wrapped axis (Q10); here, the axis without wraparound.
     ring = TpuMesh("v5e", X=16, Y=16)
-    assert sb.all_to_all(ring, "X", 1e9).time / sb.all_gather(ring, "X", 1e9).time == pytest.approx(0.25)
     # Without wraparound the middle link alone carries V/4 each way: V / (4 W_uni), twice the ring's time.
     line = TpuMesh("v5e", X=8, Y=8)
     assert sb.all_to_all(line, "X", 1e9).time == pytest.approx(1e9 / (4 * 4.5e10))

@@ -13,10 +13,12 @@ from pathlib import Path
 import hostile
 import pytest
 
-from scalebook import notebooks, sandbox
+from scalebook import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
-GATED = ["tests/test_launch_links.py", "tests/test_sandbox.py", "tests/test_autograde.py"]
+# test_autograde.py is not run again here: its class is graded on a course copy with JupyterLab's checkpoint
+# folders, beside another grading run, already (its `graded` fixture), which saves a second run of the class.
+GATED = ["tests/test_launch_links.py", "tests/test_sandbox.py"]
 
 
 def _checkout_copy(to: Path) -> None:
@@ -31,22 +33,13 @@ def _checkout_copy(to: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=to, check=True)
 
 
-def _jupyterlab_was_here(root: Path) -> None:
-    """Leave what opening every notebook in JupyterLab leaves: a `.ipynb_checkpoints` folder beside them."""
-    for folder in (*notebooks.FOLDERS, "."):
-        checkpoints = root / folder / ".ipynb_checkpoints"
-        checkpoints.mkdir(exist_ok=True)
-        for nb in (root / folder).glob("*.ipynb"):
-            shutil.copy(nb, checkpoints / f"{nb.stem}-checkpoint.ipynb")
-
-
 @pytest.mark.slow
 def test_the_gate_passes_after_jupyterlab_and_beside_another_grading_run(tmp_path):
     if why := sandbox.available():
         pytest.skip(f"no sandbox here, so no second grading run can be started: {why}")
     copy = tmp_path / "checkout"
     _checkout_copy(copy)
-    _jupyterlab_was_here(copy)
+    hostile.jupyterlab_was_here(copy)
     with hostile.neighbour(copy, tmp_path / "neighbour") as alive:
         ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *GATED], cwd=copy,
                              env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True, text=True,
