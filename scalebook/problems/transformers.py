@@ -228,3 +228,37 @@ def book_moe_batch(chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", 
     """Token batch above which DeepSeek-V3's MoE layer (int8 weights, bf16 compute) is compute-bound on `chip`."""
     ds = get_model("deepseek-v3")
     return critical_batch(chip, weight_dtype="int8") * ds.E / ds.k
+
+
+@problem("04.19", title="Book Q1: attention's share of a layer", unit="fraction", hints=(
+    "Count the four attention projections against the gated MLP's three matrices; the embeddings are not in a layer.",
+    "4·D² / (4·D² + 3·D·({ratio}·D)) with F = {ratio}·D and N·H = D.",
+))
+def book_attention_share(D: int = vary(4096, 1024, 8192, step=512), ratio: int = vary(4, 2, 8)) -> float:
+    """Fraction of a layer's parameters in W_Q, W_K, W_V, W_O for width D, F = ratio · D, N·H = D, gated MLP."""
+    parts = TransformerConfig(L=1, D=D, F=ratio * D, N=D // 128, K=D // 128, H=128, V=32000).components()
+    return parts["attention"][0] / (parts["attention"][0] + parts["MLP (dense)"][0])
+
+
+@problem("04.20", title="Book Q2: the FLOPs of a sharded matmul over the whole mesh", unit="FLOPs", hints=(
+    "Each chip does its local matmul; an axis the sharding does not name repeats the same work on every plane.",
+    "2 · {B} · {D} · {F} × Z with Z = {Z}.",
+))
+def book_sharded_total_flops(B: int = vary(4096, 1024, 16384, step=1024), D: int = vary(8192, 2048, 16384, step=1024),
+                             F: int = vary(32768, 8192, 65536, step=1024),
+                             Z: int = vary(4, choices=(2, 4, 8))) -> float:
+    """FLOPs of A[B_X, D_Y] @ W[D_Y, F] summed over every chip of a v5p {X: 4, Y: 8, Z}."""
+    mesh = TpuMesh("v5p", X=4, Y=8, Z=Z)
+    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=B, D=D, F=F).local.flops * mesh.n_chips
+
+
+@problem("04.21", title="Book Q6: what saving only the big matmuls costs in the backward pass", unit="FLOPs", hints=(
+    "The two attention einsums (scores and weighted values) are not saved, so the backward pass runs them again.",
+    "2 × 2 · {B} · {T}² · {N} · {H} (no causal mask).",
+))
+def book_attention_recompute_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 1024, 32768, step=1024),
+                                   N: int = vary(32, 8, 128, step=8), H: int = vary(128, 64, 256, step=64)) -> float:
+    """FLOPs per layer of recomputing QK^T and the weighted sum of values for B sequences of T tokens, N heads of H."""
+    sizes = {"B": B, "T": T, "S": T, "N": N, "H": H}
+    return einsum_flops("BTNH,BSNH->BNTS", sizes) + einsum_flops("BNTS,BSNH->BTNH", sizes)
+
