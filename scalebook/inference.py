@@ -8,7 +8,8 @@ parameter reads and the MLP arithmetic overlap, so with W and C summed over the 
 
 and, when the model is split over chips, the per-layer collectives of tensor parallelism run at the same
 time: the step takes the larger of that and their time. Prefill is a roofline too: the larger of its FLOPs
-(2·P·T plus attention, at a fraction `mfu` of the peak) and its weight reads, beside its TP collectives.
+(2·P·T plus attention, at an assumed fraction `assumed_mfu` of the peak) and its weight reads, beside its TP
+collectives.
 
 `efficiency="calibrated"` (default "ideal": the book's bounds, which every chapter uses) runs the same
 accounting at the chip's measured fractions (`Chip.efficiency`): the best matmul's share of the peak, the
@@ -186,32 +187,33 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     return replace(step, network=_network(mesh))
 
 
-@checks(n_chips="count", tokens="size", mfu="?fraction", compute_dtype="dtype", attention="flag", param_bytes="size",
-        kv_bytes="size", batch="count", mesh=is_a(TpuMesh, GpuCluster, type(None)))
-def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float, mfu: float | None = None,
-            compute_dtype: str = "bf16", attention: bool = True, param_bytes: float = 2, kv_bytes: float = 2,
-            mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
-            batch: int = 1) -> StepEstimate:
+@checks(n_chips="count", tokens="size", assumed_mfu="?fraction", compute_dtype="dtype", attention="flag",
+        param_bytes="size", kv_bytes="size", batch="count", mesh=is_a(TpuMesh, GpuCluster, type(None)))
+def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float,
+            assumed_mfu: float | None = None, compute_dtype: str = "bf16", attention: bool = True,
+            param_bytes: float = 2, kv_bytes: float = 2, mesh: TpuMesh | GpuCluster | None = None,
+            efficiency: str | Efficiency = "ideal", batch: int = 1) -> StepEstimate:
     """Return the `StepEstimate` of prefilling `batch` prompts of `tokens` tokens each on `n_chips` chips.
 
     A roofline: the FLOPs (2 per matmul parameter per token, plus causal attention unless `attention=False`;
-    the book's 2·P·T) at a fraction `mfu` of the peak, against reading every weight (`param_bytes` each) and
-    writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
-    collectives of the [tokens, D] activations. `mfu` defaults to 0.4 (the book's working assumption) when
-    ideal and to the chip's measured matmul fraction when calibrated; `tokens_per_second` is prompt tokens/s.
+    the book's 2·P·T) at a fraction `assumed_mfu` of the peak, against reading every weight (`param_bytes` each)
+    and writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
+    collectives of the [tokens, D] activations. `assumed_mfu` (an input, not a measurement) defaults to 0.4 (the
+    book's working assumption) when ideal and to the chip's measured matmul fraction when calibrated;
+    `tokens_per_second` is prompt tokens/s.
     Calibrated, the norms, residual adds, rotary and activation function between the matmuls add their HBM
     traffic (`t_elementwise`), as in a decode step, the attention's FLOPs run at the flash kernel's measured
     share of the 16-bit peak (`Efficiency.attention`, as in `training.predict`) and the matmuls at the share their
-    shapes keep (`gemm.layer_efficiency`) unless `mfu` is given, and each layer pays its kernels' fixed cost
+    shapes keep (`gemm.layer_efficiency`) unless `assumed_mfu` is given, and each layer pays its kernels' fixed cost
     (`Efficiency.layer_overhead`, `t_fixed`). With `batch` prompts the FLOPs, caches and collectives scale with
     it; the weights are read once (an MoE's: the experts its tokens route to).
     """
     model, chip = get_model(model), get_chip(chip)
     eff = chip.efficiency(efficiency)
-    calibrated = efficiency != "ideal" and mfu is None
+    calibrated = efficiency != "ideal" and assumed_mfu is None
     # calibrated, a flash kernel runs the attention at its own measured share of the 16-bit peak
     flash = calibrated and attention and eff.attention is not None
-    mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if mfu is None else mfu
+    mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if assumed_mfu is None else assumed_mfu
     mesh = _mesh_for(chip, n_chips, mesh, efficiency)
     flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens * batch
     # calibrated, the matmuls keep the share their [tokens, width/n] shapes allow (tile and wave quantization)

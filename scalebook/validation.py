@@ -155,9 +155,9 @@ def _serving(run: PublishedRun, efficiency: str | Efficiency) -> float:
         step = decode_step(run.model, chip, n, p["batch"], p["context"], **kernel, **common)
         return step.tokens_per_second if run.metric == "tokens_per_second" else step.time * 1e3
     if run.kind == "prefill":
-        return prefill(run.model, chip, n, p["tokens"], mfu=1.0 if ideal else None, **common).time * 1e3
+        return prefill(run.model, chip, n, p["tokens"], assumed_mfu=1.0 if ideal else None, **common).time * 1e3
     # serve: prefill the whole batch, then osl decode steps at the mean context (KV reads grow linearly).
-    first = prefill(run.model, chip, n, p["isl"], mfu=1.0 if ideal else None, batch=p["batch"], **common)
+    first = prefill(run.model, chip, n, p["isl"], assumed_mfu=1.0 if ideal else None, batch=p["batch"], **common)
     step = decode_step(run.model, chip, n, p["batch"], p["isl"] + p["osl"] / 2, **kernel, **common)
     return p["batch"] * p["osl"] / (first.time + p["osl"] * step.time) / n
 

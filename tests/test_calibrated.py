@@ -48,7 +48,7 @@ def test_tpu_calibrated_collective_is_slower_and_pays_hop_latency():
 
 def test_prefill_is_a_roofline_and_its_default_answers_stay():
     """Few tokens: weight reads bind; many: FLOPs. The book's default (40 % MFU) answers do not move."""
-    short = inference.prefill("llama3-70b", "h100", 1, 16, mfu=1.0)
+    short = inference.prefill("llama3-70b", "h100", 1, 16, assumed_mfu=1.0)
     assert short.t_params > short.t_math and short.time == pytest.approx(short.t_params)
     long = inference.prefill("llama3-70b", "v5e", 16, 8192, attention=False)
     assert long.time == pytest.approx(0.91, rel=0.01)  # chapter 8's figure, unchanged
@@ -60,7 +60,7 @@ def test_trt_llm_first_token_at_2048_tokens():
     """TensorRT-LLM: 109 ms for Llama-2-70B fp8 on 4 H100; the ideal bound says ~36 ms. Calibrated within 35 %:
     a change detector, this is a development row (its fellow in-sample checks are in test_in_sample.py)."""
     kw = dict(compute_dtype="fp8", param_bytes=1, kv_bytes=1)
-    ideal = inference.prefill(LLAMA2_70B, "h100", 4, 2048, mfu=1.0, **kw)
+    ideal = inference.prefill(LLAMA2_70B, "h100", 4, 2048, assumed_mfu=1.0, **kw)
     calibrated = inference.prefill(LLAMA2_70B, "h100", 4, 2048, efficiency="calibrated", **kw)
     assert ideal.time * 1e3 == pytest.approx(36, rel=0.03)
     assert ideal.time < calibrated.time < 0.109 and calibrated.time > 0.109 * 0.65
@@ -107,7 +107,7 @@ def test_calibrated_prefill_runs_its_attention_at_the_flash_kernels_rate():
     assert 0.95 < shape < 1
     assert step.t_math == pytest.approx(dense / (chip.fp8_flops * eff.compute("fp8") * shape)
                                         + scores / (chip.bf16_flops * eff.attention))
-    fixed = inference.prefill(model, "h100", 1, 8192, compute_dtype="fp8", efficiency="calibrated", mfu=0.5)
+    fixed = inference.prefill(model, "h100", 1, 8192, compute_dtype="fp8", efficiency="calibrated", assumed_mfu=0.5)
     assert fixed.t_math == pytest.approx((dense + scores) / (chip.fp8_flops * 0.5))
 
 

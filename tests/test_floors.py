@@ -39,7 +39,7 @@ NOT_YET_MOVED = {
     "profile.timeline": "nowhere: it draws, but says it returns Any",
     "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
     "tpu.ladder_rows": "hardware (the bandwidth ladder of a chip)",
-    "trace.memory_order": "profiling", "training.per_chip": "training.footprint",
+    "trace.memory_order": "profiling",
     "transformer.layer_einsums": "models (a layer's einsums)",
 }
 

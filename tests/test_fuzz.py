@@ -318,6 +318,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                         {"chip": "name", "N": "count", "D": "size", "F": "size", "M_X": "count",
                                          "M_Y": "count", "batches": [[1, NAN], [0], [], 3]}),
     "units.geomspace": (lambda: dict(lo=1, hi=100, n=3), {"lo": "size", "hi": "size", "n": [1, 2.5, NAN, None]}),
+    "training.footprint.parts_per_chip": (lambda: dict(memory=sb.training.memory("llama3-8b", 2**20, 256)),
+                                          {"memory": [3, None, "abc"], "replicated": "flag"}),
     "training.layer_cost": (lambda: dict(strategy="dp", B=2**20, D=8192, F=28672, hardware="v5p", X=16),
                             {"strategy": "name", "B": "size", "D": "size", "F": "size", "hardware": "name",
                              "X": "count", "Y": "count", "M_X": "count", "M_Y": "count", "dtype": "name",

@@ -242,7 +242,6 @@ recipe("plots.trace.op_rooflines", lambda: dict(trace=_trace()), trace=OBJ)
 recipe("plots.trace.memory_budget", lambda: dict(parts={"weights": 1e9}), parts=[{"w": NAN}, {"w": -1}, 3, None])
 recipe("plots.training.tokens", lambda: dict(n=1e6), n="nonneg")
 recipe("plots.training.strategy_times", batches=[[1, NAN], [0], 3])
-recipe("plots.training.per_chip", lambda: dict(memory=_memory()), memory=OBJ)
 recipe("plots.training.memory_bars", lambda: dict(memories={"a": _memory()}), memories=[{"a": 3}, 3, None],
        hbm=[-1, NAN, "v5ex", [3]], replicated=[["b"], 3])
 recipe("plots.training.pipeline", lambda: dict(grid=sb.training.interleaved_schedule(2, 4)),

@@ -12,8 +12,8 @@ sb.setup(quiet=True)  # must run before JAX starts: XLA reads the CPU device cou
 import jax  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
 
-from scalebook.plots.training import per_chip  # noqa: E402
 from scalebook.training.curves import best_split, strategy_cost, strategy_curves  # noqa: E402
+from scalebook.training.footprint import parts_per_chip as per_chip  # noqa: E402
 from scalebook.widgets.training import pipeline_html  # noqa: E402
 
 ALPHA_V5P = 4.59e14 / (2 * 9e10)  # C / W_bidi = 2550 (book ch. 5)

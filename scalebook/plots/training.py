@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..hardware.chips import Chip, chip_names, get_chip
 from ..kinds import mapping_with
 from ..training.curves import strategy_curves
-from ..training.footprint import Memory
+from ..training.footprint import Memory, parts_per_chip
 from ..training.pipeline import idle_fraction
 from ..units import check_choice, check_positive, checks, is_a
 from .base import COLUMN_WIDTH, ROLES, SIZES, figure, finish
@@ -22,7 +22,7 @@ from .base import COLUMN_WIDTH, ROLES, SIZES, figure, finish
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["STRATEGY_LABELS", "tokens", "strategy_times", "per_chip", "memory_bars", "pipeline"]
+__all__ = ["STRATEGY_LABELS", "tokens", "strategy_times", "memory_bars", "pipeline"]
 
 STRATEGY_LABELS = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp_tp": "FSDP + TP"}
 _COLORS = {"dp": "#1f77b4", "fsdp": "#ff7f0e", "tp": "#2ca02c", "fsdp_tp": "#d62728"}
@@ -70,14 +70,6 @@ def _hbm_bytes(hbm: float | str | Chip | None) -> tuple[float | None, str]:
     return chip.hbm_bytes, f"{chip.name} HBM"
 
 
-@checks(replicated="flag", memory=is_a(Memory))
-def per_chip(memory: Memory, replicated: bool = False) -> dict[str, float]:
-    """Return each part of `memory` per chip (bytes): everything split evenly over its chips (FSDP), or with
-    `replicated` the parameters, gradients and optimizer state whole on every chip (pure data parallelism)."""
-    return {part: memory[part] / (1 if replicated and part != "activations" else memory.n_chips)
-            for part in _MEMORY_PARTS}
-
-
 @checks(memories=mapping_with(is_a(Memory), "training.Memory"), replicated="names",
         hbm=lambda name, v: v if v is None or isinstance(v, Chip) else (
             check_choice(name, v, chip_names()) if isinstance(v, str) else check_positive(name, v)))
@@ -96,7 +88,7 @@ def memory_bars(memories: Mapping[str, Memory], hbm: float | str | Chip | None =
     labels = list(memories)
     ys = np.arange(len(labels))[::-1]
     left = np.zeros(len(labels))
-    parts = [per_chip(memories[k], k in replicated) for k in labels]
+    parts = [parts_per_chip(memories[k], k in replicated) for k in labels]
     for part, color in _MEMORY_PARTS.items():
         gb = np.array([p[part] / 1e9 for p in parts])
         if gb.any():

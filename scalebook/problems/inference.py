@@ -107,7 +107,7 @@ def disaggregated_ratio_8b(
                            batch: int = vary(32, 8, 128, step=8)) -> float:
     """LLaMA 3-8B on H100s: `prompt`-token prompts prefilled at 50% MFU; decode at `batch` for `generated` tokens,
     costed at the mean context. Prefill servers needed per decode server."""
-    t_prefill = prefill(LLAMA_8B, "h100", 1, prompt, mfu=0.5).time
+    t_prefill = prefill(LLAMA_8B, "h100", 1, prompt, assumed_mfu=0.5).time
     t_step = decode_step(LLAMA_8B, "h100", 1, batch, prompt + generated / 2).time
     return disaggregation_ratio(t_prefill, t_step, batch, generated)
 

@@ -99,7 +99,7 @@ def llama3_70b_cost(batch: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1
 ))
 def prefill_405b(T: int = vary(32768, 4096, 131072, step=4096), mfu: float = vary(0.5, 0.3, 0.7)) -> float:
     """Prefill of one T-token prompt on a v5e 8x8 at `mfu` MFU, causal attention included."""
-    return prefill("llama3-405b", "v5e", 64, T, mfu=mfu).time
+    return prefill("llama3-405b", "v5e", 64, T, assumed_mfu=mfu).time
 
 
 @problem("08.8", title="Balancing prefill and decode servers", unit="ratio", hints=(
@@ -111,7 +111,7 @@ def prefill_decode_ratio(
     """Prefill servers per decode server: `prompt`-token prefills of LLaMA 3-70B on a v5e 4x4 at 45% MFU (2·P·T, no
     attention) against an int8 4x4 decode server at batch 96, caches counted at prompt + reply tokens, `reply`-token
     replies."""
-    t_prefill = prefill("llama3-70b", "v5e", 16, prompt, mfu=0.45, attention=False).time
+    t_prefill = prefill("llama3-70b", "v5e", 16, prompt, assumed_mfu=0.45, attention=False).time
     step = decode_step("llama3-70b", "v5e", 16, 96, prompt + reply, param_bytes=1, kv_bytes=1).time
     return disaggregation_ratio(t_prefill, step, 96, reply)
 
@@ -264,7 +264,7 @@ def book_large_batch_limit(F: int = vary(28672, 8192, 65536, step=1024), M_Y: in
 ))
 def book_prefill_8k(T: int = vary(8192, 1024, 32768, step=1024), mfu: float = vary(0.4, 0.3, 0.7)) -> float:
     """Prefill of T tokens of LLaMA 3-70B on 16 v5e chips at `mfu` MFU, 2 FLOPs per parameter per token."""
-    return prefill("llama3-70b", "v5e", 16, T, mfu=mfu, attention=False).time
+    return prefill("llama3-70b", "v5e", 16, T, assumed_mfu=mfu, attention=False).time
 
 
 @problem("08.23", title="The book's question: cache turnover", unit="tokens", hints=(

@@ -17,8 +17,8 @@ from ..hardware.chips import Chip, get_chip
 from ..models import TransformerConfig, get_model
 from ..units import check_choice, check_int, check_non_negative, checks, dtype_bytes, fmt_bytes, is_a
 
-__all__ = ["OPTIMIZERS", "REMAT_SAVES", "RECOMPUTE", "REMAT_OF", "Memory", "activation_bytes", "memory",
-           "max_params", "activation_bytes_per_layer", "training_memory"]
+__all__ = ["OPTIMIZERS", "REMAT_SAVES", "RECOMPUTE", "REMAT_OF", "Memory", "MEMORY_PARTS", "parts_per_chip",
+           "activation_bytes", "memory", "max_params", "activation_bytes_per_layer", "training_memory"]
 
 # Optimizer state per parameter, in values of the optimizer dtype: Adam keeps two moments, Adafactor a
 # factored second moment (about none per parameter for large matrices), SGD with momentum one.
@@ -204,3 +204,12 @@ def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, p
     }
 
 
+MEMORY_PARTS = ("params", "grads", "optimizer", "activations")
+
+
+@checks(replicated="flag", memory=is_a(Memory))
+def parts_per_chip(memory: Memory, replicated: bool = False) -> dict[str, float]:
+    """Return each part of `memory` per chip (bytes): everything split evenly over its chips (FSDP), or with
+    `replicated` the parameters, gradients and optimizer state whole on every chip (pure data parallelism)."""
+    return {part: memory[part] / (1 if replicated and part != "activations" else memory.n_chips)
+            for part in MEMORY_PARTS}

@@ -11,12 +11,12 @@ import html
 from ..hardware.chips import get_chip
 from ..kinds import mapping_of
 from ..models import get_model
-from ..plots.training import STRATEGY_LABELS, per_chip, tokens
+from ..plots.training import STRATEGY_LABELS, tokens
 from ..svg import Chart
 from ..tables import Table
 from ..training.book import min_tokens_per_chip, step_time, tp_limit, x_opt
 from ..training.curves import strategy_cost, strategy_curves
-from ..training.footprint import REMAT_SAVES, max_params, memory
+from ..training.footprint import REMAT_SAVES, max_params, memory, parts_per_chip
 from ..training.pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_schedule
 from ..units import checks, fmt_bytes, fmt_time, is_a
 from .core import Explorer, Log, explore
@@ -106,7 +106,7 @@ def _memory_view(model: str, B: float, N: int, chip: str, remat: str, optimizer:
                  layout: str) -> tuple[Picture, Table]:
     cfg, c = get_model(model), get_chip(chip)
     mem = memory(cfg, B, N, saves_per_layer=_saves(remat, cfg.D, cfg.F), optimizer=optimizer)
-    parts = {k: v for k, v in per_chip(mem, replicated=layout.startswith("DP")).items() if mem[k]}
+    parts = {k: v for k, v in parts_per_chip(mem, replicated=layout.startswith("DP")).items() if mem[k]}
     rows = [{"part": k, "whole model": mem[k], "per chip": v} for k, v in parts.items()]
     rows.append({"part": "total", "whole model": mem.total, "per chip": sum(parts.values())})
     fits = "fits" if sum(parts.values()) <= c.hbm_bytes else "does NOT fit"
