@@ -60,7 +60,7 @@ FOLDS = """(() => {
     answer: words(fold, false), question: around(fold, false),
     shown: words(fold, true) + ' ' + around(fold, true)})));
 })()"""
-NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+NUMBER = re.compile(r"(?<![A-Za-z\d.])\d+(?:,\d{3})*(?:\.\d+)?(?![A-Za-z\d])")  # not the 16 of bf16 or H100's 100
 
 
 def maths_problems(url: str) -> list[str]:
@@ -73,7 +73,8 @@ def maths_problems(url: str) -> list[str]:
 
 
 def _numbers(text: str) -> set[str]:
-    """The numbers in `text` with at least two significant digits ('560', '2,047', '1.37'; not '8', '100')."""
+    """The numbers in `text` with at least two significant digits ('560', '2,047', '1.37'; not '8', '100', and
+    not the digits of a name such as 'bf16', 'H100' or 'v5e')."""
     found = {m.group().replace(",", "") for m in NUMBER.finditer(text)}
     return {n for n in found if len(n.replace(".", "").strip("0")) >= 2}
 
