@@ -76,12 +76,20 @@ def frozen_bars(html: str) -> list[str]:
             for m in BAR.finditer(line) if int(m.group(1)) < 100]
 
 
+def _unfolded_text(output: Tag) -> str:
+    """The text of a cell output without what it folds away itself (a long table's rows in a closed <details>)."""
+    folded = {id(d) for d in output.find_all("details") if not d.has_attr("open")}
+    return "".join(text for text in output.find_all(string=True) if not any(id(p) in folded for p in text.parents))
+
+
 def long_outputs(html: str, limit: int = MAX_OUTPUT_CHARS) -> list[str]:
-    """One line per cell output with more than `limit` characters of text (`limit` a positive count)."""
+    """One line per cell output showing more than `limit` characters of text (`limit` a positive count) before
+    anything is opened; rows the output folds into a closed `<details>` of its own are not counted."""
     if not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive number of characters, got {limit!r}")
+    texts = [_unfolded_text(div) for div in _article(_soup(html)).select("div.cell_output")]
     return [f"output of {len(text):,} characters (limit {limit:,}): {text.strip()[:60]}..."
-            for text in _outputs(html) if len(text) > limit]
+            for text in texts if len(text) > limit]
 
 
 def page_problems(html: str) -> list[str]:
