@@ -230,7 +230,7 @@ def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | No
         raise ValueError("steps must name at least one cycle")
     for step in steps:
         _systolic_step(run, step, B, D, F)
-    ncols = min(4, len(steps))
+    ncols = min(2, len(steps))  # two cycles a row: the PE values stay 8 pt once shown
     nrows = -(-len(steps) // ncols)
     left, bottom = 0.9 + 0.7 * max(B + D - 3, 0), D + 0.6 + 0.4 * B
     fig, axs = figure((ncols * (0.75 * (left + F) + 0.6), nrows * (0.75 * bottom + 0.7) + 0.5), ncols=ncols,
@@ -239,10 +239,10 @@ def systolic_strip(B: int = 2, D: int = 2, F: int = 2, steps: Sequence[int] | No
     for ax, step in zip(axs, steps):
         _draw_systolic(ax, W, X, run, step, fontsize=8)
         ax.set_title(f"cycle {step + 1}: {run.frames[step].busy} of {D * F} PEs busy", fontsize=8)
-        ax.tick_params(labelsize=6)
+        ax.tick_params(labelsize=SIZES["small"])
     for ax in axs[len(steps):]:
         ax.set_visible(False)
-    fig.suptitle(title or f"X[{B},{D}] @ W[{D},{F}] on a {D}×{F} systolic array: weights stay, activations flow "
+    fig.suptitle(title or f"X[{B},{D}] @ W[{D},{F}] on a {D}×{F} systolic array: weights stay,\nactivations flow "
                           f"right, partial sums flow down ({run.cycles} cycles = B + D + F − 2)", fontsize=10)
     return fig
 

@@ -14,7 +14,6 @@ from ..roofline import einsum_flops
 from ..units import checks, fmt_si
 from .base import ROLES, SIZES
 from .diagram import COLOURS, arrow, box, canvas, panels
-from .sharding import PALETTE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -152,10 +151,11 @@ def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12,
     for j in range(n_show):
         x = 1.1 + 1.3 * j
         on = j in chosen
-        box(ax, x, 2.6, 1.1, 1.5, f"expert {j}\n[{m.D}, {fe}]", COLOURS["highlight"] if on else "white", 6.5,
+        box(ax, x, 2.6, 1.1, 1.5, f"expert {j}\n{m.D}×{fe}", COLOURS["highlight"] if on else "white", 6.5,
             lw=2.0 if on else 0.8, edge="k" if on else "0.6")
         arrow(ax, (mid, 5.1), (x + 0.55, 4.1), colour="k" if on else "0.8", lw=1.3 if on else 0.6,
-              label=f"g={scores[j] / scores[list(chosen)].sum():.2f}" if on else "", fontsize=8)
+              label=f"g={scores[j] / scores[list(chosen)].sum():.2f}" if on else "", fontsize=8,
+              offset=(0.3 * (x + 0.55 - mid), -0.3))  # each weight near its expert, clear of the others
         if on:
             arrow(ax, (x + 0.55, 2.6), (mid, 1.4))
     if m.E > n_show:
@@ -217,20 +217,20 @@ def matmul_flops(N: int = 3, P: int = 4, M: int = 2, title: str | None = None) -
     ]
     width = P + P + M + 4.0
     height = max(N, P) + 1.8
-    fig, axs = panels(3, 3, (0.26 * width + 0.5, 0.3 * height + 0.6), width, height,
+    fig, axs = panels(3, 1, (0.3 * width + 0.5, 0.3 * height + 0.6), width, height,
                       title or f"FLOPs of A[N={N}, P={P}] @ B[P, M={M}]: a multiply and an add per term")
     for ax, (label, flops, formula, cells) in zip(axs, stages):
         rows = {r for r, _ in cells}
         cols = {c for _, c in cells}
         top = height - 1.2
         for r, p in itertools.product(range(N), range(P)):
-            box(ax, p, top - r - 1, 0.95, 0.95, "", PALETTE[0] if r in rows else "white", round_=False,
+            box(ax, p, top - r - 1, 0.95, 0.95, "", ROLES["A"] if r in rows else "white", round_=False,
                 alpha=0.7 if r in rows else 1)
         for p, c in itertools.product(range(P), range(M)):
-            box(ax, P + 1 + c, top - p - 1, 0.95, 0.95, "", PALETTE[1] if c in cols else "white", round_=False,
+            box(ax, P + 1 + c, top - p - 1, 0.95, 0.95, "", ROLES["B"] if c in cols else "white", round_=False,
                 alpha=0.7 if c in cols else 1)
         for r, c in itertools.product(range(N), range(M)):
-            box(ax, P + M + 2 + c, top - r - 1, 0.95, 0.95, "", PALETTE[4] if (r, c) in cells else "white",
+            box(ax, P + M + 2 + c, top - r - 1, 0.95, 0.95, "", ROLES["C"] if (r, c) in cells else "white",
                 round_=False, alpha=0.8 if (r, c) in cells else 1)
         ax.text(P / 2, top + 0.2, "A", ha="center", fontsize=8)
         ax.text(P + 1 + M / 2, top + 0.2, "B", ha="center", fontsize=8)
