@@ -24,9 +24,9 @@ from .sharding import Plan, sharded_matmul
 from .tables import Table
 from .units import checks, fmt_time, is_a
 
-__all__ = ["RING_KINDS", "CollectiveMatmul", "collective_matmul"]
+__all__ = ["OVERLAPPED_KINDS", "CollectiveMatmul", "collective_matmul"]
 
-RING_KINDS = ("all_gather", "reduce_scatter")
+OVERLAPPED_KINDS = ("all_gather", "reduce_scatter")  # the collectives a ring can hide under a matmul
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,11 @@ def collective_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: in
     The cheapest plan must run exactly one collective, an AllGather or a ReduceScatter over one mesh axis, e.g.
     'A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]' (gather A's J over Y); the ring has that axis's devices."""
     plan = sharded_matmul(expr, mesh, dtype, **sizes)
-    if len(plan.collectives) != 1 or plan.collectives[0].kind not in RING_KINDS or len(plan.collectives[0].axes) != 1:
+    one = plan.collectives[0] if len(plan.collectives) == 1 else None
+    if one is None or one.kind not in OVERLAPPED_KINDS or len(one.axes) != 1:
         found = ", ".join(f"{s.kind}_{''.join(s.axes)}" for s in plan.collectives) or "none"
         raise ValueError(f"expr={expr!r} plans {found}; a collective matmul needs exactly one AllGather or "
                          f"ReduceScatter over one mesh axis")
-    step = plan.collectives[0]
-    n = mesh.axes[step.axes[0]]
-    t_send = max(step.estimate.t_comms / (n - 1), mesh.hop_latency)
+    n = mesh.axes[one.axes[0]]
+    t_send = max(one.estimate.t_comms / (n - 1), mesh.hop_latency)
     return CollectiveMatmul(plan, n, plan.t_math / n, t_send)
