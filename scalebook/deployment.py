@@ -23,9 +23,10 @@ from .inference import (
     prices,
     smallest_topology,
 )
+from .kinds import mapping_of
 from .models import TransformerConfig, get_model
 from .tables import Table
-from .units import check_kind, checks, dtype_bytes, fmt_bytes, fmt_time, sequence_of
+from .units import checks, dtype_bytes, fmt_bytes, fmt_time, sequence_of
 
 __all__ = ["SLICES", "DTYPES", "slice_name", "flops_per_dollar", "topology_table", "qps_table", "serving_summary",
            "latency_budget", "cost_table"]
@@ -69,15 +70,6 @@ def _cost(chip: Chip, rate_per_chip: float) -> float | None:
         return None
 
 
-def _rates(name: str, value: object) -> object:
-    """A kind for a non-empty dict of label -> tokens/s per chip (each a positive number); errors name `name[label]`."""
-    if not isinstance(value, dict) or not value:
-        raise ValueError(f"{name}={value!r:.60} must be a non-empty dict of label -> tokens/s per chip")
-    for label, rate in value.items():
-        check_kind(f"{name}[{label!r}]", rate, "size")
-    return value
-
-
 @checks(chips="?names")
 def flops_per_dollar(chips: Sequence[str] | None = None) -> Table:
     """Return, for each priced chip, its peak bf16 FLOP/s, HBM bandwidth, on-demand USD per hour, and the FLOPs and
@@ -96,11 +88,13 @@ def flops_per_dollar(chips: Sequence[str] | None = None) -> Table:
                  title=f"What a dollar buys (on-demand prices of {table['date']}; {table['source']})")
 
 
-@checks(rates=_rates)
+@checks(rates=mapping_of("size", "tokens/s per chip"))
 def cost_table(rates: Mapping[str, float], chip: str | Chip = "v5e") -> Table:
     """Return dollars per million generated tokens for each labelled throughput (`rates`: label -> tokens/s per
     chip) at `chip`'s listed price per chip-hour."""
     c = get_chip(chip)
+    if not rates:
+        raise ValueError("rates={} must name at least one configuration (label -> tokens/s per chip)")
     rows = [{"configuration": label, "tokens/s/chip": rate, "$ per M tokens": cost_per_million_tokens(c, rate)}
             for label, rate in rates.items()]
     return Table(rows, formats={"tokens/s/chip": lambda v: f"{v:.4g}", "$ per M tokens": _usd},

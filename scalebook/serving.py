@@ -50,6 +50,7 @@ from itertools import accumulate
 
 from .hardware.chips import Chip, get_chip
 from .inference import decode_step, kv_cache_bytes, max_batch, prefill
+from .kinds import mapping_with
 from .models import TransformerConfig, get_model
 from .serving_report import METRICS, Report, Requests
 from .tables import Table
@@ -308,16 +309,9 @@ def chapter_engines() -> dict[str, Engine]:
                                              prefill_chips=24, decode_chips=8)}
 
 
-def _engines(name: str, value: object) -> object:
-    """A kind for None or a dict of label -> `Engine`; the error names `name[label]`."""
-    if value is not None and not isinstance(value, dict):
-        raise ValueError(f"{name}={value!r:.60} must be a dict of serving Engines (label -> Engine)")
-    for label, engine in (value or {}).items():
-        is_a(Engine)(f"{name}[{label!r}]", engine)
-    return value
-
-
-@checks(n_requests="count", seed="count0", rates="sizes", engines=_engines)
+@checks(n_requests="count", seed="count0", rates="sizes",
+        engines=lambda name, value: value if value is None else mapping_with(is_a(Engine), "serving Engines")(
+            name, value))
 def engine_comparison(rates: Sequence[float] = (1, 2, 4, 6), engines: dict[str, Engine] | None = None,
                       prompt: Lengths | float = CHAT_PROMPT, output: Lengths | float = CHAT_OUTPUT,
                       n_requests: int = 2000, seed: int = 0) -> Table:
