@@ -346,8 +346,6 @@ def pipeline_stages(n_chunks: int, step: int) -> dict[str, int | None]:
     Chunk c enters stage s at step c + s: every stage is busy once the pipe is full, so n chunks take
     n + (stages − 1) steps rather than n × stages.
     """
-    if not isinstance(n_chunks, int) or n_chunks < 1:
-        raise ValueError(f"n_chunks={n_chunks!r} must be a positive integer")
     last = n_chunks + len(PIPELINE_STAGES) - 1
     if not isinstance(step, int) or not 0 <= step < last:
         raise ValueError(f"step={step!r} must be an integer in [0, {last})")
@@ -386,10 +384,6 @@ def mxu_pipeline(n_tiles: int = 3, B: int = 128, size: int = 128, title: str | N
     """Draw a stream of `n_tiles` weight tiles through one MXU against time (cycles): each tile's weights load
     while the previous tile computes, B rows of activations flow per tile, and the fill and drain of the
     systolic array (size − 1 cycles each) are paid once, at the start and the end of the stream."""
-    if not isinstance(n_tiles, int) or n_tiles < 1:
-        raise ValueError(f"n_tiles={n_tiles!r} must be a positive integer")
-    if B < 1 or size < 1:
-        raise ValueError(f"B={B!r} and size={size!r} must be positive")
     from matplotlib.patches import Rectangle
 
     fill = size - 1

@@ -184,8 +184,6 @@ def sharp_bandwidth(cluster: GpuCluster, overhead: float,
     each time is the collective model's plus a fixed per-call `overhead` (s), such as one fitted to NCCL."""
     import numpy as np
 
-    if not overhead >= 0:
-        raise ValueError(f"overhead must be a non-negative number of seconds, got {overhead!r}")
     n = min(cluster.gpus_per_node, cluster.gpus)
     plain, sharp = replace(cluster.subset(n), sharp=False), replace(cluster.subset(n), sharp=True)
     sizes = np.geomspace(*nbytes, 40)
@@ -253,9 +251,6 @@ def gpu_pipeline(stages: int = 2, microbatches: int = 2, t_forward: float = 1.0,
     """Draw a GPipe pipeline as a timeline: each stage runs its forward passes (length `t_forward`, s or any
     unit), then its backward passes (twice as long), each waiting `t_send` for the activations from the
     neighbouring stage (red), and ends with a gradient AllReduce of `t_reduce` (grey); idle time stays blank."""
-    if stages < 1 or microbatches < 1 or t_forward <= 0 or t_send < 0 or t_reduce < 0:
-        raise ValueError("need stages, microbatches >= 1, t_forward > 0 and non-negative t_send, t_reduce; got "
-                         f"{stages}, {microbatches}, {t_forward}, {t_send}, {t_reduce}")
     fwd_end: dict[tuple[int, int], float] = {}
     bwd_end: dict[tuple[int, int], float] = {}
     bars: list[tuple[int, float, float, str, str]] = []

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..hardware.chips import Chip, get_chip
 from ..hardware.gpu import GpuCluster
-from ..units import check_int, check_positive, checks, dtype_bytes, is_a
+from ..units import check_int, checks, dtype_bytes, is_a
 
 __all__ = ["PIPELINE_SCHEDULES", "pipeline_bubble", "pipeline_schedule", "idle_fraction", "pipeline_comms",
            "greedy_schedule", "interleaved_schedule", "megatron_order", "zero_bubble_schedule"]
@@ -243,7 +243,6 @@ def pipeline_comms(batch_tokens: float, D: int, stages: int, microbatches: int, 
     """
     stages, microbatches, D = (check_int(name, value) for name, value in
                                (("stages", stages), ("microbatches", microbatches), ("D", D)))
-    batch_tokens = check_positive("batch_tokens", batch_tokens)
     if isinstance(hardware, GpuCluster):
         W = hardware.node_egress
     else:

@@ -69,12 +69,6 @@ def run_table(model: Model = "llama3-70b", tokens: float = 15e12, n_chips: int =
     time on one chip at peak, the time on `n_chips` at `mfu` of peak, chip-hours, and dollars at your price
     (`usd_per_chip_hour`; 0 leaves the cost out). Raw values are in SI units (seconds, FLOPs)."""
     cfg, c = get_model(model), get_chip(chip)
-    if tokens <= 0:
-        raise ValueError(f"tokens must be positive, got {tokens!r}")
-    if not isinstance(n_chips, int) or n_chips < 1:
-        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
-    if not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     per_token = cfg.flops_per_token()
     total = per_token * tokens
     count = f"{tokens:.3g} token{'' if tokens == 1 else 's'}"
@@ -103,8 +97,6 @@ def batch_bounds(model: Model = "llama3-70b", chip: str | Chip = "v5p", n_chips:
     whether it passes: sequences for sequence-free data parallelism, tokens per chip for FSDP over all torus axes
     and for FSDP + TP (M_X = axes - 1, M_Y = 1), the TP width limit, X_opt, and the batch per slice over DCN."""
     cfg, c = get_model(model), get_chip(chip)
-    if not isinstance(n_chips, int) or n_chips < 1:
-        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
     if batch_tokens < seq_len or seq_len <= 0:
         raise ValueError(f"batch_tokens={batch_tokens!r} must hold at least one sequence of seq_len={seq_len!r}")
     axes = len(c.max_slice or (0, 0))
