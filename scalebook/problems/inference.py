@@ -213,3 +213,13 @@ def book_q7_crossover(ratio: int = vary(4, 2, 8)) -> float:
 def book_appendix_a_floor(params: float = vary(600e6, 1e8, 5e9), chips: int = vary(4, 1, 16)) -> float:
     """Decode latency floor of a `params`-parameter bf16 layer sharded over `chips` v5e chips (weights read once)."""
     return decode_time(params, 0, 1, "v5e", chips).time
+
+
+@problem("07.19", title="The book's Q5: all the parameters of the MoE", unit="parameters", hints=(
+    "Every expert is a whole copy of the gated MLP; attention and the tied embedding are not multiplied.",
+    "non-MLP params + L × {E} × 3 · D · F (k = 2 does not matter for the total).",
+))
+def book_q5_total_params(E: int = vary(16, 8, 64, step=8)) -> float:
+    """All parameters when the chapter model's MLP becomes E experts with top-2 routing."""
+    return replace(get_model("ch7-model"), E=E, k=2).param_count()
+

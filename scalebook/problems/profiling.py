@@ -7,7 +7,7 @@ Each function computes its answer with scalebook from the inputs the problem sta
 from __future__ import annotations
 
 from ..hardware.chips import get_chip
-from ..hlo import padding, parse_op
+from ..hlo import padding, parse_op, replica_groups
 from ..roofline import estimate
 from ..variants import vary
 from . import problem
@@ -125,3 +125,18 @@ def book_reduce_scatter_time(B: int = vary(8, 2, 32, step=2), T: int = vary(1024
 def book_memory_left(params_bytes: float = vary(7.5e9, 1e9, 1.4e10)) -> float:
     """Bytes left for a training step when parameters take `params_bytes` of the 16 GB the profiler shows."""
     return 16e9 - params_bytes
+
+
+@problem("09.12", title="Book Q1: the model-parallel degree from a profile's AllReduce", unit="devices", rtol=0.0,
+         hints=(
+    "A collective's replica groups list the devices that combine their values: the size of one group is the degree.",
+    "Count the devices in the first of the replica groups of an all-reduce over {n} devices split into groups.",
+))
+def book_model_parallel_degree(n: int = vary(8, choices=(4, 8, 16, 32)),
+                               groups: int = vary(1, choices=(1, 2, 4))) -> int:
+    """Devices per replica group of an all-reduce over n devices in `groups` equal groups (the book's: 8 in one)."""
+    size = n // groups
+    listed = ",".join("{" + ",".join(str(g * size + i) for i in range(size)) + "}" for g in range(groups))
+    line = f"%ar = bf16[8,32768]{{1,0}} all-reduce(bf16[8,32768]{{1,0}} %f), replica_groups={{{listed}}}, to_apply=%add"
+    return replica_groups(line, n)[0]
+

@@ -285,3 +285,14 @@ def book_disaggregation_ratio(
         batch: int = vary(32, 4, 128, step=4), reply: int = vary(512, 64, 4096, step=64)) -> float:
     """Prefill servers per decode server: the 8k prefill above, the full 4x2 step, `batch`, `reply`-token replies."""
     return disaggregation_ratio(book_prefill_8k(), book_full_step(), batch, reply)
+
+
+@problem("08.25", title="The book's Q1: the forward FLOPs of a token of LLaMA 3.1-405B", unit="FLOPs", hints=(
+    "Two FLOPs per matmul weight per token; the input embedding is a look-up, not a matmul.",
+    "2 × (params - V · D) of {model}.",
+))
+def book_forward_flops_per_token(model: str = vary("llama3-405b", choices=("llama3-405b", "llama3-70b", "llama3-8b",
+                                                                           "llama2-13b", "gemma-7b"))) -> float:
+    """Forward FLOPs per token of `model`'s matmuls (attention's scores left out)."""
+    return get_model(model).flops_per_token(training=False)
+
