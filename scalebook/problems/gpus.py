@@ -6,9 +6,19 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
+import math
+
 from ..collectives import all_gather, all_reduce, all_to_all
+from ..hardware.chips import get_chip
 from ..hardware.gpu import GpuCluster, get_cluster
-from ..hardware.sm import clock_from_vector_flops, cuda_cores, tensor_core_flops_per_cycle, vector_add
+from ..hardware.sm import (
+    clock_from_vector_flops,
+    cuda_cores,
+    on_chip_bytes,
+    tensor_core_flops_per_cycle,
+    vector_add,
+    vector_flops,
+)
 from ..models import get_model
 from ..roofline import critical_intensity, matmul
 from ..training.book import min_tokens_per_chip, tp_limit
@@ -311,3 +321,44 @@ def mesh_against_switch_tp4(gpus: int = vary(4, choices=(2, 4, 8))) -> float:
     of its 7 links) than in a B300 node (its whole NVLink egress through the NVSwitches)."""
     return (all_gather(GpuCluster("mi355x", gpus=gpus), None, 1e9).time
             / all_gather(GpuCluster("b300", gpus=gpus), None, 1e9).time)
+
+
+@problem("12.29", title="Book Q1.2: the CUDA cores' fp32 rate", unit="FLOP/s", hints=(
+    "One operation per lane per cycle: lanes times the clock (the spec sheet counts a fused multiply-add twice).",
+    "SMs × 4 × 32 lanes of a {chip} × its {clock} clock.",
+))
+def book_cuda_core_flops(chip: str = vary("h100", choices=("h100", "h200", "a100", "v100")),
+                         clock: str = vary("base", choices=("base", "boost"))) -> float:
+    """fp32 FLOP/s of `chip`'s CUDA cores at its `clock` clock, one operation per lane per cycle."""
+    return vector_flops(chip, clock)
+
+
+@problem("12.30", title="Book Q1.4: the wider matmul on a B200", unit="s", hints=(
+    "At a larger batch the matmul's FLOPs grow faster than its bytes: check which clock is longer.",
+    "max(2 · {B} · {D} · {F} / 2.25e15, 2 · ({B}·{D} + {D}·{F} + {B}·{F}) / 8e12).",
+))
+def book_b200_wide_matmul(B: int = vary(512, 256, 4096, step=256), D: int = vary(4096, 1024, 16384, step=1024),
+                          F: int = vary(8192, 2048, 32768, step=1024)) -> float:
+    """Roofline time of fp16[B, D] x fp16[D, F] on one B200."""
+    return matmul(B, D, F, "b200", "fp16").time
+
+
+@problem("12.31", title="Book Q1.5: the fast memory on an H100's chip", unit="B", hints=(
+    "Every SM has its own shared memory (SMEM/L1) and its own register file: add them over the SMs.",
+    "SMs of a {chip} × (SMEM + registers per SM).",
+))
+def book_on_chip_bytes(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
+    """Bytes of shared memory and registers across all of `chip`'s SMs."""
+    return on_chip_bytes(chip)["total"]
+
+
+@problem("12.32", title="Book Q5.2 (1): the fewest H100s for LLaMA 3-70B's weights and optimizer", unit="GPUs",
+         rtol=0.0, hints=(
+    "bf16 weights (2 bytes) and fp32 Adam moments (8 bytes) per parameter; divide by one GPU's HBM and round up.",
+    "ceil(10 · params of {model} / HBM of a {chip}).",
+))
+def book_fewest_gpus(model: str = vary("llama3-70b", choices=("llama3-70b", "llama3-8b", "llama2-13b", "llama3-405b")),
+                     chip: str = vary("h100", choices=("h100", "h200", "b200", "a100"))) -> int:
+    """Fewest `chip`s whose HBM holds `model`'s bf16 weights and fp32 Adam moments (10 bytes per parameter)."""
+    return math.ceil(10 * get_model(model).param_count() / get_chip(chip).hbm_bytes)
+
