@@ -83,18 +83,6 @@ rows = [{"model": name, **sb.training.check_parallelism(sb.GpuCluster("h100", gp
 }
 
 
-# Figures not yet redrawn for the column, each failing the check today (issue #32, item 3): strict, so a figure
-# that is fixed fails here until its entry goes. (function name, a piece of its arguments) -> what is too small.
-KNOWN_ILLEGIBLE = {
-    ("moe_diagram", ""): "twelve experts 12 in wide: gate weights under 5 pt",
-}
-
-
-def _known(expr: str) -> str | None:
-    """Return why a figure call is known to fail the legibility check, or None."""
-    return next((why for (name, args), why in KNOWN_ILLEGIBLE.items() if f".{name}(" in expr and args in expr), None)
-
-
 def _statements(body: str) -> list[ast.stmt]:
     """Return a cell's top-level statements (its `:tags:` lines dropped, IPython magics made `pass`)."""
     lines = [line for line in body.splitlines() if not line.startswith(":")]
@@ -126,9 +114,7 @@ def all_figure_calls() -> list[Any]:
     params = []
     for md in sorted((ROOT / "chapters").glob("*.md")):
         for n, (expr, full) in enumerate(figure_calls(md.stem)):
-            why = _known(expr)
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            params.append(pytest.param(md.stem, expr, full, id=f"{md.stem}:{n}", marks=marks))
+            params.append(pytest.param(md.stem, expr, full, id=f"{md.stem}:{n}"))
     return params
 
 
@@ -283,7 +269,7 @@ def test_every_chapter_figure_is_legible_at_its_displayed_width(chapter, expr, f
 def test_the_chapters_draw_figures_from_every_chapter_with_plots() -> None:
     calls = all_figure_calls()
     chapters = {p.values[0] for p in calls}
-    assert len(calls) >= 120 and sum(1 for p in calls if p.marks) <= 1  # the known failures stay few
+    assert len(calls) >= 120
     assert {"00_intro", "03_sharding", "05_training", "07_inference", "12_gpus", "13_validation"} <= chapters
 
 

@@ -129,7 +129,7 @@ def _add(ax, x: float, y: float) -> None:
 
 
 @checks(shown="count")
-def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12, title: str | None = None) -> Figure:
+def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 10, title: str | None = None) -> Figure:
     """Draw a mixture-of-experts MLP: a router scores the E experts for each token, the top k (highlighted) run,
     and their outputs are summed with the router's weights. Expert widths and counts come from the model; the
     routing shown is an example (a fixed draw), not a trained router."""
@@ -141,7 +141,7 @@ def moe_diagram(model: TransformerConfig | str = "deepseek-v3", shown: int = 12,
     chosen = set(np.argsort(-scores)[: min(m.k, n_show)].tolist())
     fe = m.F_expert or m.F
     width = 1.3 * n_show + 2.2
-    fig, ax = canvas(width, 7.2, (min(12.0, 0.85 * width + 1.0), 5.6),
+    fig, ax = canvas(width, 7.2, (min(10.0, 0.85 * width + 1.0), 5.6),  # 10 in: the cell is tagged full-width
                      title or f"{m.name or 'MoE'}: each token runs {m.k} of {m.E} experts "
                               f"({_n(m.param_count(active=True))} of {_n(m.param_count())} parameters active)")
     mid = width / 2
