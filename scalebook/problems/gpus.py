@@ -362,3 +362,21 @@ def book_fewest_gpus(model: str = vary("llama3-70b", choices=("llama3-70b", "lla
     """Fewest `chip`s whose HBM holds `model`'s bf16 weights and fp32 Adam moments (10 bytes per parameter)."""
     return math.ceil(10 * get_model(model).param_count() / get_chip(chip).hbm_bytes)
 
+
+@problem("12.33", title="Book Q2.1: what an 8-GPU node carries", unit="B/s", hints=(
+    "Compare what the GPUs can send with what the NVSwitches can take: the smaller bounds the node.",
+    "min(8 × NVLink egress per GPU, NVSwitches × their bandwidth) for a {chip} node.",
+))
+def book_node_bandwidth(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
+    """Bytes/s one 8-GPU `chip` node's NVLink fabric carries, one way."""
+    return GpuCluster(chip, gpus=8).node_bandwidth
+
+
+@problem("12.34", title="Book Q2.2: the bisection bandwidth of that node", unit="B/s", hints=(
+    "Across a cut into two halves, each GPU of one half sends at its full egress, in both directions.",
+    "4 GPUs × NVLink egress of a {chip} × 2 directions.",
+))
+def book_node_bisection(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
+    """Bytes/s across a cut of one 8-GPU `chip` node into two halves, both directions."""
+    return GpuCluster(chip, gpus=8).node_bisection
+
