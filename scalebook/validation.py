@@ -292,7 +292,8 @@ def table(efficiency: str = "calibrated", kind: str | None = None) -> Table:
         rows.append(row)
     num = lambda v: f"{v:.4g}"  # noqa: E731
     return Table(rows, formats={"published": num, "ideal": num, efficiency: num, "error": _pct},
-                 title=f"published runs: measured vs the ideal bound vs the {efficiency} model (status: test = held "
+                 title=f"published runs: measured vs the ideal bound"
+                       f"{'' if efficiency == 'ideal' else f' vs the {efficiency} model'} (status: test = held "
                        f"out, dev = development, cal = calibration; † a reason recorded: see `disagreements()`)")
 
 
