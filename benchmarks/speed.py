@@ -26,11 +26,11 @@ TIMED = {"assert_fast", "assert_answers_fast"}
 def timed_tests() -> list[str]:
     """The pytest ids of every test function that calls `speed.assert_fast` or `explorers.assert_answers_fast`."""
     ids = []
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and any(
                     isinstance(call, ast.Call) and getattr(call.func, "id", None) in TIMED for call in ast.walk(node)):
-                ids.append(f"tests/{path.name}::{node.name}")
+                ids.append(f"{path.relative_to(ROOT)}::{node.name}")
     return ids
 
 

@@ -130,7 +130,7 @@ def _best(puzzle: Puzzle) -> Layout:
 
 
 # Each target leaves the planner's best layout room and rules out the obvious ones (pure DP or FSDP runs out of
-# memory; wider tensor parallelism fits but is too slow). tests/test_puzzles.py checks both for every puzzle.
+# memory; wider tensor parallelism fits but is too slow). tests/ground/test_puzzles.py checks both for every puzzle.
 PUZZLES = (
     Puzzle("P1", "llama3-70b", "v5p", 256, 4 * 2**20, 8192, max_step=20.0, max_memory=60 * GiB),
     Puzzle("P2", "llama3-8b", "v5e", 256, 2 * 2**20, 8192, max_step=3.3, max_memory=14 * GiB),

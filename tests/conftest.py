@@ -7,7 +7,15 @@ processes is marked whole here, with the reason. `make test` runs them all.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# The tests live in a folder per floor; a few import one another by name (the fuzz tests share their recipe
+# tables, a figure test's trace), so every floor's folder is on the path, beside this one's shared helpers.
+for _floor in ("ground", "upper", "course", "chapters"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / _floor))
 
 try:
     from hypothesis import settings

@@ -1,5 +1,5 @@
-"""The machinery of the hostile-but-honest fuzz (issue #16), shared by tests/test_fuzz.py (the analytic model) and
-tests/test_fuzz_upper.py (figures, explorers and the JAX lab).
+"""The machinery of the hostile-but-honest fuzz (issue #16), shared by tests/ground/test_fuzz.py (the analytic
+model) and tests/upper/test_fuzz_upper.py (figures, explorers and the JAX lab).
 
 A recipe table maps 'module.attr' (under `scalebook.`) to (a callable returning one valid call as kwargs,
 {parameter: kind}). A kind is a key of `BAD` ("?kind" when None is allowed, so None is not a bad value), "-" for a

@@ -22,7 +22,7 @@ from scalebook import xla  # noqa: E402
 
 if jax.device_count() < 8:
     pytest.skip(f"JAX started with {jax.device_count()} device(s) before sb.setup() could ask for 8; run "
-                "`JAX_NUM_CPU_DEVICES=8 pytest tests/test_xla.py`", allow_module_level=True)
+                "`JAX_NUM_CPU_DEVICES=8 pytest tests/upper/test_xla.py`", allow_module_level=True)
 
 MESH = jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape(4, 2), ("X", "Y"))
 F32 = 4  # bytes per float32 element

@@ -15,7 +15,7 @@ import pytest
 import scalebook as sb
 from scalebook import errata, upstream
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = errata.errata()
 # An `sb.expect` whose source says the book prints another number.
 DISAGREEING_SOURCE = re.compile(r"book prints|disagree|book without|the book's [^\"]* is ")

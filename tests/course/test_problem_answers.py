@@ -1,5 +1,5 @@
 """Every problem set's answer key against answers worked by hand and against the book's printed answers, from one
-table (tests/data/problem_answers.toml): every registered problem has a row, and every row holds."""
+table (tests/course/data/problem_answers.toml): every registered problem has a row, and every row holds."""
 
 from __future__ import annotations
 

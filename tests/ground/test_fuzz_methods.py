@@ -1,7 +1,7 @@
 """Hostile-but-honest fuzz of the public methods of the package's public classes (issue #33).
 
-tests/test_fuzz.py and tests/test_fuzz_upper.py fuzz every public callable of a module: its functions and its
-classes' constructors. This file reaches what they do not: every public method of every public class of the same
+tests/ground/test_fuzz.py and tests/upper/test_fuzz_upper.py fuzz every public callable of a module: its functions
+and its classes' constructors. This file reaches what they do not: every public method of every public class of the same
 modules (a chip's `peak_flops`, a mesh's `hops`, a model's `flops_per_token`, a table's `column` ...). A recipe is
 named 'module.Class.method'; its valid call passes the instance as `self`. Each bad value must raise a ValueError,
 TypeError or KeyError naming the argument; a valid call must answer with finite, non-negative numbers. A method
@@ -28,7 +28,7 @@ NO_ARGS = "takes no argument but the instance (its valid call is in test_every_m
 # Public methods left out of the fuzz, each with its reason.
 EXEMPT: dict[str, str] = {
     "widgets.core.Explorer.update": "sets ipywidgets controls, whose own traits refuse bad values; fuzzed through "
-                                    "the explorers' functions in tests/test_fuzz_upper.py",
+                                    "the explorers' functions in tests/upper/test_fuzz_upper.py",
     "widgets.core.Explorer.describe": NO_ARGS, "systolic.Grid.tolist": NO_ARGS,
 }
 
@@ -167,9 +167,9 @@ M: Recipes = {
 
 
 def test_every_public_method_has_a_recipe():
-    """Coverage by identity, over the modules tests/test_fuzz.py and tests/test_fuzz_upper.py fuzz."""
+    """Coverage by identity, over the modules tests/ground/test_fuzz.py and tests/upper/test_fuzz_upper.py fuzz."""
     missing = fuzzing.missing_recipes(M, EXEMPT, MODULES, public=fuzzing.public_methods)
-    assert not missing, f"public methods without a fuzz recipe (add one to tests/test_fuzz_methods.py M): {missing}"
+    assert not missing, f"public methods without a fuzz recipe (add one to test_fuzz_methods.py's M): {missing}"
 
 
 def test_every_parameter_has_a_kind():

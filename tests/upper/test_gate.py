@@ -15,10 +15,10 @@ import pytest
 
 from scalebook import sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # test_autograde.py is not run again here: its class is graded on a course copy with JupyterLab's checkpoint
 # folders, beside another grading run, already (its `graded` fixture), which saves a second run of the class.
-GATED = ["tests/test_launch_links.py", "tests/test_sandbox.py"]
+GATED = ["tests/chapters/test_launch_links.py", "tests/upper/test_sandbox.py"]
 
 
 def _checkout_copy(to: Path) -> None:

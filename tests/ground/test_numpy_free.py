@@ -23,7 +23,7 @@ import pytest
 import scalebook as sb
 from scalebook.widgets import web
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BLOCKER = """
 import sys
 class _Blocked:

@@ -16,7 +16,7 @@ from scalebook.grading import ExpectationError, check
 from scalebook.problems import get_problem, list_problems
 from scalebook.variants import Param, canonical, draw, enrol, student_key, vary
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "course secret of CS 599, spring 2027"
 VARIED = [p for p in list_problems() if p.params]
 ALL = list_problems()

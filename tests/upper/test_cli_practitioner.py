@@ -123,7 +123,7 @@ def test_serve_at_a_batch_that_fits_and_one_that_does_not(capsys):
 
 
 README_COMMANDS = [shlex.split(line.split("  #")[0])[1:] for line in
-                   (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+                   (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").splitlines()
                    if line.startswith("scalebook ") and not line.startswith(("scalebook bench", "scalebook grade"))]
 
 

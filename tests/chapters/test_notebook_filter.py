@@ -21,7 +21,7 @@ from scalebook import notebooks
 
 nbformat = pytest.importorskip("nbformat")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TWIN = "chapters/01_rooflines.ipynb"
 TWINS = sorted(p for folder in notebooks.FOLDERS for p in (ROOT / folder).glob("*.ipynb"))
 

@@ -15,7 +15,7 @@ from scalebook.labs import ch10_programs  # noqa: E402
 
 if jax.device_count() < 8:
     pytest.skip(f"JAX started with {jax.device_count()} device(s) before sb.setup() could ask for 8; run "
-                "`JAX_NUM_CPU_DEVICES=8 pytest tests/test_sharded_ops.py`", allow_module_level=True)
+                "`JAX_NUM_CPU_DEVICES=8 pytest tests/upper/test_sharded_ops.py`", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

@@ -531,7 +531,7 @@ def test_every_public_callable_has_a_recipe():
     """Coverage by identity: a re-export (sb.roofline.Estimate, sb.training.pipeline_bubble) uses the recipe of the
     object it re-exports; a public callable with neither a recipe nor an exemption fails."""
     missing = missing_recipes(R, EXEMPT, MODULES)
-    assert not missing, f"public callables without a fuzz recipe (add one to tests/test_fuzz.py R): {missing}"
+    assert not missing, f"public callables without a fuzz recipe (add one to tests/ground/test_fuzz.py R): {missing}"
 
 
 def test_every_parameter_has_a_kind():

@@ -63,7 +63,7 @@ def test_the_validation_table_names_the_ideal_model_once():
     assert "measured vs the ideal bound vs the calibrated model (" in sb.validation.table().title
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ANSWER = re.compile(r"^:::\{admonition\} (Worked answer|Answer|Our answer)[ \t]*$", re.M)
 
 

@@ -11,7 +11,7 @@ import scalebook as sb
 from scalebook.grading import ExpectationError
 from scalebook.problems import get_problem, list_problems
 
-SOLUTIONS = sorted((Path(__file__).resolve().parents[1] / "solutions").glob("*.md"))
+SOLUTIONS = sorted((Path(__file__).resolve().parents[2] / "solutions").glob("*.md"))
 CHECK = re.compile(r"""sb\.check\(\s*["']([^"']+)["']""")
 
 

@@ -26,7 +26,7 @@ from scalebook.autograde import grade, question_points, read_answers
 from scalebook.grading import GRADE_ANSWERS, check
 from scalebook.submissions import find_submissions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
 # set's solutions run under nbval already, and the benchmark grades all of them in sandboxes.
 HONEST = ["01_rooflines", "06_training_llama", "10_jax"]

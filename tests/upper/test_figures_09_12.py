@@ -12,7 +12,7 @@ from explorers import assert_answers_fast
 import scalebook as sb
 from scalebook import profiling
 
-CHAPTERS = Path(__file__).resolve().parent.parent / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 # Figures in "How To Scale Your Model" per chapter (shared/book-figures.md: 09 11, 10 2, 11 0, 12 23).
 BOOK_FIGURES = {"09_profiling": 11, "10_jax": 2, "11_conclusions": 0, "12_gpus": 23}
 # A code-cell call that draws a figure: any sb.plots function.

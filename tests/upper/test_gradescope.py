@@ -20,7 +20,7 @@ from scalebook.gradescope import VISIBILITIES, autograder_zip, lms_csv, results_
 from scalebook.submissions import Result, Submission
 from scalebook.variants import student_key
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The fields of results.json that Gradescope's "Autograder Specifications" page documents, and their types.
 TOP_FIELDS = {"score": (int, float), "execution_time": (int, float), "output": str, "output_format": str,
               "visibility": str, "stdout_visibility": str, "extra_data": dict, "tests": list, "leaderboard": list}

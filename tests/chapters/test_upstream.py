@@ -14,7 +14,7 @@ import pytest
 
 from scalebook import upstream
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = tomllib.loads((ROOT / "scalebook" / "data" / "upstream.toml").read_text(encoding="utf-8"))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import scalebook as sb
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 BOOK_FIGURES = {"05_training": 9, "06_training_llama": 1, "07_inference": 19, "08_serving_llama": 2}
 CELL = re.compile(r"```\{code-cell\} ipython3\n(.*?)```", re.S)
 

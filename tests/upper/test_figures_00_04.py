@@ -20,7 +20,7 @@ from scalebook.plots import chip as chip_plots
 from scalebook.plots import collective_steps, transformer
 from scalebook.rings import ring_schedule
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Figures per chapter in How To Scale Your Model (placements, shared/book-figures.md): 36 in chapters 00–04.
 BOOK_FIGURES = {"00_intro": 3, "01_rooflines": 2, "02_tpus": 14, "03_sharding": 13, "04_transformers": 4}
 _CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)

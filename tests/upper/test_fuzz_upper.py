@@ -1,8 +1,9 @@
 """Hostile-but-honest fuzz of the upper floor (issue #16): figures, explorers and the JAX lab.
 
-The machinery is tests/fuzzing.py's, shared with tests/test_fuzz.py (the analytic model). Every public callable of
-`scalebook.plots.*` and `scalebook.widgets.*` has a recipe: one valid call (drawn once, its figures closed) and the
-kind of each parameter. A parameter's kind is written out, or read from its annotation and name by `inferred`
+The machinery is tests/fuzzing.py's, shared with tests/ground/test_fuzz.py (the analytic model). Every public
+callable of `scalebook.plots.*` and `scalebook.widgets.*` has a recipe: one valid call (drawn once, its figures
+closed) and the kind of each parameter. A parameter's kind is written out, or read from its annotation and name by
+`inferred`
 (`int` a count, `float` a size, `bool` a flag, a chip/model/dtype/... `str` a name, other `str` free text; a title
 is not fuzzed); a parameter neither kind covers fails `test_every_parameter_has_a_kind`. Each bad value must raise a
 ValueError/TypeError/KeyError naming the argument before anything is drawn (no figure left open).
@@ -56,12 +57,12 @@ EXEMPT = {
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
-                              "tests/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
+                              "tests/ground/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
        for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
                     "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
     "runtime.Runtime": RECORD, "runtime.host": "no arguments; describes this machine",
     "bench.Sweep": RECORD, "bench.default_dtype": "no arguments; reads the device",
-    "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/test_fuzz.py",
+    "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/ground/test_fuzz.py",
     "multihost.MultihostError": "an exception class", "multihost.MultihostResult": RECORD,
     "multihost.free_port": "no arguments; asks the OS for a port",
     "multihost.dcn_ici_mesh": "no arguments; runs inside a launched process only",
@@ -425,7 +426,7 @@ LAB_RECIPES = {name for name in R if name.split(".")[0] in {m.split(".")[0] for 
 
 def test_every_public_callable_has_a_recipe():
     missing = missing_recipes({**GROUND, **R}, {**GROUND_EXEMPT, **EXEMPT}, MODULES)
-    assert not missing, f"public callables without a fuzz recipe (add one to tests/test_fuzz_upper.py): {missing}"
+    assert not missing, f"public callables without a fuzz recipe (add one to tests/upper/test_fuzz_upper.py): {missing}"
 
 
 def test_every_parameter_has_a_kind():

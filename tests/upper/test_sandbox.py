@@ -16,7 +16,7 @@ import pytest
 
 from scalebook import cgroups, sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(bool(sandbox.available()), reason=f"no sandbox here: {sandbox.available()}")
 # bubblewrap where installed; as root, util-linux namespaces too (the grader's fallback without bubblewrap)
 KINDS = [k for k, ok in (("bubblewrap", shutil.which("bwrap")), ("namespaces", os.geteuid() == 0)) if ok]
@@ -315,7 +315,7 @@ def test_the_key_stays_hidden_wherever_the_course_lives(tmp_path, base, kind):
         shutil.copytree(ROOT / "scalebook", course / "scalebook", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "solutions", course / "solutions")
         (course / "tests" / "data").mkdir(parents=True)
-        shutil.copy(ROOT / "tests" / "data" / "problem_answers.toml", course / "tests" / "data")
+        shutil.copy(ROOT / "tests" / "course" / "data" / "problem_answers.toml", course / "tests" / "data")
         (course / "notes.md").write_text("the teacher's notes")
         course.chmod(0o755)
         (tmp_path / "answers").touch()

@@ -28,7 +28,7 @@ pytest.importorskip("jupytext")
 nbformat = pytest.importorskip("nbformat")
 jupyter_client = pytest.importorskip("jupyter_client")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ["chapters/01_rooflines", "exercises/01_rooflines"]
 
 

@@ -24,7 +24,7 @@ import pytest
 
 import scalebook as sb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COLUMN_IN = 730 / 96  # the site's text column, inches at 96 px per inch
 FULL_WIDTH_IN = 1.36 * COLUMN_IN  # sphinx-book-theme: div.cell.tag_full-width {width: 136%}
 MIN_PT = 8.0
