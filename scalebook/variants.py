@@ -151,6 +151,8 @@ def enrol(student: str | None, key: str | None = None) -> None:
     ignored: the grader names the student.
     """
     if student is None:
+        if key is not None:
+            raise ValueError(f"key={key!r} was given without a student: name the student the key was issued to")
         _ENROLLED.student = _ENROLLED.key = None
         return
     canonical(student)

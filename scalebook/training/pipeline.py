@@ -151,6 +151,8 @@ def _labels(grid: list[list[Op | None]], virtual: int) -> list[list[str]]:
              for op in row[:width]] for row in grid]
 
 
+@checks(rank=lambda n, v: check_int(n, v, 0, MAX_DRAWN), stages=lambda n, v: check_int(n, v, 1, MAX_DRAWN),
+        microbatches=lambda n, v: check_int(n, v, 1, MAX_DRAWN), virtual=lambda n, v: check_int(n, v, 1, MAX_DRAWN))
 def megatron_order(rank: int, stages: int, microbatches: int, virtual: int) -> list[Op]:
     """Return the ops device `rank` runs, in Megatron-LM's interleaved 1F1B order (Narayanan et al., 2021;
     `forward_backward_pipelining_with_interleaving` in Megatron-Core's `pipeline_parallel/schedules.py`).
@@ -160,6 +162,8 @@ def megatron_order(rank: int, stages: int, microbatches: int, virtual: int) -> l
     and one backward in turn, then the remaining backwards. Ops are (kind, microbatch, virtual stage), the
     virtual stage of chunk c on rank r being c·P + r.
     """
+    if rank >= stages:
+        raise ValueError(f"rank={rank} must be a pipeline rank below stages={stages}")
     P, v, M = stages, virtual, microbatches
     total = M * v
 

@@ -251,6 +251,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                    {"stages": "count", "microbatches": "count", "schedule": "name"}),
     "training.pipeline.interleaved_schedule": (lambda: dict(stages=4, microbatches=8),
                                       {"stages": "count", "microbatches": "count", "virtual": "count"}),
+    "training.pipeline.megatron_order": (lambda: dict(rank=1, stages=4, microbatches=8, virtual=2),
+                                {"rank": "count0", "stages": "count", "microbatches": "count", "virtual": "count"}),
     "training.pipeline.zero_bubble_schedule": (lambda: dict(stages=4, microbatches=8),
                                       {"stages": "count", "microbatches": "count"}),
     "training.pipeline.greedy_schedule": (lambda: dict(devices=2, ops=[0, 1, 2, 3], device_of=lambda op: op % 2,

@@ -11,11 +11,11 @@ made public without a recipe fails `test_every_public_method_has_a_recipe`.
 from __future__ import annotations
 
 import functools
+import random
 from collections import Counter
 from typing import Any
 
 import fuzzing
-import numpy as np
 from fuzzing import HUGE, INF, NAN, Recipes, bad_cases, classify, resolve, summary
 from test_fuzz import MODULES as GROUND_MODULES
 from test_fuzz_upper import MODULES as UPPER_MODULES
@@ -128,7 +128,7 @@ M: Recipes = {
     "overlap.CollectiveMatmul.table": (lambda: dict(self=_ring()), {}),
     "sharding.Plan.table": (lambda: dict(self=sb.sharded_matmul("A[I, J_X] @ B[J_X, K] -> C[I, K]", _mesh(),
                                                                 I=1024, J=8192, K=8192)), {}),
-    "serving.Lengths.sample": (lambda: dict(self=serving.Lengths(512, 0.5), rng=np.random.default_rng(0), n=8),
+    "serving.Lengths.sample": (lambda: dict(self=serving.Lengths(512, 0.5), rng=random.Random(0), n=8),
                                {"rng": [3, "abc", None], "n": "count"}),
     "serving.Workload.sample": (lambda: dict(self=serving.Workload(4.0), n_requests=8),
                                 {"n_requests": "count", "seed": "count0"}),
