@@ -24,6 +24,7 @@ from .units import check_kind, checks, dtype_bytes
 __all__ = [
     "KINDS", "COLLECTIVE_OPCODES", "HloOp", "Collective", "element_bytes", "scalebook_dtype", "parse_op",
     "iter_ops", "parse_hlo", "module_devices", "replica_groups", "collectives", "padding",
+    "memory_order",
 ]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "collective_permute")
@@ -342,3 +343,28 @@ def padding(shape: Sequence[int], tile: str | Sequence[Sequence[int]], dtype: st
     return {"shape": shape, "padded_shape": padded, "logical": logical, "stored": stored,
             "logical_bytes": logical * size, "stored_bytes": stored * size,
             "waste": (stored - logical) / stored, "overhead": stored / logical}
+
+
+@checks(shape="counts")
+def memory_order(shape: Sequence[int], tile: str | Sequence[Sequence[int]]) -> list[list[int]]:
+    """Return, for a 2-D array stored with tiling `tile` (e.g. 'T(2,4)(2,1)'), the position in linear memory
+    (in elements from the array's start) of every element of the padded array, row by row (shape padded up to
+    whole tiles): tiles row-major, and inside each tile its sub-tiles row-major, down to row-major elements.
+    f32[3,5] with T(2,2) is a 4 x 6 grid whose last slot, a padding one, is element 23."""
+    if len(shape) != 2:
+        raise ValueError(f"shape must have two dimensions, got {tuple(shape)!r}")
+    tiles = list(_tiles(tile))
+    if not tiles or any(len(t) != 2 for t in tiles):
+        raise ValueError(f"tile must be 2-D tiles such as 'T(2,2)', got {tile!r}")
+    a, b = tiles[0]
+    return _order(-(-shape[0] // a) * a, -(-shape[1] // b) * b, tiles)
+
+
+def _order(h: int, w: int, rest: list[tuple[int, ...]]) -> list[list[int]]:
+    """Memory positions of an h x w block laid out by the tiles `rest` (outermost first)."""
+    if not rest:
+        return [[i * w + j for j in range(w)] for i in range(h)]
+    a, b = min(rest[0][0], h), min(rest[0][1], w)
+    inner = _order(a, b, rest[1:])
+    per_row = w // b
+    return [[((i // a) * per_row + j // b) * a * b + inner[i % a][j % b] for j in range(w)] for i in range(h)]

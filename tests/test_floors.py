@@ -36,10 +36,8 @@ NOT_YET_MOVED = {
     "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
-    "profile.timeline": "nowhere: it draws, but says it returns Any",
     "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
     "tpu.ladder_rows": "hardware (the bandwidth ladder of a chip)",
-    "trace.memory_order": "profiling",
     "transformer.layer_einsums": "models (a layer's einsums)",
 }
 

@@ -15,6 +15,8 @@ from .base import figure, legend_below
 
 __all__ = ["timeline", "KIND_COLOURS"]
 
+Figure = Any
+
 KIND_COLOURS = {"matmul": "#1f77b4", "collective": "#d62728", "elementwise": "#2ca02c", "data movement": "#bdbdbd"}
 # A while loop's or call's event spans the ops it runs: drawing it would paint over their idle gaps.
 _CONTAINERS = "control flow"
@@ -24,7 +26,7 @@ _CONTAINERS = "control flow"
         run=lambda n, v: check_int(n, v, low=-10**6), scope="?text",
         window=lambda n, v: None if v is None else positive_range(n, v))
 def timeline(trace: Any, run: int = -1, scope: str | None = None, window: tuple[float, float] | None = None,
-             title: str | None = None) -> Any:
+             title: str | None = None) -> Figure:
     """Return a matplotlib figure of one run of the trace (the last by default): one row of op bars per device.
 
     `scope` keeps only ops whose named scope starts with it (e.g. 'layer0/attention'); `window` = (start, end)

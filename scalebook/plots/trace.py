@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from ..hlo import _tiles, padding, parse_hlo
+from ..hlo import _tiles, memory_order, padding, parse_hlo
 from ..kinds import has, mapping_of
 from ..units import checks, fmt_bytes, fmt_time
 from .base import figure, finish, legend_below
 from .diagram import COLOURS, arrow, box, canvas
 from .profile import KIND_COLOURS
 
-__all__ = ["compile_stages", "memory_order", "tiling", "fusion_graph", "time_breakdown", "op_rooflines",
+__all__ = ["compile_stages", "tiling", "fusion_graph", "time_breakdown", "op_rooflines",
            "memory_budget"]
 
 Figure = Any
@@ -50,41 +50,16 @@ def compile_stages() -> Figure:
     return fig
 
 
-@checks(shape="counts")
-def memory_order(shape: Sequence[int], tile: str | Sequence[Sequence[int]]) -> np.ndarray:
-    """Return, for a 2-D array stored with tiling `tile` (e.g. 'T(2,4)(2,1)'), the position in linear memory
-    of every element of the padded array (shape padded up to whole tiles): tiles row-major, and inside each
-    tile its sub-tiles row-major, down to row-major elements."""
-    if len(shape) != 2:
-        raise ValueError(f"shape must have two dimensions, got {tuple(shape)!r}")
-    tiles = [tuple(t) for t in _tiles(tile)]
-    if not tiles or any(len(t) != 2 for t in tiles):
-        raise ValueError(f"tile must be 2-D tiles such as 'T(2,2)', got {tile!r}")
-
-    def order(h: int, w: int, rest: list[tuple[int, ...]]) -> np.ndarray:
-        if not rest:
-            return np.arange(h * w).reshape(h, w)
-        a, b = min(rest[0][0], h), min(rest[0][1], w)
-        inner = order(a, b, rest[1:])
-        out = np.empty((h, w), dtype=int)
-        for k, (i, j) in enumerate((i, j) for i in range(h // a) for j in range(w // b)):
-            out[i * a:(i + 1) * a, j * b:(j + 1) * b] = k * a * b + inner
-        return out
-
-    a, b = tiles[0]
-    return order(-(-shape[0] // a) * a, -(-shape[1] // b) * b, tiles)
-
-
 @checks(dtype="dtype", shape="counts")
 def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
     """Draw a 2-D array in its tiled layout: the padded grid with each slot's position in memory, one colour
-    per tile, padding slots hatched, and the share of storage the padding wastes (from `hlo.padding`)."""
+    per tile, padding slots hatched, and the share of storage the padding wastes (`hlo.memory_order`, `hlo.padding`)."""
     from matplotlib.patches import Rectangle
 
     positions = memory_order(shape, tile)
     info = padding(shape, tile, dtype)
     a, b = _tiles(tile)[0]
-    rows, cols = positions.shape
+    rows, cols = len(positions), len(positions[0])
     fig, ax = figure((0.55 * cols + 2.0, 0.55 * rows + 1.4))
     for i in range(rows):
         for j in range(cols):
@@ -92,7 +67,7 @@ def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
             colour = f"C{((i // a) * (cols // b) + j // b) % 10}"
             ax.add_patch(Rectangle((j, rows - 1 - i), 1, 1, facecolor="white" if pad else colour,
                                    alpha=1.0 if pad else 0.35, edgecolor="0.3", hatch="///" if pad else "", lw=0.5))
-            ax.text(j + 0.5, rows - 0.5 - i, str(positions[i, j]), ha="center", va="center", fontsize=8)
+            ax.text(j + 0.5, rows - 0.5 - i, str(positions[i][j]), ha="center", va="center", fontsize=8)
     for i in range(0, rows, a):
         for j in range(0, cols, b):
             ax.add_patch(Rectangle((j, rows - i - a), b, a, fill=False, edgecolor="black", lw=1.6))

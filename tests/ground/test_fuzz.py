@@ -298,6 +298,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "hlo.padding": (lambda: dict(shape=(1024, 8192), tile="T(8,128)"),
                     {"shape": [(1024, -1), (2.5, 3), 3, None], "tile": ["T(8,", (( 0, 128),), 3, None],
                      "dtype": "name"}),
+    "hlo.memory_order": (lambda: dict(shape=(4, 8), tile="T(2,4)"),
+                         {"shape": [(4, -1), (2.5, 3), (2, 3, 4), 3, None], "tile": ["T(8,", 3, None]}),
     "grading.expect": (lambda: dict(value=1.0, published=1.0),
                        {"value": "-", "published": "-", "rtol": "nonneg", "source": "text", "label": "text",
                         "unit": "text", "kind": "name"}),

@@ -90,16 +90,6 @@ def test_pipeline_timeline_counts_its_bubble():
     assert "busy 67%" in sb.plots.gpu_diagrams.gpu_pipeline(2, 2).axes[0].get_title()
 
 
-def test_tiling_numbers_memory_like_the_book():
-    # f32[3,5] in 2x2 tiles: the first tile holds 0-3 row-major, the padding row of the third tile comes last.
-    order = sb.plots.trace.memory_order((3, 5), "T(2,2)")
-    assert order.shape == (4, 6)
-    assert order[:2, :2].tolist() == [[0, 1], [2, 3]] and order[3, 5] == 23
-    # bf16[4,8] with T(2,4)(2,1): pairs of rows packed, so memory runs down each column pair.
-    packed = sb.plots.trace.memory_order((4, 8), "T(2,4)(2,1)")
-    assert packed[:2, :2].tolist() == [[0, 2], [1, 3]]
-
-
 HLO = """HloModule jit_f, num_partitions=2
 
 %fused_computation (p0: f32[8,16], p1: f32[16,4]) -> f32[8,4] {

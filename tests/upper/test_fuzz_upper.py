@@ -232,8 +232,6 @@ recipe("plots.tpu.systolic_strip", steps=[[0, -1], [2.5], 3])
 recipe("plots.tpu.stage_breakdown", lambda: dict(stages={"load": 1e-3, "math": 2e-3}),
        stages=[{"load": NAN}, {"load": -1}, 3, None])
 recipe("plots.trace.compile_stages")
-recipe("plots.trace.memory_order", lambda: dict(shape=(4, 8), tile="T(2,4)"), shape=[(4, -1), (2.5, 3), 3, None],
-       tile=["T(8,", 3, None])
 recipe("plots.trace.tiling", lambda: dict(shape=(4, 8), tile="T(2,4)"), shape=[(4, -1), (2.5, 3), 3, None],
        tile=["T(8,", 3, None])
 recipe("plots.trace.fusion_graph", lambda: dict(hlo=_trace().hlo, name="fusion.1"),
