@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sandbox
-from .gradebook import Gradebook, grader_error, summary
+from .gradebook import Gradebook, grader_error, reasoning_cells, summary
 from .grading import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, Comparison
 from .hints import MAX_HINTS, hint_text
 from .mistakes import likely_mistake
@@ -293,7 +293,8 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
         advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
         return Result(submission, status, outcomes, _scored(possible, outcomes, hints, hint_cost), possible, detail,
-                      {q: n for q, n in hints.items() if q in possible}, advice, errors)
+                      {q: n for q, n in hints.items() if q in possible}, advice, errors,
+                      reasoning_cells(content, possible))
     except Exception as err:  # noqa: BLE001 - the error boundary: one file never stops the class's grading
         return grader_error(submission, err)
 
@@ -318,9 +319,10 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
         raise ValueError(f"out={str(out)!r} lies inside the submissions folder; write the gradebook elsewhere")
     if (out.exists() or out.is_symlink()) and not force:
         raise ValueError(f"out={str(out)!r} exists; pass force=True (--force) to overwrite that gradebook")
-    feedback = out.parent / "feedback"
-    if feedback.is_dir() and any(feedback.iterdir()) and not force:
-        raise ValueError(f"{str(feedback)!r} holds earlier feedback; pass force=True (--force) to overwrite it")
+    for kind in ("feedback", "reasoning"):
+        written = out.parent / kind
+        if written.is_dir() and any(written.iterdir()) and not force:
+            raise ValueError(f"{str(written)!r} holds earlier {kind}; pass force=True (--force) to overwrite it")
 
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,

@@ -6,6 +6,11 @@ rewritten once, atomically and in order, by `Gradebook.finish`; a failure to wri
 row's status. Text that comes from a submission (names, kernel names, error lines) is escaped for each place
 it goes: control and bidirectional characters and undecodable bytes shown as escapes everywhere (`clean`),
 a leading `= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped in the feedback (`markdown`).
+
+The "write your reasoning" cells are graded by hand: `reasoning_cells` reads them from the submitted notebook's
+JSON (as data, never run), each under the id of the problem whose `sb.check` cell precedes it, and `finish`
+writes them to `reasoning/<student>-<hash>.md` beside the CSV, capped at `MAX_REASONING` characters per problem
+and escaped; the CSV's `reasoning` column is left empty for the teacher's points.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import json
 import os
 import re
 import threading
@@ -25,7 +31,12 @@ from typing import Any, TextIO
 from .submissions import Result, Submission
 from .tables import Table
 
-__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name"]
+__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name", "reasoning_cells",
+           "MAX_REASONING"]
+
+MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teacher; the rest is cut
+_STUB = "*Write your reasoning here.*"  # what `grading.strip_solutions` leaves in a reasoning cell
+_CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
 
 
 def grader_error(submission: Submission, err: BaseException, where: str = "") -> Result:
@@ -99,6 +110,54 @@ def _line(r: Result, qid: str) -> str:
     return text + (f" ({taken} hint{'s' * (taken > 1)} taken)" if taken else "")
 
 
+def _source(cell_: Any) -> str:
+    """A notebook cell's source as text ('' when the JSON holds anything else there)."""
+    source = cell_.get("source", "") if isinstance(cell_, dict) else ""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return source if isinstance(source, str) else ""
+
+
+def reasoning_cells(content: bytes, possible: dict[str, int]) -> dict[str, str]:
+    """The reasoning a submitted notebook gives per question of `possible`: the text of the Markdown cells
+    that follow the code cell checking it (`sb.check("QID", ...)`) up to the next heading, the unedited stub
+    left out, at most `MAX_REASONING` characters each. The JSON is read as data, never run; a notebook
+    that cannot be read has no reasoning ({})."""
+    try:
+        cells = json.loads(content).get("cells", [])
+    except (ValueError, AttributeError, RecursionError):
+        return {}
+    found: dict[str, list[str]] = {}
+    qid = None
+    for cell_ in cells if isinstance(cells, list) else []:
+        kind, text = (cell_.get("cell_type") if isinstance(cell_, dict) else None), _source(cell_)
+        if kind == "code":
+            qid = next((q for q in reversed(_CHECKED.findall(text)) if q in possible), qid)
+        elif kind == "markdown" and text.lstrip().startswith("#"):
+            qid = None
+        elif kind == "markdown" and qid and text.strip() and text.strip() != _STUB:
+            found.setdefault(qid, []).append(text.strip())
+    return {q: _capped("\n\n".join(texts)) for q, texts in found.items()}
+
+
+def _capped(text: str) -> str:
+    """`text` cut to `MAX_REASONING` characters, saying so."""
+    if len(text) <= MAX_REASONING:
+        return text
+    return text[:MAX_REASONING] + f"\n\n[cut: {len(text) - MAX_REASONING} more characters not kept]"
+
+
+def _reasoning_section(r: Result) -> str:
+    """One result's reasoning, a subsection per question (every line escaped), for grading by hand."""
+    name = r.submission.problem_set or markdown(r.submission.path.name)
+    lines = [f"## {name} ({markdown(r.submission.path.name)})", ""]
+    for q in r.possible:
+        text = r.reasoning.get(q)
+        body = [markdown(line) for line in text.splitlines()] if text else ["*(no reasoning written)*"]
+        lines += [f"### {q}", "", *body, ""]
+    return "\n".join(lines) + "\n"
+
+
 def _feedback_title(student: str) -> str:
     return f"# Feedback for {markdown(student)}\n\n"
 
@@ -118,20 +177,21 @@ class Gradebook:
         """Start the gradebook `out` (and `feedback/` beside it) of `submissions` in `folder`: a column per
         question of `qids`, and `mode` (the sandbox and its caps) in every row."""
         self.out, self.folder, self.mode = out, folder, mode
-        self.feedback = out.parent / "feedback"
+        self.feedback, self.reasoning = out.parent / "feedback", out.parent / "reasoning"
         self.lock = threading.Lock()
         self.results: list[Result | None] = [None] * len(submissions)
         self.submissions = submissions
         self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
         self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
-                        "total", "possible", "hints", "status", "sandbox", "detail"]
+                        "total", "possible", "hints", "reasoning", "status", "sandbox", "detail"]
         self.feedback.mkdir(exist_ok=True)
+        self.reasoning.mkdir(exist_ok=True)
         _write_atomic(out, ",".join(self.columns) + "\r\n")
         self.csv: TextIO = open(out, "a", newline="", encoding="utf-8")  # closed by finish
         self.writer = csv.DictWriter(self.csv, fieldnames=self.columns, restval="")
 
     def row(self, r: Result) -> dict[str, Any]:
-        """The CSV row of one result, every text cell escaped."""
+        """The CSV row of one result, every text cell escaped; `reasoning` is left for the teacher's points."""
         return {"student": cell(r.submission.student), "problem set": r.submission.problem_set or "",
                 "file": cell(str(r.submission.path.relative_to(self.folder))), **r.points, "total": r.total,
                 "possible": sum(r.possible.values()), "hints": sum(r.hints.values()), "status": cell(r.status),
@@ -176,6 +236,10 @@ class Gradebook:
         for student, mine in students.items():
             _write_atomic(self.feedback / feedback_name(student),
                           _feedback_title(student) + "".join(map(_feedback_section, mine)))
+            graded = [r for r in mine if r.possible and r.status != "superseded"]
+            if graded:
+                _write_atomic(self.reasoning / feedback_name(student),
+                              f"# Reasoning of {markdown(student)}\n\n" + "".join(map(_reasoning_section, graded)))
         return results
 
 

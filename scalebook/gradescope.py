@@ -147,19 +147,21 @@ def autograder_zip(out: Path, problem_set: str, root: Path | None = None, secret
 
 
 def lms_csv(results: list[Result], path: Path) -> Path:
-    """Write one row per student (the total, a column per problem set, one per question) for Canvas or Moodle to
-    import; a student's latest graded file of each set counts (superseded and refused rows are left out)."""
+    """Write one row per student (the total, an empty `reasoning` column for the points the teacher gives the
+    reasoning by hand, a column per problem set, one per question) for Canvas or Moodle to import; a student's
+    latest graded file of each set counts (superseded and refused rows are left out)."""
     counted = [r for r in results if r.submission.problem_set and r.possible and r.status != "superseded"]
     sets = sorted({r.submission.problem_set for r in counted})
     qids = sorted({q for r in counted for q in r.possible}, key=lambda q: [int(x) for x in q.split(".")])
     rows: dict[str, dict[str, Any]] = {}
     for r in counted:
-        row = rows.setdefault(r.submission.student, {"student": cell(r.submission.student), "total": 0})
+        row = rows.setdefault(r.submission.student, {"student": cell(r.submission.student), "total": 0,
+                                                      "reasoning": ""})
         row[r.submission.problem_set] = r.total
         row["total"] += r.total
         row.update({q: r.points.get(q, 0) for q in r.possible})
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["student", "total", *sets, *qids], restval=0)
+        writer = csv.DictWriter(f, fieldnames=["student", "total", "reasoning", *sets, *qids], restval=0)
         writer.writeheader()
         writer.writerows(rows[s] for s in sorted(rows))
     return Path(path)

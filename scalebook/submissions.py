@@ -61,6 +61,7 @@ class Result:
     hints: dict[str, int] = field(default_factory=dict)  # hints taken per question
     advice: dict[str, str] = field(default_factory=dict)  # per wrong answer: the likely mistake and a hint
     errors: list[str] = field(default_factory=list)  # the error line of each crashed cell ('cell 4: NameError: ...')
+    reasoning: dict[str, str] = field(default_factory=dict)  # per question: the reasoning cells' text, for the teacher
 
     @property
     def total(self) -> float:

@@ -66,7 +66,8 @@ def test_the_lms_csv_has_a_row_per_student_and_a_column_per_set_and_question(tmp
     path = lms_csv([_result(), second, _result("=cmd")], tmp_path / "lms.csv")
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["student", "total", "01_rooflines", "01.1", "01.2", "01.3"]
+    assert list(rows[0]) == ["student", "total", "reasoning", "01_rooflines", "01.1", "01.2", "01.3"]
+    assert {r["reasoning"] for r in rows} == {""}  # the teacher's points for the reasoning, given by hand
     assert [(r["student"], r["total"]) for r in rows] == [("'=cmd", "1"), ("ada", "1"), ("bo", "4")]
 
 
