@@ -30,14 +30,11 @@ DRAWING = {
     "collective_steps.to_rgb": "a colour name as an RGB triple",
 }
 NOT_YET_MOVED = {
-    "chip.mxus_per_core": "hardware.chips (a chip's MXU count)",
-    "chip.vpu_flops_per_core": "hardware.sm (the VPU's FLOP/s)",
     "chip.pipeline_stages": "a ground module of ch. 2's pipelining",
     "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
     "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
-    "tpu.ladder_rows": "hardware (the bandwidth ladder of a chip)",
     "transformer.layer_einsums": "models (a layer's einsums)",
 }
 

@@ -13,7 +13,9 @@ from ..tables import Table
 from ..units import check_choice, check_fields, check_kind, checks, closest, fmt_bytes, fmt_rate, is_a, sequence_of
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
-           "IDEAL", "EFFICIENCY_MODES"]
+           "IDEAL", "EFFICIENCY_MODES", "VMEM_FACTOR", "mxus_per_core", "ladder_rows"]
+
+VMEM_FACTOR = 22.0  # VMEM -> MXU bandwidth over HBM bandwidth (How To Scale Your Model, ch. 2)
 
 # Which peak-FLOP/s field a compute dtype uses.
 FLOP_DTYPES: dict[str, str] = {
@@ -407,3 +409,32 @@ def list_chips(chips: list[Chip] | None = None, vendor: str | None = None) -> Ta
     }
     return Table(rows, formats=formats,
                  title="Accelerator specs (dense peaks; one-way bandwidths; scale-up: NVLink or Infinity Fabric)")
+
+
+def mxus_per_core(chip: Chip | str) -> int | None:
+    """Return the MXUs in one TensorCore (a count), from peak bf16 FLOP/s = cores × MXUs × 2 × size² × clock (Hz);
+    None when the clock or MXU size is not in the spec table."""
+    c = get_chip(chip)
+    if not (c.clock_hz and c.mxu_size and c.cores and c.bf16_flops):
+        return None
+    return round(c.bf16_flops / (c.cores * 2 * c.mxu_size**2 * c.clock_hz))
+
+
+@checks(vmem_factor="size")
+def ladder_rows(chip: Chip | str, vmem_factor: float = VMEM_FACTOR) -> dict[str, float | None]:
+    """Return the bandwidths (bytes/s) of one chip's channels, fastest first; None where a figure is unknown.
+
+    VMEM is `vmem_factor` x HBM, listed only for chips whose VMEM size is known. ICI appears three ways: one
+    link one-way, one link both ways (the book's "bidirectional"), and the chip's egress over all its links.
+    """
+    c = get_chip(chip)
+    ici = c.ici_bandwidth
+    return {
+        "VMEM→MXU (≈22× HBM)": vmem_factor * c.hbm_bandwidth if c.vmem_bytes and c.hbm_bandwidth else None,
+        "HBM": c.hbm_bandwidth,
+        "ICI, all links, one-way": ici * c.ici_links if ici and c.ici_links else None,
+        "ICI link, bidirectional": c.ici_bidirectional,
+        "ICI link, one-way": ici,
+        "PCIe (host↔chip)": c.pcie_bandwidth,
+        "DCN (per chip)": c.dcn_bandwidth,
+    }

@@ -14,7 +14,7 @@ from .chips import Chip, get_chip
 
 __all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
            "vector_flops", "clock_from_vector_flops", "tensor_core_flops_per_cycle", "on_chip_bytes", "vector_add",
-           "gpu_table"]
+           "gpu_table", "vpu_flops_per_core"]
 
 SUBPARTITIONS_PER_SM = 4
 WARP_LANES = 32
@@ -121,3 +121,10 @@ def gpu_table(chips: tuple[str, ...] = ("v100", "a100", "h100", "h200", "b200"))
                                 "HBM B/s": lambda v: fmt_rate(v, "B/s"), "bf16/fp16 FLOPs/s": fmt_rate,
                                 "boost clock": lambda v: f"{v / 1e9:.2f} GHz" if v else "?"},
                  title="NVIDIA GPUs, one chip each (dense figures)")
+
+
+def vpu_flops_per_core(chip: Chip | str) -> float | None:
+    """Return one TPU TensorCore's vector-unit FLOP/s (8 sublanes × 128 lanes × 4 ALUs per cycle × clock in Hz),
+    or None when the clock is not in the spec table."""
+    c = get_chip(chip)
+    return VPU_SHAPE[0] * VPU_SHAPE[1] * VPU_ALUS * c.clock_hz if c.clock_hz else None

@@ -9,37 +9,21 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..hardware.chips import Chip, get_chip
-from ..hardware.sm import VPU_ALUS, VPU_SHAPE
+from ..hardware.chips import VMEM_FACTOR, Chip, get_chip, mxus_per_core
+from ..hardware.sm import VPU_ALUS, VPU_SHAPE, vpu_flops_per_core
 from ..hardware.topology import TpuMesh
 from ..units import checks, fmt_bytes, fmt_rate, is_a, sequence_of
 from .base import figure
 from .diagram import COLOURS, arrow, box, canvas, panels
 from .sharding import PALETTE
-from .tpu import VMEM_FACTOR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["mxus_per_core", "vpu_flops_per_core", "chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
+__all__ = ["chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
            "pod_cubes", "pipeline_stages", "elementwise_pipeline", "mxu_pipeline", "banner"]
 
 VREGS_PER_CORE = 64  # vector registers of 8 x 128 x 4 B on a v5p core (How To Scale Your Model, ch. 2, appendix)
-
-
-def mxus_per_core(chip: Chip | str) -> int | None:
-    """Return the MXUs in one TensorCore, from peak bf16 FLOP/s = cores × MXUs × 2 × size² × clock; None when the
-    clock or MXU size is not in the spec table."""
-    c = get_chip(chip)
-    if not (c.clock_hz and c.mxu_size and c.cores and c.bf16_flops):
-        return None
-    return round(c.bf16_flops / (c.cores * 2 * c.mxu_size**2 * c.clock_hz))
-
-
-def vpu_flops_per_core(chip: Chip | str) -> float | None:
-    """Return one TensorCore's vector-unit FLOP/s (8 sublanes × 128 lanes × 4 ALUs per cycle × clock), or None."""
-    c = get_chip(chip)
-    return VPU_SHAPE[0] * VPU_SHAPE[1] * VPU_ALUS * c.clock_hz if c.clock_hz else None
 
 
 def _tpu(chip: Chip | str) -> Chip:
@@ -56,8 +40,8 @@ def _text(value: float | None, fmt, unknown: str = "?") -> str:
 def chip_diagram(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
     """Draw one TPU chip: each TensorCore (scalar unit, VPU, VMEM, its MXUs) above the HBM they share.
 
-    Sizes and rates come from the chip's spec: MXU count from `mxus_per_core`, VPU rate from
-    `vpu_flops_per_core`, VMEM → MXU bandwidth as ≈22× HBM (the book's figure).
+    Sizes and rates come from the chip's spec: MXU count from `hardware.chips.mxus_per_core`, VPU rate from
+    `hardware.sm.vpu_flops_per_core`, VMEM → MXU bandwidth as ≈22× HBM (the book's figure).
     """
     c = _tpu(chip)
     cores = c.cores or 1

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import systolic as _systolic
 from ..estimate import Estimate
-from ..hardware.chips import Chip, get_chip
+from ..hardware.chips import VMEM_FACTOR, Chip, get_chip, ladder_rows
 from ..hardware.topology import TpuMesh
 from ..kinds import mapping_with
 from ..units import check_kind, checks, fmt_rate, is_a, sequence_of
@@ -20,35 +20,13 @@ from .roofline import human_ticks
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["bandwidth_ladder", "ladder_rows", "torus", "systolic", "systolic_strip", "stage_breakdown"]
-
-VMEM_FACTOR = 22.0  # VMEM -> MXU bandwidth over HBM bandwidth (How To Scale Your Model, ch. 2)
-
-
-@checks(vmem_factor="size")
-def ladder_rows(chip: Chip | str, vmem_factor: float = VMEM_FACTOR) -> dict[str, float | None]:
-    """Return the bandwidths (bytes/s) of one chip's channels, fastest first; None where a figure is unknown.
-
-    VMEM is `vmem_factor` x HBM, listed only for chips whose VMEM size is known. ICI appears three ways: one
-    link one-way, one link both ways (the book's "bidirectional"), and the chip's egress over all its links.
-    """
-    c = get_chip(chip)
-    ici = c.ici_bandwidth
-    return {
-        "VMEM→MXU (≈22× HBM)": vmem_factor * c.hbm_bandwidth if c.vmem_bytes and c.hbm_bandwidth else None,
-        "HBM": c.hbm_bandwidth,
-        "ICI, all links, one-way": ici * c.ici_links if ici and c.ici_links else None,
-        "ICI link, bidirectional": c.ici_bidirectional,
-        "ICI link, one-way": ici,
-        "PCIe (host↔chip)": c.pcie_bandwidth,
-        "DCN (per chip)": c.dcn_bandwidth,
-    }
-
+__all__ = ["bandwidth_ladder", "torus", "systolic", "systolic_strip", "stage_breakdown"]
 
 @checks(vmem_factor="size", chips=is_a(list, tuple))
 def bandwidth_ladder(chips: Sequence[Chip | str] = ("v5e", "v5p", "v6e"), vmem_factor: float = VMEM_FACTOR,
                      title: str | None = None) -> Figure:
-    """Draw each chip's channel bandwidths as grouped bars on a log scale (bytes/s), fastest channel first."""
+    """Draw each chip's channel bandwidths (`hardware.chips.ladder_rows`) as grouped bars on a log scale (bytes/s),
+    fastest channel first."""
     chips = [get_chip(c) for c in chips]
     if not chips:
         raise ValueError("chips must name at least one chip")

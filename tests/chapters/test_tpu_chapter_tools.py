@@ -70,18 +70,11 @@ def _labelled(fig):
     assert fig.axes[0].get_title() or fig._suptitle is not None
 
 
-def test_bandwidth_ladder_is_ordered_and_labelled():
+def test_bandwidth_ladder_is_labelled_on_a_log_scale():
     fig = sb.plots.tpu.bandwidth_ladder()
     ax = fig.axes[0]
     _labelled(fig)
     assert ax.get_yscale() == "log" and "bytes/s" in ax.get_ylabel()
-    rows = sb.plots.tpu.ladder_rows("v5e")
-    assert rows["VMEM→MXU (≈22× HBM)"] == pytest.approx(22 * 8.2e11)
-    assert rows["ICI link, bidirectional"] == pytest.approx(9e10)
-    assert rows["ICI, all links, one-way"] == pytest.approx(4 * 4.5e10)
-    known = [v for v in rows.values() if v]
-    assert known == sorted(known, reverse=True)  # a ladder: each channel slower than the one before
-    assert sb.plots.tpu.ladder_rows("v6e")["VMEM→MXU (≈22× HBM)"] is None  # no VMEM size in our table
 
 
 @pytest.mark.parametrize("mesh, panels", [(sb.TpuMesh("v5e", X=4, Y=4), 1), (sb.TpuMesh("v5p", X=4, Y=4, Z=4), 4),

@@ -235,3 +235,24 @@ def test_new_chips_are_priced_by_every_model(name):
              for e in ("ideal", "calibrated")]
     assert 0 < steps[0].step_time <= steps[1].step_time and math.isfinite(steps[1].step_time)
     assert 0 < steps[1].mfu <= steps[0].mfu <= 1
+
+
+def test_mxu_count_and_vector_rate_come_from_the_spec():
+    from scalebook.hardware.chips import mxus_per_core
+    from scalebook.hardware.sm import vpu_flops_per_core
+    assert mxus_per_core("v5e") == 4  # 1.97e14 / (2 * 128² * 1.5 GHz)
+    assert mxus_per_core("v5p") == 4
+    assert mxus_per_core("v4p") is None  # no clock in the table
+    # ch. 2 appendix pop quiz: a v5p core's VPU does ~7e12 FLOP/s (8 x 128 x 4 x 1.75 GHz)
+    assert vpu_flops_per_core("v5p") == pytest.approx(7e12, rel=0.03)
+
+
+def test_the_bandwidth_ladder_of_a_chip_is_the_books_and_runs_fastest_first():
+    from scalebook.hardware.chips import ladder_rows
+    rows = ladder_rows("v5e")
+    assert rows["VMEM→MXU (≈22× HBM)"] == pytest.approx(22 * 8.2e11)
+    assert rows["ICI link, bidirectional"] == pytest.approx(9e10)
+    assert rows["ICI, all links, one-way"] == pytest.approx(4 * 4.5e10)
+    known = [v for v in rows.values() if v]
+    assert known == sorted(known, reverse=True)  # a ladder: each channel slower than the one before
+    assert ladder_rows("v6e")["VMEM→MXU (≈22× HBM)"] is None  # no VMEM size in our table

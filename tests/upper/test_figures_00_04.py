@@ -91,14 +91,6 @@ def test_figure_cells_reads_only_final_plot_calls() -> None:
 # --- the diagrams follow their inputs -------------------------------------------------------------------------
 
 
-def test_mxu_count_and_vector_rate_come_from_the_spec() -> None:
-    assert chip_plots.mxus_per_core("v5e") == 4  # 1.97e14 / (2 * 128² * 1.5 GHz)
-    assert chip_plots.mxus_per_core("v5p") == 4
-    assert chip_plots.mxus_per_core("v4p") is None  # no clock in the table
-    # ch. 2 appendix pop quiz: a v5p core's VPU does ~7e12 FLOP/s (8 x 128 x 4 x 1.75 GHz)
-    assert chip_plots.vpu_flops_per_core("v5p") == pytest.approx(7e12, rel=0.03)
-
-
 def test_elementwise_pipeline_overlaps_every_stage() -> None:
     n, stages = 6, len(chip_plots.PIPELINE_STAGES)
     full = chip_plots.pipeline_stages(n, stages - 1)
@@ -217,7 +209,7 @@ def test_pipeline_and_vpu_explorers_answer_fast() -> None:
                                   n_chunks=(1, 8, 1, 4), step=(0, 11, 1, 4))
 
     def vpu():
-        return sb.widgets.explore(lambda chip: chip_plots.vpu_flops_per_core(chip), chip=["v5p", "v5e"])
+        return sb.widgets.explore(lambda chip: sb.hardware.sm.vpu_flops_per_core(chip), chip=["v5p", "v5e"])
 
     assert_answers_fast(pipeline, {"step": 6})
     assert_answers_fast(vpu, {"chip": "v5e"})

@@ -138,7 +138,7 @@ recipe("plots.array_layouts.sharding_gallery", lambda: dict(specs=["A[I_X, J_Y]"
 recipe("plots.array_layouts.matmul_cases", lambda: dict(exprs=["A[I_X, J] @ B[J, K] -> C[I_X, K]"], mesh=_hw(),
                                                            sizes={"I": 64, "J": 64, "K": 64}),
        exprs=[["A[I] @"], 3, None], mesh=OBJ, sizes=[{"I": -1, "J": 64, "K": 64}, 3, None])
-for _f in ("mxus_per_core", "vpu_flops_per_core", "chip_diagram", "memory_hierarchy", "tray"):
+for _f in ("chip_diagram", "memory_hierarchy", "tray"):
     recipe(f"plots.chip.{_f}", lambda: dict(chip="v5e"), chip="name")
 recipe("plots.chip.hosts", lambda: dict(mesh=_hw()), mesh=OBJ)
 recipe("plots.chip.slices", lambda: dict(mesh=_hw(), subslices=[((0, 0), (2, 2))]), mesh=OBJ,
@@ -225,7 +225,6 @@ recipe("plots.sharding.ring_steps")
 recipe("plots.sharding.collective_vs_size", lambda: dict(mesh=_hw(), axes="X"), mesh=OBJ, axes=["Q", 3],
        sizes=[[1e6, NAN], [-1], 3], measured=[[(1e6, -1)], 3])
 recipe("plots.tpu.bandwidth_ladder", chips=[["v5ex"], 3, None])
-recipe("plots.tpu.ladder_rows", lambda: dict(chip="v5e"))
 recipe("plots.tpu.torus", lambda: dict(mesh=_hw()), mesh=OBJ)
 recipe("plots.tpu.systolic", lambda: dict(step=2), step="count0")
 recipe("plots.tpu.systolic_strip", steps=[[0, -1], [2.5], 3])
