@@ -380,3 +380,23 @@ def book_node_bisection(chip: str = vary("h100", choices=("h100", "h200", "a100"
     """Bytes/s across a cut of one 8-GPU `chip` node into two halves, both directions."""
     return GpuCluster(chip, gpus=8).node_bisection
 
+
+
+@problem("12.35", title="Book PQ2: an AllToAll of activations inside one 8xH100 node", unit="s", hints=(
+    "Inside a node every GPU reaches every other through the NVSwitches: each sends (N-1)/N of its shard at egress.",
+    "V = 2·{B}·{N} bytes; V·7/8 / 8 GPUs / 450e9 B/s.",
+))
+def book_node_all_to_all(B: int = vary(16384, 1024, 65536, step=1024), N: int = vary(8192, 1024, 16384, step=1024)
+                         ) -> float:
+    """AllToAll_{X->N} of bf16[B_X, N] over the 8 GPUs of one H100 node: every GPU keeps 1/8 of its shard."""
+    return all_to_all(GpuCluster("h100", gpus=8), None, 2 * B * N).time
+
+
+@problem("12.36", title="Book PQ3: an AllGather over one scalable unit of 256 H100s", unit="s", hints=(
+    "Gathered over all 256 GPUs of an SU, each node's 400 GB/s to its leaf switches is the bottleneck.",
+    "2·{D}·{F} bytes × 31/32 nodes / 400e9 B/s per node.",
+))
+def book_su_all_gather(D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536, step=1024)
+                       ) -> float:
+    """AllGather_X of bf16[D_X, F] over the 256 GPUs of one SU (32 nodes of 8 under 8 leaf switches)."""
+    return all_gather(GpuCluster("h100", gpus=256), None, 2 * D * F).time
