@@ -32,7 +32,8 @@ from .units import (
 )
 
 __all__ = ["TransformerConfig", "get_model", "model_names", "from_hf_config", "REMAT_POLICIES", "HF_CONFIG_KEYS",
-           "flop_conventions", "expected_experts", "LETTER_MEANINGS", "config_table", "hf_config"]
+           "flop_conventions", "expected_experts", "LETTER_MEANINGS", "config_table", "hf_config",
+           "layer_einsums"]
 
 # What the backward pass recomputes, in forward passes of each kind of work: the hardware does these FLOPs
 # on top of the 3x forward that the model needs (model FLOPs).
@@ -427,3 +428,17 @@ def config_table(config: Mapping[str, Any], name: str = "") -> Table:
     rows.append({"letter": "—", "meaning": "input and output embeddings shared", "config.json key":
                  "tie_word_embeddings", "value": str(cfg.tied)})
     return Table(rows, formats={"value": _letter_value}, title=f"{cfg.name or 'config.json'} in the book's letters")
+
+
+def layer_einsums(model: TransformerConfig | str) -> list[tuple[str, str, str]]:
+    """Return one decoder layer's matmuls in order: (name, einsum in the book's letters, weight shape in elements
+    per dimension). B batch, T query and S key positions, D model width, N query heads, K key/value heads (G = N/K
+    queries per key head), H head width, F MLP width."""
+    m = get_model(model)
+    gate = [("MLP gate", "BTD,DF→BTF", f"W_gate[{m.D}, {m.F}]")] if m.gated else []
+    return [("Q projection", "BTD,DNH→BTNH", f"W_Q[{m.D}, {m.N}, {m.H}]"),
+            ("K projection", "BSD,DKH→BSKH", f"W_K[{m.D}, {m.K}, {m.H}]"),
+            ("V projection", "BSD,DKH→BSKH", f"W_V[{m.D}, {m.K}, {m.H}]"),
+            ("scores Q·K", "BTKGH,BSKH→BTSKG", "no weights"), ("mix V", "BTSKG,BSKH→BTKGH", "no weights"),
+            ("O projection", "BTNH,NHD→BTD", f"W_O[{m.N}, {m.H}, {m.D}]"),
+            ("MLP up", "BTD,DF→BTF", f"W_in[{m.D}, {m.F}]"), *gate, ("MLP down", "BTF,FD→BTD", f"W_out[{m.F}, {m.D}]")]

@@ -35,7 +35,6 @@ NOT_YET_MOVED = {
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
     "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
-    "transformer.layer_einsums": "models (a layer's einsums)",
 }
 
 

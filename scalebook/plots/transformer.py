@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..models import TransformerConfig, get_model
+from ..models import TransformerConfig, get_model, layer_einsums
 from ..roofline import einsum_flops
 from ..units import checks, fmt_si
 from .base import ROLES, SIZES
@@ -23,28 +23,6 @@ __all__ = ["layer_einsums", "layer_diagram", "moe_diagram", "flash_tiles", "matm
 
 def _n(value: float) -> str:
     return fmt_si(value, "").strip()
-
-
-def layer_einsums(model: TransformerConfig | str) -> list[tuple[str, str, str]]:
-    """Return one decoder layer's matmuls in order: (name, einsum in the book's letters, weight shape in numbers).
-
-    B batch, T query and S key positions, D model width, N query heads, K key/value heads (G = N/K queries per
-    key head), H head width, F MLP width.
-    """
-    m = get_model(model)
-    rows = [
-        ("Q projection", "BTD,DNH→BTNH", f"W_Q[{m.D}, {m.N}, {m.H}]"),
-        ("K projection", "BSD,DKH→BSKH", f"W_K[{m.D}, {m.K}, {m.H}]"),
-        ("V projection", "BSD,DKH→BSKH", f"W_V[{m.D}, {m.K}, {m.H}]"),
-        ("scores Q·K", "BTKGH,BSKH→BTSKG", "no weights"),
-        ("mix V", "BTSKG,BSKH→BTKGH", "no weights"),
-        ("O projection", "BTNH,NHD→BTD", f"W_O[{m.N}, {m.H}, {m.D}]"),
-    ]
-    mlp = [("MLP up", "BTD,DF→BTF", f"W_in[{m.D}, {m.F}]")]
-    if m.gated:
-        mlp.append(("MLP gate", "BTD,DF→BTF", f"W_gate[{m.D}, {m.F}]"))
-    mlp.append(("MLP down", "BTF,FD→BTD", f"W_out[{m.F}, {m.D}]"))
-    return rows + mlp
 
 
 def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | None = None) -> Figure:

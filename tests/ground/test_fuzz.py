@@ -194,6 +194,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                                   "name": "text", "source": "text"}),
     "models.get_model": (lambda: dict(name="llama3-8b"), {"name": "name"}),
     "models.model_names": (lambda: dict(), {}),
+    "models.layer_einsums": (lambda: dict(model="llama3-8b"), {"model": "name"}),
     "models.from_hf_config": (lambda: dict(config={"num_hidden_layers": 2, "hidden_size": 512,
                                                    "intermediate_size": 2048, "num_attention_heads": 8,
                                                    "num_key_value_heads": 8, "vocab_size": 1000}),

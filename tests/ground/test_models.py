@@ -3,7 +3,7 @@
 import pytest
 
 import scalebook as sb
-from scalebook.models import TransformerConfig, from_hf_config, get_model
+from scalebook.models import TransformerConfig, from_hf_config, get_model, layer_einsums
 
 
 @pytest.mark.parametrize("name, params", [
@@ -174,3 +174,11 @@ def test_a_stored_hf_config_reads_as_mistral_7b_and_unknown_names_suggest_the_cl
     assert cfg.param_count() == pytest.approx(7.24e9, rel=0.01)  # Mistral AI's "7.3B" rounds the same count
     with pytest.raises(KeyError, match="mistral-7b"):
         sb.models.hf_config("mistral-7")
+
+
+def test_a_layers_einsum_weights_add_up_to_its_attention_and_mlp_parameters():
+    m = sb.get_model("llama3-70b")
+    shapes = [w for _, _, w in layer_einsums(m) if w != "no weights"]
+    sizes = [eval(w[w.index("["):].replace(", ", "*").strip("[]")) for w in shapes]  # noqa: S307 (our own text)
+    assert sum(sizes) == m.attention_params() + 3 * m.D * m.F  # gated MLP: up, gate, down
+    assert shapes[0] == "W_Q[8192, 64, 128]" and len(layer_einsums("llama3-8b")) == 9  # book's Llama 3 letters

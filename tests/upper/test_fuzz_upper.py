@@ -244,7 +244,6 @@ recipe("plots.training.memory_bars", lambda: dict(memories={"a": _memory()}), me
        hbm=[-1, NAN, "v5ex", [3]], replicated=[["b"], 3])
 recipe("plots.training.pipeline", lambda: dict(grid=sb.training.interleaved_schedule(2, 4)),
        grid=[[], [[]], 3, None], title="-")
-recipe("plots.transformer.layer_einsums", lambda: dict(model="llama3-8b"))
 recipe("plots.transformer.layer_diagram")
 recipe("plots.transformer.moe_diagram")
 recipe("plots.transformer.flash_tiles")
