@@ -9,13 +9,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..hardware.chips import VMEM_FACTOR, Chip, get_chip, mxus_per_core
-from ..hardware.sm import VPU_ALUS, VPU_SHAPE, vpu_flops_per_core
+from ..hardware.chips import VMEM_FACTOR, Chip
+from ..hardware.sm import VPU_SHAPE, vpu_flops_per_core
 from ..hardware.topology import TpuMesh
 from ..units import checks, fmt_bytes, fmt_rate, is_a, sequence_of
 from .base import figure
 from .diagram import COLOURS, arrow, box, canvas, panels
 from .sharding import PALETTE
+from .tpu_diagrams import _host_shape, _text, _tpu, chip_diagram, tray
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -24,60 +25,6 @@ __all__ = ["chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
            "pod_cubes", "pipeline_stages", "elementwise_pipeline", "mxu_pipeline", "banner"]
 
 VREGS_PER_CORE = 64  # vector registers of 8 x 128 x 4 B on a v5p core (How To Scale Your Model, ch. 2, appendix)
-
-
-def _tpu(chip: Chip | str) -> Chip:
-    c = get_chip(chip)
-    if c.kind != "tpu":
-        raise ValueError(f"chip={c.name!r} is not a TPU")
-    return c
-
-
-def _text(value: float | None, fmt, unknown: str = "?") -> str:
-    return fmt(value) if value else unknown
-
-
-def chip_diagram(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
-    """Draw one TPU chip: each TensorCore (scalar unit, VPU, VMEM, its MXUs) above the HBM they share.
-
-    Sizes and rates come from the chip's spec: MXU count from `hardware.chips.mxus_per_core`, VPU rate from
-    `hardware.sm.vpu_flops_per_core`, VMEM → MXU bandwidth as ≈22× HBM (the book's figure).
-    """
-    c = _tpu(chip)
-    cores = c.cores or 1
-    n_mxu = mxus_per_core(c)
-    cw, gap = 6.4, 0.4
-    width = cores * cw + (cores - 1) * gap + 0.4
-    fig, ax = canvas(width, 7.4, (4.3 * width / 6.8 + 0.6, 5.2),
-                     title or f"{c.name}: {cores} TensorCore{'s' if cores > 1 else ''} sharing one HBM")
-    vpu = vpu_flops_per_core(c)
-    mxu_rate = c.bf16_flops / cores if c.bf16_flops else None
-    for k in range(cores):
-        x0 = 0.2 + k * (cw + gap)
-        box(ax, x0, 2.0, cw, 5.2, f"TensorCore {k}" if cores > 1 else "TensorCore", COLOURS["core"], fontsize=9,
-            va="top", lw=1.4)
-        box(ax, x0 + 0.2, 5.3, 2.7, 1.3, "scalar unit + SMEM\nissues instructions\nand DMAs", COLOURS["scalar"], 7)
-        box(ax, x0 + 0.2, 3.7, 2.7, 1.4, f"VPU: {VPU_SHAPE[0]}×{VPU_SHAPE[1]} lanes\n× {VPU_ALUS} ALUs, "
-                                         f"{_text(vpu, fmt_rate)}\nelementwise work", COLOURS["vpu"], 7)
-        shown = n_mxu or 1
-        mh = 2.9 / shown
-        for m in range(shown):
-            label = f"MXU {m}: {c.mxu_size}×{c.mxu_size}" if n_mxu else f"MXUs ({c.mxu_size}×{c.mxu_size})"
-            box(ax, x0 + 3.2, 3.7 + m * mh + 0.05, cw - 3.4, mh - 0.1, label, COLOURS["mxu"], 7)
-        ax.text(x0 + 3.2 + (cw - 3.4) / 2, 6.75, f"matmuls: {_text(mxu_rate, fmt_rate)} bf16", ha="center",
-                fontsize=8)
-        box(ax, x0 + 0.2, 2.25, cw - 0.4, 1.0, f"VMEM {_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}"
-                                               ": on-core scratchpad every operand passes through",
-            COLOURS["vmem"], 7)
-        arrow(ax, (x0 + cw / 2 + 1.2, 3.25), (x0 + cw / 2 + 1.2, 3.7), both=True, lw=1.6)
-        ax.text(x0 + cw / 2 + 1.35, 3.47, f"≈{VMEM_FACTOR:g}× HBM", fontsize=8, va="center")
-        arrow(ax, (x0 + 1.5, 3.25), (x0 + 1.5, 3.7), both=True)
-        arrow(ax, (x0 + cw / 2, 1.05), (x0 + cw / 2, 2.25), both=True, lw=1.6,
-              label=f"{_text(c.hbm_bandwidth, lambda b: fmt_rate(b, 'B/s'))}"
-                    + (f" shared by {cores} cores" if cores > 1 else ""), offset=(0, 0))
-    box(ax, 0.2, 0.1, width - 0.4, 0.95, f"HBM: {_text(c.hbm_bytes, fmt_bytes)} of weights, activations, caches",
-        COLOURS["hbm"], 8)
-    return fig
 
 
 def memory_hierarchy(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
@@ -124,11 +71,6 @@ def _chip_grid(ax, xs: Sequence[float], ys: Sequence[float], size: float, label=
             colour(i, j) if colour else COLOURS["chip"], 6.5, zorder=2)
 
 
-def _host_shape(c: Chip) -> tuple[int, int]:
-    shape = tuple(c.host_shape or (2, 2))
-    return shape[0], shape[1] if len(shape) > 1 else 1
-
-
 def _tray(ax, x0: float, y0: float, hx: int, hy: int, pitch: float, first: tuple[int, int], colour: str,
           host_y: float, host: str, pcie: str) -> None:
     """Draw one host's tray of hx × hy chips from (x0, y0) with ICI inside, and its host box at `host_y`, joined
@@ -148,23 +90,6 @@ def _tray(ax, x0: float, y0: float, hx: int, hy: int, pitch: float, first: tuple
 
 def _pcie(c: Chip) -> str:
     return f"PCIe {_text(c.pcie_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip"
-
-
-def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
-    """Draw one host and its tray: the CPU host joined to its chips by PCIe, the chips joined by ICI, and the
-    host's DCN port to other hosts. Chip count and bandwidths come from the chip's spec."""
-    c = _tpu(chip)
-    hx, hy = _host_shape(c)
-    pitch = 1.4
-    width = hx * pitch + 3.2
-    fig, ax = canvas(width, hy * pitch + 3.2, (0.8 * width + 1.0, 0.8 * (hy * pitch + 3.2) + 0.8),
-                     title or f"One {c.name} host: {hx * hy} chips on PCIe, ICI between them")
-    _tray(ax, 0.3, 0.6, hx, hy, pitch, (0, 0), COLOURS["chip"], hy * pitch + 1.9, "host CPU + DRAM", _pcie(c))
-    arrow(ax, (hx * pitch + 0.2, hy * pitch + 2.25), (width - 0.1, hy * pitch + 2.25), both=True, colour="#9467bd",
-          label=f"DCN\n{_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip", offset=(0, -0.45))
-    ax.text(0.3, 0.1, f"blue: ICI, {_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per link one way; "
-                      f"dotted: the tray", fontsize=8)
-    return fig
 
 
 def hosts(mesh: TpuMesh, title: str | None = None) -> Figure:

@@ -243,3 +243,34 @@ def test_ring_drawings_follow_the_priced_schedule(n: int) -> None:
 def test_log_sliders_read_out_in_si_units() -> None:
     ex = sb.widgets.explore(lambda B: B, B=sb.widgets.Log(1, 1e6, 4096))
     assert ex.controls["B"].readout_format == ".3s"  # shows 4.10k, not 4.10e+3
+
+
+def _texts(fig: object) -> str:
+    """Return every text drawn on `fig`, one per line."""
+    return "\n".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+
+
+def test_tpu_chip_diagram_labels_carry_the_chips_numbers() -> None:
+    v5p = sb.get_chip("v5p")  # 2.8e12 B/s HBM, 96 GB, 6 ICI links of 9e10 B/s one way (book's ch. 2 table)
+    text = _texts(chip_plots.chip_diagram("v5p"))
+    assert "2.8 TB/s" in text and "6 ICI links × 90 GB/s" in text and "= 540 GB/s out" in text
+    assert text.count("MXU\n128×128") == 2 * 4 and "ICI 5" in text and "ICI 6" not in text
+    assert sb.units.fmt_bytes(v5p.hbm_bytes) in text and "shared by\n2 cores" in text
+    assert "1 TensorCore" in _texts(chip_plots.chip_diagram("v5e")) and "820 GB/s" in _texts(
+        chip_plots.chip_diagram("v5e"))
+
+
+def test_tpu_tray_shows_the_hosts_chips_and_link_rates() -> None:
+    text = _texts(chip_plots.tray("v5p"))
+    assert "4 chips" in text and "chip (1,1)" in text and "chip (2,0)" not in text
+    assert "PCIe 16 GB/s per chip" in text and "6.25 GB/s" in text and "6 ICI links, 90 GB/s one way" in text
+    fig = chip_plots.tray("v6e")  # 8 chips, PCIe 3.2e10 B/s per chip
+    assert "8 chips" in _texts(fig) and "PCIe 32 GB/s per chip" in _texts(fig)
+
+
+def test_tray_dashes_the_ici_links_that_leave_the_tray() -> None:
+    from matplotlib.text import Annotation
+
+    dashed = [a for a in chip_plots.tray("v5p").axes[0].texts if isinstance(a, Annotation)
+              and a.arrow_patch.get_linestyle() == "--"]
+    assert len(dashed) == 4 * (6 - 2)  # a 2 x 2 tray: each chip has 2 neighbours on it, so 4 of its 6 links leave
