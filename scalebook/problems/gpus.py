@@ -400,3 +400,23 @@ def book_su_all_gather(D: int = vary(8192, 2048, 16384, step=1024), F: int = var
                        ) -> float:
     """AllGather_X of bf16[D_X, F] over the 256 GPUs of one SU (32 nodes of 8 under 8 leaf switches)."""
     return all_gather(GpuCluster("h100", gpus=256), None, 2 * D * F).time
+
+
+@problem("12.37", title="Book Q4.2: what SHARP saves an AllReduce inside one node", unit="x", hints=(
+    "With SHARP the NVSwitches add: each GPU sends its bytes up once and gets the sum back once.",
+    "(2 × ({gpus} - 1)/{gpus} × V / W) without SHARP against V / W with it.",
+))
+def book_sharp_speedup(gpus: int = vary(8, choices=(2, 4, 8))) -> float:
+    """How many times faster a 1 GB AllReduce over `gpus` H100s of one node runs when the switches reduce (SHARP)."""
+    return (all_reduce(GpuCluster("h100", gpus=gpus), None, 1e9).time
+            / all_reduce(GpuCluster("h100", gpus=gpus, sharp=True), None, 1e9).time)
+
+
+@problem("12.38", title="Book Q4.3: a SHARP AllReduce of a weight split over an inner axis", unit="s", hints=(
+    "Each GPU of the node holds a shard of F: only 2DF/Y bytes are reduced, once up and once down at egress.",
+    "2·{D}·{F} / {Y} bytes / 450e9 B/s.",
+))
+def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536,
+                               step=1024), Y: int = vary(4, choices=(1, 2, 4, 8))) -> float:
+    """AllReduce(bf16[D, F_Y]{U_X}) over the 8 GPUs of one H100 node with SHARP: each reduces 2DF/Y bytes."""
+    return all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 2 * D * F / Y).time
