@@ -34,7 +34,6 @@ NOT_YET_MOVED = {
     "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
-    "serving.engine_segments": "serving", "serving.batching_snapshots": "serving",
 }
 
 

@@ -14,6 +14,7 @@ from ..hardware.topology import TpuMesh
 from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
 from ..kinds import a_model
 from ..models import TransformerConfig, get_model
+from ..serving import batching_snapshots, engine_segments
 from ..units import checks, fmt_time, is_a, sequence_of
 from .base import figure, finish, schematic, time_axis
 from .diagram import cell
@@ -21,7 +22,7 @@ from .diagram import cell
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["batching_snapshots", "engine", "engine_segments", "continuous_batching", "prefix_tree", "speculative",
+__all__ = ["engine", "continuous_batching", "prefix_tree", "speculative",
            "speculative_panels", "latency_cost", "weight_stationary_curves", "latency_bound_gather"]
 
 Model = TransformerConfig | str
@@ -29,66 +30,12 @@ _C = {"prefill": "#4e79a7", "decode": "#f28e2b", "idle": "#eeeeee", "transfer": 
       "verify": "#e15759"}
 
 
-@checks(slots="count", t_prefill="size", t_step="size", outputs="counts", prompts="counts")
-def engine_segments(mode: str, prompts: Sequence[int], outputs: Sequence[int], slots: int, t_prefill: float,
-                    t_step: float) -> list[tuple[int, float, float, str, int]]:
-    """Return (row, start, end, kind, request) bars of a tiny serving engine (times in seconds).
-
-    'batched': prefill `slots` requests together, decode until all finish, repeat. 'interleaved': one slice
-    decodes continuously and pauses for one request's prefill whenever a slot is free (continuous batching).
-    'disaggregated': a prefill slice (row -1) prefills back to back; finished caches join the decode slice's
-    free slots without pausing it. Requests all arrive at t = 0, prefill time scales with prompt length.
-    """
-    if mode not in ("batched", "interleaved", "disaggregated"):
-        raise ValueError(f"mode={mode!r}; allowed: batched, interleaved, disaggregated")
-    n = len(prompts)
-    bars: list[tuple[int, float, float, str, int]] = []
-    pre = [t_prefill * p / max(prompts) for p in prompts]
-    if mode == "batched":
-        t = 0.0
-        for first in range(0, n, slots):
-            group = list(range(first, min(n, first + slots)))
-            span = sum(pre[r] for r in group)
-            for row, r in enumerate(group):
-                bars.append((row, t, t + span, "prefill", r))
-            t += span
-            longest = max(outputs[r] for r in group)
-            for row, r in enumerate(group):
-                bars.append((row, t, t + outputs[r] * t_step, "decode", r))
-            t += longest * t_step
-        return bars
-    ready = [0.0] * n
-    if mode == "disaggregated":
-        t = 0.0
-        for r in range(n):
-            bars.append((-1, t, t + pre[r], "prefill", r))
-            t += pre[r]
-            ready[r] = t
-    free_at = [0.0] * slots
-    decodes: list[list] = []  # [row, start, end, request]; interleaved prefills stretch the ones they interrupt
-    t = 0.0
-    for r in range(n):
-        row = free_at.index(min(free_at))  # the first free slot
-        start = max(free_at[row], ready[r], t if mode == "interleaved" else 0.0)
-        if mode == "interleaved":
-            bars.append((row, start, start + pre[r], "prefill", r))
-            for d in decodes:  # the whole slice prefills: every running decode waits
-                if d[1] <= start < d[2]:
-                    d[2] += pre[r]
-                    free_at[d[0]] = d[2]
-            start += pre[r]
-            t = start
-        decodes.append([row, start, start + outputs[r] * t_step, r])
-        free_at[row] = start + outputs[r] * t_step
-    return bars + [(row, a, b, "decode", r) for row, a, b, r in decodes]
-
-
 @checks(n_chips="count", slots="count", outputs="counts", prompts="counts")
 def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: int = 16,
            prompts: Sequence[int] = (2048, 1024, 4096, 2048, 1024, 3072), outputs: Sequence[int] = (60, 30, 45, 20,
                                                                                                       50, 35),
            slots: int = 3) -> Figure:
-    """Draw a Gantt chart of `engine_segments` for `mode`, with the prefill and decode-step times of `model`
+    """Draw a Gantt chart of `serving.engine_segments` for `mode`, with the prefill and decode-step times of `model`
     on `n_chips` chips from `inference.prefill` and `inference.decode_step` (int8 weights, 8k context)."""
     t_prefill = prefill(model, chip, n_chips, max(prompts), param_bytes=1).time
     t_step = decode_step(model, chip, n_chips, slots, 8192, param_bytes=1, kv_bytes=1).time
@@ -109,33 +56,9 @@ def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: i
     return fig
 
 
-@checks(slots="count", steps="count", outputs="counts")
-def batching_snapshots(slots: int, outputs: Sequence[int], steps: int) -> list[tuple]:
-    """Return, before each of `steps` decode steps of a continuous-batching engine, (step, slots, queue, done):
-    each of `slots` KV slots holds (request, tokens made) or None; a request leaves when it has made
-    `outputs[request]` tokens, and a free slot takes the next queued request before the following step."""
-    if not isinstance(slots, int) or slots < 1 or not outputs or min(outputs) < 1:
-        raise ValueError(f"need slots >= 1 and positive output lengths, got slots={slots!r}, outputs={outputs!r}")
-    state: list[tuple[int, int] | None] = [None] * slots
-    queue = list(range(len(outputs)))
-    snaps, finished = [], []
-    for step in range(steps):
-        for i in range(slots):
-            if state[i] is None and queue:
-                state[i] = (queue.pop(0), 0)
-        snaps.append((step, list(state), list(queue), list(finished)))
-        for i, held in enumerate(state):
-            if held is not None:
-                r, made = held
-                state[i] = (r, made + 1) if made + 1 < outputs[r] else None
-                if made + 1 == outputs[r]:
-                    finished.append(r)
-    return snaps
-
-
 @checks(slots="count", panels="count", outputs="counts")
 def continuous_batching(slots: int = 4, outputs: Sequence[int] = (3, 5, 2, 4, 3, 2, 4), panels: int = 6) -> Figure:
-    """Draw a strip of `panels` snapshots (`batching_snapshots`) of a continuous-batching engine: each KV slot
+    """Draw a strip of `panels` snapshots (`serving.batching_snapshots`) of a continuous-batching engine: each KV slot
     holds a request (tokens made / wanted) or sits free; freed slots are refilled from the queue."""
     snaps = batching_snapshots(slots, outputs, panels)
     fig, axes = figure((10.0, 3.0), ncols=panels)

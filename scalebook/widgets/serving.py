@@ -10,8 +10,7 @@ from __future__ import annotations
 import html
 
 from ..inference import max_batch
-from ..plots.serving import batching_snapshots
-from ..serving import MODES, Engine, Lengths, Report, Workload, simulate
+from ..serving import MODES, Engine, Lengths, Report, Workload, batching_snapshots, simulate
 from ..svg import Chart
 from ..units import checks, is_a
 from .core import Explorer, Log, explore

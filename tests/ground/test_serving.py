@@ -13,7 +13,7 @@ import pytest
 from speed import assert_fast
 
 from scalebook import inference, serving, serving_report
-from scalebook.serving import MODES, Engine, Lengths, Report, Workload, simulate
+from scalebook.serving import MODES, Engine, Lengths, Report, Workload, batching_snapshots, engine_segments, simulate
 
 INT8 = {"model": "llama3-70b", "chip": "v5e", "n_chips": 16, "param_bytes": 1, "kv_bytes": 1}
 CHAT = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5))
@@ -219,3 +219,19 @@ def test_engine_comparison_separates_interleaved_and_disaggregated_engines():
     # ...while disaggregated decode keeps its step time and queues at the prefill pool instead.
     assert rows[("disaggregated", 6)]["TPOT p99"] < 1.5 * rows[("disaggregated", 1)]["TPOT p99"]
     assert rows[("disaggregated", 6)]["TTFT p99"] > rows[("interleaved", 6)]["TTFT p99"]
+
+
+def test_continuous_batching_refills_a_freed_slot_before_the_next_step():
+    snaps = batching_snapshots(2, [1, 3, 2], steps=4)
+    # request 0 makes its single token in step 0; before step 1 its slot already holds request 2
+    assert snaps[1][1][0] == (2, 0) and snaps[1][3] == [0]
+    assert snaps[3][3] == [0, 2, 1]  # all three finished after three steps
+
+
+def test_interleaved_prefills_stall_running_decodes_and_disaggregation_does_not():
+    prompts, outputs = [100, 100], [10, 10]
+    inter = engine_segments("interleaved", prompts, outputs, 2, t_prefill=1.0, t_step=0.1)
+    first = next(b for b in inter if b[3] == "decode" and b[4] == 0)
+    assert first[2] - first[1] == pytest.approx(10 * 0.1 + 1.0)  # stretched by request 1's prefill
+    dis = engine_segments("disaggregated", prompts, outputs, 2, t_prefill=1.0, t_step=0.1)
+    assert all(b[2] - b[1] == pytest.approx(1.0) for b in dis if b[3] == "decode")

@@ -204,13 +204,8 @@ recipe("plots.roofline.batch_roofline", lambda: dict(chip="v5e", shapes=[(8192, 
 recipe("plots.roofline.sweep", lambda: dict(result=None), result=OBJ)
 recipe("plots.schedules.schedule_figure", lambda: dict(grid=sb.training.interleaved_schedule(2, 4), title="x"),
        grid=[[], [[]], 3, None], title="-")
-recipe("plots.serving.batching_snapshots", lambda: dict(slots=2, outputs=[3, 2, 4], steps=3),
-       outputs=[[3, 0], [2.5], 3, None])
 recipe("plots.serving.engine", lambda: dict(mode="interleaved"), prompts=[[1024, -1], [NAN], 3, None],
        outputs=[[3, 0], [2.5], 3, None])
-recipe("plots.serving.engine_segments", lambda: dict(mode="interleaved", prompts=[1024, 2048], outputs=[3, 4],
-                                                      slots=2, t_prefill=1e-2, t_step=1e-3),
-       prompts=[[1024, -1], [NAN], 3, None], outputs=[[3, 0], [2.5], 3, None])
 recipe("plots.serving.continuous_batching", outputs=[[3, 0], [2.5], 3, None])
 recipe("plots.serving.prefix_tree", lambda: dict(prompts=[["a", "b"], ["a", "c"]]), prompts=[[3], 3, None])
 recipe("plots.serving.speculative", accepted="count0")
