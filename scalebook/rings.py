@@ -19,7 +19,7 @@ from .sharding import ArraySpec, parse_spec
 from .units import checks, is_a
 
 __all__ = ["RING_KINDS", "axis_sizes", "device_blocks", "Piece", "RingStep", "ring_schedule",
-           "busiest_link_pieces", "busiest_link_share", "overlapped_ring_time"]
+           "busiest_link_pieces", "busiest_link_share", "overlapped_ring_time", "torus_schedule"]
 
 RING_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 Coord = tuple[int, ...]
@@ -216,3 +216,85 @@ def overlapped_ring_time(t_step: float, t_send: float, steps: int) -> float:
     slower of its matmul and its send (`t_send`, s): T = t_step + (steps − 1) · max(t_step, t_send).
     """
     return t_step + (steps - 1) * max(t_step, t_send)
+
+
+# device (x, y) -> {slot (row, column) in its drawing: (colour index, fill 0..1)}; AllGather and ReduceScatter put
+# piece (px, py) of the array in slot (px, py), coloured by the piece; AllToAll colours each piece by its destination.
+Held = dict[tuple[int, int], dict[tuple[int, int], tuple[int, float]]]
+
+
+def _check_torus(X: int, Y: int, kind: str) -> None:
+    for name, n in (("X", X), ("Y", Y)):
+        if not isinstance(n, int) or not 2 <= n <= 8:
+            raise ValueError(f"{name}={n!r} must be an integer from 2 to 8")
+    if kind not in RING_KINDS:
+        raise ValueError(f"kind={kind!r}; allowed: {list(RING_KINDS)}")
+
+
+def _gather_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    xs, ys = ring_schedule(X, "all_gather"), ring_schedule(Y, "all_gather")
+    out = []
+    for s in xs:
+        out.append((f"X ring, step {s.step}" if s.step else "start: one piece each",
+                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, 1.0) for p in s.held[x]}
+                     for x in range(X) for y in range(Y)}))
+    for s in ys[1:]:
+        out.append((f"Y ring, step {s.step}",
+                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, 1.0) for j in range(X) for p in s.held[y]}
+                     for x in range(X) for y in range(Y)}))
+    return out
+
+
+def _scatter_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    """ReduceScatter is the gather run backwards: first the Y rings sum, then the X rings."""
+    xs, ys = ring_schedule(X, "reduce_scatter"), ring_schedule(Y, "reduce_scatter")
+    out = []
+    for s in ys:
+        out.append((f"Y ring, step {s.step}" if s.step else "start: every piece, unsummed",
+                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, p.fill / X) for j in range(X) for p in s.held[y]}
+                     for x in range(X) for y in range(Y)}))
+    for s in xs[1:]:
+        out.append((f"X ring, step {s.step}",
+                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, p.fill) for p in s.held[x]}
+                     for x in range(X) for y in range(Y)}))
+    return out
+
+
+def _slots(pieces: list[tuple[tuple[int, ...], int]], Y: int) -> dict[tuple[int, int], tuple[int, float]]:
+    """Lay a device's AllToAll pieces (sort key, destination colour) out row by row, Y to a row."""
+    return {divmod(k, Y): (colour, 1.0) for k, (_, colour) in enumerate(sorted(pieces))}
+
+
+def _all_to_all_phases(X: int, Y: int) -> list[tuple[str, Held]]:
+    """AllToAll over both axes: the X rings move every piece to its destination column, then the Y rings to its
+    row. Device (x, y) starts with one piece for every device and ends with one piece from every device."""
+    xs, ys = ring_schedule(X, "all_to_all"), ring_schedule(Y, "all_to_all")
+    out = []
+    for s in xs:  # ring piece source → chunk: the piece of device (source, y) for column chunk, any row dy
+        out.append((f"X ring, step {s.step}" if s.step else "start: a piece for every device",
+                    {(x, y): _slots([((p.source, p.chunk, dy), p.chunk * Y + dy) for p in s.held[x] for dy in range(Y)],
+                                    Y) for x in range(X) for y in range(Y)}))
+    for s in ys[1:]:  # now every piece on (x, y) is bound for column x: the Y rings carry it to its row
+        out.append((f"Y ring, step {s.step}",
+                    {(x, y): _slots([((j, p.source, p.chunk), x * Y + p.chunk) for p in s.held[y] for j in range(X)],
+                                    Y) for x in range(X) for y in range(Y)}))
+    return out
+
+
+@checks(X="count", Y="count")
+def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tuple[str, Held]]:
+    """Return the states of a collective over both axes of an X × Y torus: (label, held) per step, where held maps
+    each device (x, y) to the pieces it holds and how complete each is (1 = summed over every device).
+
+    The array is cut into X·Y pieces; a two-axis collective runs one ring phase per axis (AllGather: X then Y;
+    ReduceScatter: Y then X; AllReduce: ReduceScatter then AllGather; AllToAll: X then Y), each phase the ring
+    schedule that `busiest_link_share` prices. X and Y count devices (2 to 8, to stay drawable).
+    """
+    _check_torus(X, Y, kind)
+    if kind == "all_gather":
+        return _gather_phases(X, Y)
+    if kind == "reduce_scatter":
+        return _scatter_phases(X, Y)
+    if kind == "all_to_all":
+        return _all_to_all_phases(X, Y)
+    return _scatter_phases(X, Y) + [(f"AllGather: {label}", held) for label, held in _gather_phases(X, Y)[1:]]

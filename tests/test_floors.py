@@ -31,7 +31,6 @@ DRAWING = {
 }
 NOT_YET_MOVED = {
     "chip.pipeline_stages": "a ground module of ch. 2's pipelining",
-    "collective_steps.torus_schedule": "rings (a torus is one ring per axis)",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
 }

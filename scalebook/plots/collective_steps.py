@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..overlap import CollectiveMatmul
-from ..rings import RingStep, ring_schedule
+from ..rings import Held, RingStep, ring_schedule, torus_schedule
 from ..units import checks, fmt_time, is_a
 from .base import figure, legend_below, time_axis
 from .diagram import arrow, box, panels
@@ -17,96 +17,14 @@ from .sharding import PALETTE
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["TORUS_KINDS", "torus_schedule", "torus_steps", "collectives_summary", "collective_matmul",
+__all__ = ["torus_steps", "collectives_summary", "collective_matmul",
            "overlap_timeline"]
-
-TORUS_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
-# device (x, y) -> {slot (row, column) in its drawing: (colour index, fill 0..1)}; AllGather and ReduceScatter put
-# piece (px, py) of the array in slot (px, py), coloured by the piece; AllToAll colours each piece by its destination.
-Held = dict[tuple[int, int], dict[tuple[int, int], tuple[int, float]]]
-
-
-def _check_torus(X: int, Y: int, kind: str) -> None:
-    for name, n in (("X", X), ("Y", Y)):
-        if not isinstance(n, int) or not 2 <= n <= 8:
-            raise ValueError(f"{name}={n!r} must be an integer from 2 to 8")
-    if kind not in TORUS_KINDS:
-        raise ValueError(f"kind={kind!r}; allowed: {list(TORUS_KINDS)}")
-
-
-def _gather_phases(X: int, Y: int) -> list[tuple[str, Held]]:
-    xs, ys = ring_schedule(X, "all_gather"), ring_schedule(Y, "all_gather")
-    out = []
-    for s in xs:
-        out.append((f"X ring, step {s.step}" if s.step else "start: one piece each",
-                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, 1.0) for p in s.held[x]}
-                     for x in range(X) for y in range(Y)}))
-    for s in ys[1:]:
-        out.append((f"Y ring, step {s.step}",
-                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, 1.0) for j in range(X) for p in s.held[y]}
-                     for x in range(X) for y in range(Y)}))
-    return out
-
-
-def _scatter_phases(X: int, Y: int) -> list[tuple[str, Held]]:
-    """ReduceScatter is the gather run backwards: first the Y rings sum, then the X rings."""
-    xs, ys = ring_schedule(X, "reduce_scatter"), ring_schedule(Y, "reduce_scatter")
-    out = []
-    for s in ys:
-        out.append((f"Y ring, step {s.step}" if s.step else "start: every piece, unsummed",
-                    {(x, y): {(j, p.chunk): (j * Y + p.chunk, p.fill / X) for j in range(X) for p in s.held[y]}
-                     for x in range(X) for y in range(Y)}))
-    for s in xs[1:]:
-        out.append((f"X ring, step {s.step}",
-                    {(x, y): {(p.chunk, y): (p.chunk * Y + y, p.fill) for p in s.held[x]}
-                     for x in range(X) for y in range(Y)}))
-    return out
-
-
-def _slots(pieces: list[tuple[tuple[int, ...], int]], Y: int) -> dict[tuple[int, int], tuple[int, float]]:
-    """Lay a device's AllToAll pieces (sort key, destination colour) out row by row, Y to a row."""
-    return {divmod(k, Y): (colour, 1.0) for k, (_, colour) in enumerate(sorted(pieces))}
-
-
-def _all_to_all_phases(X: int, Y: int) -> list[tuple[str, Held]]:
-    """AllToAll over both axes: the X rings move every piece to its destination column, then the Y rings to its
-    row. Device (x, y) starts with one piece for every device and ends with one piece from every device."""
-    xs, ys = ring_schedule(X, "all_to_all"), ring_schedule(Y, "all_to_all")
-    out = []
-    for s in xs:  # ring piece source → chunk: the piece of device (source, y) for column chunk, any row dy
-        out.append((f"X ring, step {s.step}" if s.step else "start: a piece for every device",
-                    {(x, y): _slots([((p.source, p.chunk, dy), p.chunk * Y + dy) for p in s.held[x] for dy in range(Y)],
-                                    Y) for x in range(X) for y in range(Y)}))
-    for s in ys[1:]:  # now every piece on (x, y) is bound for column x: the Y rings carry it to its row
-        out.append((f"Y ring, step {s.step}",
-                    {(x, y): _slots([((j, p.source, p.chunk), x * Y + p.chunk) for p in s.held[y] for j in range(X)],
-                                    Y) for x in range(X) for y in range(Y)}))
-    return out
-
-
-@checks(X="count", Y="count")
-def torus_schedule(X: int = 4, Y: int = 4, kind: str = "all_gather") -> list[tuple[str, Held]]:
-    """Return the states of a collective over both axes of an X × Y torus: (label, held) per step, where held maps
-    each device (x, y) to the pieces it holds and how complete each is (1 = summed over every device).
-
-    The array is cut into X·Y pieces; a two-axis collective runs one ring phase per axis (AllGather: X then Y;
-    ReduceScatter: Y then X; AllReduce: ReduceScatter then AllGather; AllToAll: X then Y), each phase the ring
-    schedule that `busiest_link_share` prices.
-    """
-    _check_torus(X, Y, kind)
-    if kind == "all_gather":
-        return _gather_phases(X, Y)
-    if kind == "reduce_scatter":
-        return _scatter_phases(X, Y)
-    if kind == "all_to_all":
-        return _all_to_all_phases(X, Y)
-    return _scatter_phases(X, Y) + [(f"AllGather: {label}", held) for label, held in _gather_phases(X, Y)[1:]]
-
 
 @checks(X="count", Y="count")
 def torus_steps(X: int = 4, Y: int = 4, kind: str = "all_gather", title: str | None = None) -> Figure:
     """Draw a two-axis collective on an X × Y torus step by step: one panel per step, each device a small grid of
-    the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions)."""
+    the X·Y pieces of the array, coloured where it holds them (pale: a partial sum still missing contributions), as
+    `rings.torus_schedule` returns them."""
     states = torus_schedule(X, Y, kind)
     rows = max(X, *(r + 1 for _, held in states for pieces in held.values() for r, _ in pieces))
     ncols = min(3, len(states))  # three panels a row fit the text column

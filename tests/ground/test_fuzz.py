@@ -231,6 +231,8 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
                             {"spec": ["A[I_X", 3, None], "mesh": [{"X": 0}, {"Y": 2}, 3, None]}),
     "rings.ring_schedule": (lambda: dict(n=8),
                             {"n": "count", "kind": "name", "bidirectional": "flag", "wrap": "flag"}),
+    "rings.torus_schedule": (lambda: dict(X=2, Y=2), {"X": [1, 9, 2.5, None], "Y": [1, 9, 2.5, None],
+                                                       "kind": ["nosuch", 3, None]}),
     "rings.busiest_link_pieces": (lambda: dict(states=sb.rings.ring_schedule(4)), {"states": [3, None]}),
     "rings.busiest_link_share": (lambda: dict(n=8),
                                  {"n": "count", "kind": "name", "bidirectional": "flag", "wrap": "flag"}),

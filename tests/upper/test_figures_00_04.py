@@ -100,23 +100,6 @@ def test_elementwise_pipeline_overlaps_every_stage() -> None:
         chip_plots.pipeline_stages(n, n + stages - 1)
 
 
-def test_torus_collectives_end_where_they_should() -> None:
-    X, Y = 4, 2
-    gathered = collective_steps.torus_schedule(X, Y, "all_gather")[-1][1]
-    assert all(len(p) == X * Y and {fill for _, fill in p.values()} == {1.0} for p in gathered.values())
-    scattered = collective_steps.torus_schedule(X, Y, "reduce_scatter")[-1][1]
-    owners = {piece for p in scattered.values() for piece, (_, fill) in p.items() if fill}
-    assert len(owners) == X * Y and all([f for _, f in p.values()] == [pytest.approx(1.0)] for p in scattered.values())
-    reduced = collective_steps.torus_schedule(X, Y, "all_reduce")
-    assert reduced[-1][1] == gathered
-    # AllToAll: every device ends with X·Y pieces, all bound for itself (one colour: its own index)
-    exchanged = collective_steps.torus_schedule(X, Y, "all_to_all")[-1][1]
-    assert all(len(p) == X * Y and {c for c, _ in p.values()} == {x * Y + y} for (x, y), p in exchanged.items())
-    # each ring phase is the priced ring schedule: X/2 + Y/2 steps for a bidirectional gather
-    assert len(collective_steps.torus_schedule(X, Y, "all_gather")) - 1 == len(ring_schedule(X)) - 1 + \
-        len(ring_schedule(Y)) - 1
-
-
 _RING = sb.overlap.collective_matmul("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", sb.TpuMesh("v5e", X=2, Y=4), I=1024,
                                      J=2048, K=8192)
 

@@ -148,7 +148,6 @@ recipe("plots.chip.pipeline_stages", lambda: dict(n_chunks=4, step=2), step="cou
 recipe("plots.chip.elementwise_pipeline", steps=[[0, -1], [2.5], 3])
 recipe("plots.chip.mxu_pipeline")
 recipe("plots.chip.banner", mesh=[3, "abc"])
-recipe("plots.collective_steps.torus_schedule", kind="name")
 recipe("plots.collective_steps.torus_steps", kind="name")
 recipe("plots.collective_steps.collectives_summary")
 recipe("plots.collective_steps.collective_matmul")
