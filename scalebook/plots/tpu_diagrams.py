@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["chip_diagram", "tray", "LINKS"]
 
+TRAY_CHIPS = 4  # chips on one board (How To Scale Your Model, ch. 2)
 # One colour per kind of link, the same in both diagrams (Okabe & Ito's palette, `base.PALETTE`).
 LINKS = {"HBM": ROLES["memory"], "VMEM": PALETTE[1], "ICI": ROLES["comms"], "PCIe": PALETTE[0], "DCN": PALETTE[5]}
 
@@ -127,7 +128,7 @@ def _neighbours(i: int, j: int, hx: int, hy: int) -> int:
 
 
 def _tray_chip(ax: Any, c: Chip, x: float, y: float, i: int, j: int, hx: int, hy: int) -> None:
-    """Draw chip (i, j) centred at (x, y) and its ICI links that leave the tray, fanned away from its centre."""
+    """Draw chip (i, j) centred at (x, y) and its ICI links that leave the host, fanned away from its centre."""
     out = max(0, (c.ici_links or 0) - _neighbours(i, j, hx, hy))
     dx, dy = i - (hx - 1) / 2, j - (hy - 1) / 2
     facing = math.atan2(dy, dx) if (dx or dy) else -math.pi / 2
@@ -142,7 +143,8 @@ def _tray_chip(ax: Any, c: Chip, x: float, y: float, i: int, j: int, hx: int, hy
 
 def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
     """Draw one host and its tray: the host CPU joined by PCIe to each chip, the chips joined by ICI (solid inside
-    the tray, dashed where a link leaves for another tray) and the host's DCN port. Chip count, link counts and
+    the host, dashed where a link leaves for another host's chips) and the host's DCN port. A host of more than
+    `TRAY_CHIPS` chips drives several trays side by side. Chip count, link counts and
     bandwidths come from the chip's spec (`host_shape`, `ici_links`, `pcie_bandwidth`, `dcn_bandwidth`)."""
     c = _tpu(chip)
     hx, hy = _host_shape(c)
@@ -150,8 +152,13 @@ def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
     width, top = hx * pitch + 2.6, hy * pitch + 1.6
     fig, ax = canvas(width, top + 2.4, (min(7.5, 0.62 * width + 1.2), 0.62 * (top + 2.4) + 1.0),
                      title or f"One {c.name} host: {hx * hy} chips on PCIe, ICI between them")
-    box(ax, 0.3, 0.8, hx * pitch + 0.4, hy * pitch + 0.2, "", "#f4f4f4", edge="0.5", lw=1.0, zorder=0)
-    ax.text(0.45, 0.85 + hy * pitch, "tray", fontsize=SIZES["small"], style="italic", va="top")
+    cols = max(1, min(hx, TRAY_CHIPS // hy))  # chip columns per tray: a host of 8 drives two trays of 4
+    for t in range(math.ceil(hx / cols)):
+        n = min(cols, hx - t * cols)
+        box(ax, 0.55 + t * cols * pitch, 0.8, n * pitch - 0.1, hy * pitch + 0.2, "", "#f4f4f4", edge="0.5", lw=1.0,
+            zorder=0)
+        ax.text(0.65 + t * cols * pitch, 0.85 + hy * pitch, f"tray {t}", fontsize=SIZES["small"], style="italic",
+                va="top")
     xs = [0.5 + pitch / 2 + i * pitch for i in range(hx)]
     ys = [0.9 + pitch / 2 + j * pitch for j in range(hy)]
     for i, x in enumerate(xs):
@@ -173,5 +180,5 @@ def tray(chip: Chip | str = "v5p", title: str | None = None) -> Figure:
           label=f"DCN\n{_bps(c.dcn_bandwidth)}\nper chip", offset=(0, -0.75))
     ax.text(width / 2, 0.1, f"each chip: {c.ici_links or '?'} ICI links, {_bps(c.ici_bandwidth)} one way each",
             ha="center", va="bottom", fontsize=SIZES["small"])
-    _legend(ax, {"ICI on the tray": "-", "ICI to other trays": "--", "PCIe": "-", "DCN": "-"})
+    _legend(ax, {"ICI between its chips": "-", "ICI to other hosts": "--", "PCIe": "-", "DCN": "-"})
     return fig

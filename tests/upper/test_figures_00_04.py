@@ -91,15 +91,6 @@ def test_figure_cells_reads_only_final_plot_calls() -> None:
 # --- the diagrams follow their inputs -------------------------------------------------------------------------
 
 
-def test_elementwise_pipeline_overlaps_every_stage() -> None:
-    n, stages = 6, len(chip_plots.PIPELINE_STAGES)
-    full = chip_plots.pipeline_stages(n, stages - 1)
-    assert sorted(full.values()) == list(range(stages))[::-1][::-1]  # all five busy, chunks 4..0
-    assert chip_plots.pipeline_stages(n, n + stages - 2)["VMEM → HBM"] == n - 1  # the last step drains the last chunk
-    with pytest.raises(ValueError, match="step"):
-        chip_plots.pipeline_stages(n, n + stages - 1)
-
-
 _RING = sb.overlap.collective_matmul("A[I_X, J_Y] @ B[J, K_Y] -> C[I_X, K_Y]", sb.TpuMesh("v5e", X=2, Y=4), I=1024,
                                      J=2048, K=8192)
 
@@ -181,7 +172,7 @@ def test_diagrams_refuse_bad_input(call, match: str) -> None:
 
 def test_pipeline_and_vpu_explorers_answer_fast() -> None:
     def pipeline():
-        return sb.widgets.explore(lambda n_chunks, step: chip_plots.pipeline_stages(n_chunks, step),
+        return sb.widgets.explore(lambda n_chunks, step: sb.hardware.sm.pipeline_stages(n_chunks, step),
                                   n_chunks=(1, 8, 1, 4), step=(0, 11, 1, 4))
 
     def vpu():
@@ -249,6 +240,7 @@ def test_tpu_tray_shows_the_hosts_chips_and_link_rates() -> None:
     assert "PCIe 16 GB/s per chip" in text and "6.25 GB/s" in text and "6 ICI links, 90 GB/s one way" in text
     fig = chip_plots.tray("v6e")  # 8 chips, PCIe 3.2e10 B/s per chip
     assert "8 chips" in _texts(fig) and "PCIe 32 GB/s per chip" in _texts(fig)
+    assert "tray 1" in _texts(fig) and "tray 1" not in text  # 8 chips: two trays of four; v5p's 4: one
 
 
 def test_tray_dashes_the_ici_links_that_leave_the_tray() -> None:
