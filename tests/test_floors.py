@@ -30,7 +30,6 @@ DRAWING = {
     "collective_steps.to_rgb": "a colour name as an RGB triple",
 }
 NOT_YET_MOVED = {
-    "chip.pipeline_stages": "a ground module of ch. 2's pipelining",
     "parallelism.Transfer": "training (the collectives of a strategy's pass)",
     "parallelism.pass_collectives": "training",
 }

@@ -14,7 +14,7 @@ from .chips import Chip, get_chip
 
 __all__ = ["SUBPARTITIONS_PER_SM", "WARP_LANES", "VPU_ALUS", "VPU_SHAPE", "cuda_cores", "vpu_alus",
            "vector_flops", "clock_from_vector_flops", "tensor_core_flops_per_cycle", "on_chip_bytes", "vector_add",
-           "gpu_table", "vpu_flops_per_core"]
+           "gpu_table", "vpu_flops_per_core", "PIPELINE_STAGES", "pipeline_stages"]
 
 SUBPARTITIONS_PER_SM = 4
 WARP_LANES = 32
@@ -128,3 +128,21 @@ def vpu_flops_per_core(chip: Chip | str) -> float | None:
     or None when the clock is not in the spec table."""
     c = get_chip(chip)
     return VPU_SHAPE[0] * VPU_SHAPE[1] * VPU_ALUS * c.clock_hz if c.clock_hz else None
+
+
+# The stages an elementwise op streams through on a TPU core (ch. 2), one chunk of the arrays per step.
+PIPELINE_STAGES = ("HBM → VMEM", "VMEM → registers", "VPU multiply", "registers → VMEM", "VMEM → HBM")
+
+
+@checks(n_chunks="count", step="count0")
+def pipeline_stages(n_chunks: int, step: int) -> dict[str, int | None]:
+    """Return which chunk (numbered from 0) each stage of a TPU's pipelined elementwise op works on at `step`
+    (steps counted from 0; None: idle).
+
+    Chunk c enters stage s at step c + s: every stage is busy once the pipe is full, so n chunks take
+    n + (stages − 1) steps rather than n × stages.
+    """
+    last = n_chunks + len(PIPELINE_STAGES) - 1
+    if not isinstance(step, int) or not 0 <= step < last:
+        raise ValueError(f"step={step!r} must be an integer in [0, {last})")
+    return {name: (step - s if 0 <= step - s < n_chunks else None) for s, name in enumerate(PIPELINE_STAGES)}

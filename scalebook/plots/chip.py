@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..hardware.chips import VMEM_FACTOR, Chip
-from ..hardware.sm import VPU_SHAPE, vpu_flops_per_core
+from ..hardware.sm import PIPELINE_STAGES, VPU_SHAPE, pipeline_stages, vpu_flops_per_core
 from ..hardware.topology import TpuMesh
 from ..units import checks, fmt_bytes, fmt_rate, is_a, sequence_of
 from .base import figure
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
-           "pod_cubes", "pipeline_stages", "elementwise_pipeline", "mxu_pipeline", "banner"]
+           "pod_cubes", "elementwise_pipeline", "mxu_pipeline", "banner"]
 
 VREGS_PER_CORE = 64  # vector registers of 8 x 128 x 4 B on a v5p core (How To Scale Your Model, ch. 2, appendix)
 
@@ -243,22 +243,6 @@ def _cube(ax, x: float, y: float, s: float, dx: float, dy: float) -> None:
     ]
     for points, colour in faces:
         ax.add_patch(Polygon(points, closed=True, facecolor=colour, edgecolor="0.2", lw=0.7, zorder=2))
-
-
-PIPELINE_STAGES = ("HBM → VMEM", "VMEM → registers", "VPU multiply", "registers → VMEM", "VMEM → HBM")
-
-
-@checks(n_chunks="count", step="count0")
-def pipeline_stages(n_chunks: int, step: int) -> dict[str, int | None]:
-    """Return which chunk each stage of a pipelined elementwise op works on at `step` (None: idle).
-
-    Chunk c enters stage s at step c + s: every stage is busy once the pipe is full, so n chunks take
-    n + (stages − 1) steps rather than n × stages.
-    """
-    last = n_chunks + len(PIPELINE_STAGES) - 1
-    if not isinstance(step, int) or not 0 <= step < last:
-        raise ValueError(f"step={step!r} must be an integer in [0, {last})")
-    return {name: (step - s if 0 <= step - s < n_chunks else None) for s, name in enumerate(PIPELINE_STAGES)}
 
 
 def _draw_pipeline(ax, n_chunks: int, step: int) -> None:

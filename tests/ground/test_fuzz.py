@@ -175,6 +175,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "hardware.sm.cuda_cores": (lambda: dict(chip="h100"), {"chip": "name"}),
     "hardware.sm.vpu_alus": (lambda: dict(chip="v5e"), {"chip": "name"}),
     "hardware.sm.vpu_flops_per_core": (lambda: dict(chip="v5e"), {"chip": "name"}),
+    "hardware.sm.pipeline_stages": (lambda: dict(n_chunks=4, step=2), {"n_chunks": "count", "step": "count0"}),
     "hardware.sm.vector_flops": (lambda: dict(chip="h100"),
                                  {"chip": "name", "clock": [NAN, -1, INF, "turbo", None], "fma": "flag"}),
     "hardware.sm.clock_from_vector_flops": (lambda: dict(chip="h100", flops=60e12),

@@ -256,3 +256,13 @@ def test_the_bandwidth_ladder_of_a_chip_is_the_books_and_runs_fastest_first():
     known = [v for v in rows.values() if v]
     assert known == sorted(known, reverse=True)  # a ladder: each channel slower than the one before
     assert ladder_rows("v6e")["VMEM→MXU (≈22× HBM)"] is None  # no VMEM size in our table
+
+
+def test_elementwise_pipeline_overlaps_every_stage():
+    from scalebook.hardware.sm import PIPELINE_STAGES, pipeline_stages
+    n, stages = 6, len(PIPELINE_STAGES)
+    full = pipeline_stages(n, stages - 1)
+    assert sorted(full.values()) == list(range(stages))[::-1][::-1]  # all five busy, chunks 4..0
+    assert pipeline_stages(n, n + stages - 2)["VMEM → HBM"] == n - 1  # the last step drains the last chunk
+    with pytest.raises(ValueError, match="step"):
+        pipeline_stages(n, n + stages - 1)

@@ -144,7 +144,6 @@ recipe("plots.chip.hosts", lambda: dict(mesh=_hw()), mesh=OBJ)
 recipe("plots.chip.slices", lambda: dict(mesh=_hw(), subslices=[((0, 0), (2, 2))]), mesh=OBJ,
        subslices=[[((0, 0), (9, 9))], [((0, 0), (-1, 2))], 3, None])
 recipe("plots.chip.pod_cubes", lambda: dict(mesh=sb.TpuMesh("v5p", X=8, Y=8, Z=8)), mesh=OBJ)
-recipe("plots.chip.pipeline_stages", lambda: dict(n_chunks=4, step=2), step="count0")
 recipe("plots.chip.elementwise_pipeline", steps=[[0, -1], [2.5], 3])
 recipe("plots.chip.mxu_pipeline")
 recipe("plots.chip.banner", mesh=[3, "abc"])
