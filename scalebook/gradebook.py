@@ -35,6 +35,9 @@ __all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", 
            "MAX_REASONING"]
 
 MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teacher; the rest is cut
+# JSON containers ('{', '[') a notebook may hold for the grader to parse it for reasoning: a real notebook has a few
+# thousand; eleven million empty ones would cost the grader's own process 700-900 MiB to parse.
+MAX_CONTAINERS = 500_000
 _STUB = "*Write your reasoning here.*"  # what `grading.strip_solutions` leaves in a reasoning cell
 _CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
 
@@ -122,7 +125,9 @@ def reasoning_cells(content: bytes, possible: dict[str, int]) -> dict[str, str]:
     """The reasoning a submitted notebook gives per question of `possible`: the text of the Markdown cells
     that follow the code cell checking it (`sb.check("QID", ...)`) up to the next heading, the unedited stub
     left out, at most `MAX_REASONING` characters each. The JSON is read as data, never run; a notebook
-    that cannot be read has no reasoning ({})."""
+    that cannot be read, or holds more than `MAX_CONTAINERS` objects and lists, has no reasoning ({})."""
+    if content.count(b"{") + content.count(b"[") > MAX_CONTAINERS:
+        return {}
     try:
         cells = json.loads(content).get("cells", [])
     except (ValueError, AttributeError, RecursionError):

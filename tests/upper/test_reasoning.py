@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scalebook import autograde
 from scalebook.autograde import grade
-from scalebook.gradebook import MAX_REASONING, feedback_name, reasoning_cells
+from scalebook.gradebook import MAX_CONTAINERS, MAX_REASONING, feedback_name, reasoning_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISE = ROOT / "exercises" / "01_rooflines.ipynb"
@@ -41,6 +41,15 @@ def test_a_notebook_that_is_not_one_has_no_reasoning():
     deep = b"[" * 100_000 + b"]" * 100_000
     for junk in (b"junk", b"[1, 2]", deep, b'{"cells": 3}', b'{"cells": [{"cell_type": "markdown", "source": 7}]}'):
         assert reasoning_cells(junk, _possible()) == {}
+
+
+def test_a_notebook_of_millions_of_objects_is_not_parsed_for_reasoning(monkeypatch):
+    """Parsing eleven million empty objects would cost the grader's own process 700-900 MiB: past
+    MAX_CONTAINERS objects and lists the reasoning is not read (the notebook is still graded)."""
+    parsed = []
+    monkeypatch.setattr(json, "loads", lambda *a, **k: parsed.append(1))
+    crowded = b'{"cells": [], "metadata": {"junk": [' + b",".join([b"{}"] * (MAX_CONTAINERS + 1)) + b"]}}"
+    assert reasoning_cells(crowded, _possible()) == {} and parsed == []
 
 
 def _graded(tmp_path: Path, monkeypatch, files: dict[str, bytes]) -> tuple[list[dict], Path]:
