@@ -9,8 +9,7 @@ Two rules, read from the source with `ast` (nothing is imported):
    `def` or `class` whose name does not start with `_`) is drawing: a function whose return annotation names
    `Figure`, a primitive whose first parameter is `ax` (it draws on an axes a figure passes in), a function that
    returns `str` (the text of a label), or one of `DRAWING`, the canvas-and-style helpers below. Anything else
-   computes, and belongs on the ground floor. `NOT_YET_MOVED` lists what still does, each with where it belongs:
-   the test fails on any other, and on a listed one that has moved (so the list only shrinks).
+   computes, and belongs on the ground floor (the last twelve such names moved there under issue #28).
 """
 
 from __future__ import annotations
@@ -28,10 +27,6 @@ DRAWING = {
     "base.house_style": "matplotlib's defaults set to the house style",
     "diagram.canvas": "an empty schematic figure", "diagram.panels": "a row of schematic panels",
     "collective_steps.to_rgb": "a colour name as an RGB triple",
-}
-NOT_YET_MOVED = {
-    "parallelism.Transfer": "training (the collectives of a strategy's pass)",
-    "parallelism.pass_collectives": "training",
 }
 
 
@@ -102,10 +97,8 @@ def test_only_widgets_import_plots():
                                     "ground floor, or the caller to widgets/"
 
 
-def test_plots_define_no_computing_function_beyond_the_listed_ones():
-    found = computing_in_plots()
-    assert found - set(NOT_YET_MOVED) == set(), "plots/ draws what a ground function returns: compute it there"
-    assert set(NOT_YET_MOVED) - found == set(), "moved (or now drawing): take it off NOT_YET_MOVED"
+def test_plots_define_no_computing_function():
+    assert computing_in_plots() == set(), "plots/ draws what a ground function returns: compute it there"
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -1,22 +1,22 @@
 """Figures for chapter 5's strategies: which device holds which shard of the layer's arrays (DP, FSDP, TP,
 FSDP + TP), the collectives of each pass as the sharded-matmul rules derive them, and the FLOPs-to-comms ratio.
 
-The layouts are written once in the chapter's notation (`LAYOUTS`); the collectives are not typed in but read
-off `sharding.sharded_matmul` for each forward and backward matmul (`pass_collectives`), so the pictures and the
-appendix table say exactly what the package computes.
+The layouts are written once in the chapter's notation (`training.book.LAYOUTS`); the collectives are not typed in
+but read off `sharding.sharded_matmul` for each forward and backward matmul (`training.book.pass_collectives`), so
+the pictures and the appendix table say exactly what the package computes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..hardware.chips import Chip, get_chip
 from ..hardware.topology import TpuMesh
-from ..sharding import mesh_axes, parse_spec, sharded_matmul, total_bytes
+from ..sharding import parse_spec
+from ..training.book import LAYOUTS, pass_collectives
 from ..training.curves import strategy_curves
 from ..units import check_choice, checks, fmt_bytes, is_a
 from .base import figure, finish
@@ -25,26 +25,8 @@ from .training import STRATEGY_LABELS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["LAYOUTS", "FORWARD", "BACKWARD", "Transfer", "pass_collectives", "layer_chain", "layout",
+__all__ = ["layer_chain", "layout",
            "pass_bytes", "comms_ratio"]
-
-# The layer's arrays under each strategy, in chapter 3's notation (X: data/FSDP axis, Y: tensor axis).
-# The optimizer state is sharded like the weights it updates, except under pure DP (replicated).
-LAYOUTS: dict[str, dict[str, str]] = {
-    "dp": {"In": "In[B_X, D]", "Win": "Win[D, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F, D]", "Out": "Out[B_X, D]"},
-    "fsdp": {"In": "In[B_X, D]", "Win": "Win[D_X, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F_X, D]",
-             "Out": "Out[B_X, D]"},
-    "tp": {"In": "In[B, D_Y]", "Win": "Win[D, F_Y]", "Tmp": "Tmp[B, F_Y]", "Wout": "Wout[F_Y, D]",
-           "Out": "Out[B, D_Y]"},
-    "fsdp_tp": {"In": "In[B_X, D_Y]", "Win": "Win[D_X, F_Y]", "Tmp": "Tmp[B_X, F_Y]", "Wout": "Wout[F_Y, D_X]",
-                "Out": "Out[B_X, D_Y]"},
-}
-
-# Each pass as matmuls "A @ B -> C" over the layout's arrays ({name} is replaced by its spec). Transposes keep
-# the array's name with the dimensions swapped: sharded_matmul contracts the shared middle dimension.
-FORWARD = ("{In} @ {Win} -> {Tmp}", "{Tmp} @ {Wout} -> {Out}")
-BACKWARD = ("T:{Tmp} @ d:{Out} -> d:{Wout}", "d:{Out} @ T:{Wout} -> d:{Tmp}",
-            "T:{In} @ d:{Tmp} -> d:{Win}", "d:{Tmp} @ T:{Win} -> d:{In}")
 
 _KIND_NAMES = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter", "all_reduce": "AllReduce",
                "all_to_all": "AllToAll"}
@@ -52,76 +34,6 @@ _KIND_COLORS = {"all_gather": "#4e79a7", "reduce_scatter": "#f28e2b", "all_reduc
 _ARRAY_COLORS = {"In": "#59a14f", "Win": "#4e79a7", "Tmp": "#b07aa1", "Wout": "#4e79a7", "Out": "#59a14f",
                  "opt": "#f28e2b"}
 _AXIS_SIZES = {"dp": {"X": 4}, "fsdp": {"X": 4}, "tp": {"Y": 4}, "fsdp_tp": {"X": 2, "Y": 2}}
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One collective of one pass: the matmul that needs it, its kind and axes, the array it moves and the bytes
-    a ring charges it (V for an AllGather or ReduceScatter of V bytes, 2V for an AllReduce: the book's count).
-    `reused` marks a gather of an array this pass (or the forward pass, with `keep_forward`) already gathered."""
-
-    pass_: str
-    matmul: str
-    kind: str
-    axes: tuple[str, ...]
-    array: str
-    nbytes: float
-    reused: bool = False
-
-    @property
-    def charged(self) -> float:
-        """Bytes the collective costs in the book's units (0 when the gathered copy is reused)."""
-        return 0.0 if self.reused else self.nbytes * (2 if self.kind == "all_reduce" else 1)
-
-
-def _spec(template: str, layout: dict[str, str]) -> str:
-    """Turn 'T:{Tmp}' into Tmp's spec with its two dimensions swapped and 'd:{Out}' into dOut's spec."""
-    text = template
-    for name, spec in layout.items():
-        parsed = parse_spec(spec)
-        dims = [f"{d}_{''.join(a)}" if a else d for d, a in parsed.dims]
-        text = text.replace(f"T:{{{name}}}", f"{name}[{', '.join(dims[::-1])}]")
-        text = text.replace(f"d:{{{name}}}", f"d{spec}").replace(f"{{{name}}}", spec)
-    return text
-
-
-@checks(B="count", D="count", F="count", keep_forward="flag", dtype="dtype")
-def pass_collectives(strategy: str, mesh: TpuMesh, B: int, D: int, F: int, keep_forward: bool = True,
-                     dtype: str = "bf16") -> list[Transfer]:
-    """Return every collective of one layer's forward and backward pass under `strategy`, read off
-    `sharded_matmul` matmul by matmul. A second gather of the same array in a pass is marked `reused`; with
-    `keep_forward` so is a backward gather of an activation the forward pass already gathered (TP's input).
-    Weight gathers are never kept: FSDP discards gathered weights after use, which is its memory saving."""
-    if strategy not in LAYOUTS:
-        raise ValueError(f"strategy={strategy!r}; allowed: {list(LAYOUTS)}")
-    layout = LAYOUTS[strategy]
-    out: list[Transfer] = []
-    seen: dict[str, set[str]] = {"forward": set(), "backward": set()}
-    sizes = {"B": B, "D": D, "F": F}
-    for pass_, templates in (("forward", FORWARD), ("backward", BACKWARD)):
-        for template in templates:
-            expr = _spec(template, layout)
-            plan = sharded_matmul(expr, mesh, dtype=dtype, **sizes)
-            inputs, output = expr.split("->")
-            specs = [parse_spec(s.strip()) for s in (*inputs.split("@"), output)]
-            for step in plan.collectives:
-                kind, axes, nbytes = step[0], tuple(step[1]), float(step[2])
-                # A gather moves the input of that logical size; a reduction produces the output.
-                spec = (min(specs[:2], key=lambda a: abs(total_bytes(a, mesh, sizes, dtype) - nbytes))
-                        if kind == "all_gather" else specs[2])
-                array = spec.name
-                # The collective runs within groups along `axes`: its array is the slice the other axes leave.
-                others = [a for a in spec.used_axes if a not in axes]
-                nbytes /= float(np.prod([mesh_axes(mesh)[a] for a in others])) if others else 1.0
-                is_weight = array.lstrip("d").startswith("W")
-                key = f"{array}/{''.join(axes)}"
-                reused = kind == "all_gather" and (
-                    key in seen[pass_] or (pass_ == "backward" and keep_forward and not is_weight
-                                           and key in seen["forward"]))
-                if kind == "all_gather":
-                    seen[pass_].add(key)
-                out.append(Transfer(pass_, expr, kind, axes, array, nbytes, reused))
-    return out
 
 
 def _block(ax, x: float, y: float, w: float, h: float, splits: tuple[int, int], held: tuple[int, int] | None,

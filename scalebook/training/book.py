@@ -23,17 +23,21 @@ expert parallelism ('ep' in `layer_cost`) and pipeline stages (P in `step_time`)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..collectives import all_to_all
 from ..estimate import Estimate
 from ..hardware.chips import Chip, get_chip
 from ..hardware.gpu import GpuCluster, resolve
+from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
+from ..sharding import mesh_axes, parse_spec, sharded_matmul, total_bytes
 from ..units import check_int, checks, dtype_bytes, is_a
 from .pipeline import pipeline_bubble, pipeline_comms
 
 __all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "tp_limit", "x_opt",
-           "comms_time", "step_time", "mfu", "expert_parallel"]
+           "comms_time", "step_time", "mfu", "expert_parallel", "LAYOUTS", "FORWARD", "BACKWARD", "Transfer",
+           "pass_collectives"]
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp", "dp_tp")
 
@@ -274,3 +278,93 @@ def expert_parallel(model: TransformerConfig | str, hardware: Chip | str | GpuCl
     t_comms = 4 * all_to_all_seconds(hardware, token_bytes, Z, model.k, M)
     return Estimate(flops, values * dtype_bytes(dtype), flops / chip.peak_flops(dtype), t_comms, channel="ICI",
                     label=f"{model.name} MoE layers, {Z}-way expert parallelism on {chip.name}")
+
+
+# The layer's arrays under each strategy, in chapter 3's notation (X: data/FSDP axis, Y: tensor axis).
+# The optimizer state is sharded like the weights it updates, except under pure DP (replicated).
+LAYOUTS: dict[str, dict[str, str]] = {
+    "dp": {"In": "In[B_X, D]", "Win": "Win[D, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F, D]", "Out": "Out[B_X, D]"},
+    "fsdp": {"In": "In[B_X, D]", "Win": "Win[D_X, F]", "Tmp": "Tmp[B_X, F]", "Wout": "Wout[F_X, D]",
+             "Out": "Out[B_X, D]"},
+    "tp": {"In": "In[B, D_Y]", "Win": "Win[D, F_Y]", "Tmp": "Tmp[B, F_Y]", "Wout": "Wout[F_Y, D]",
+           "Out": "Out[B, D_Y]"},
+    "fsdp_tp": {"In": "In[B_X, D_Y]", "Win": "Win[D_X, F_Y]", "Tmp": "Tmp[B_X, F_Y]", "Wout": "Wout[F_Y, D_X]",
+                "Out": "Out[B_X, D_Y]"},
+}
+
+# Each pass as matmuls "A @ B -> C" over the layout's arrays ({name} is replaced by its spec). Transposes keep
+# the array's name with the dimensions swapped: sharded_matmul contracts the shared middle dimension.
+FORWARD = ("{In} @ {Win} -> {Tmp}", "{Tmp} @ {Wout} -> {Out}")
+BACKWARD = ("T:{Tmp} @ d:{Out} -> d:{Wout}", "d:{Out} @ T:{Wout} -> d:{Tmp}",
+            "T:{In} @ d:{Tmp} -> d:{Win}", "d:{Tmp} @ T:{Win} -> d:{In}")
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One collective of one pass: the matmul that needs it, its kind and axes, the array it moves and the bytes
+    a ring charges it (V for an AllGather or ReduceScatter of V bytes per device, 2V for an AllReduce: the book's
+    count).
+    `reused` marks a gather of an array this pass (or the forward pass, with `keep_forward`) already gathered."""
+
+    pass_: str
+    matmul: str
+    kind: str
+    axes: tuple[str, ...]
+    array: str
+    nbytes: float
+    reused: bool = False
+
+    @property
+    def charged(self) -> float:
+        """Bytes the collective costs in the book's units (0 when the gathered copy is reused)."""
+        return 0.0 if self.reused else self.nbytes * (2 if self.kind == "all_reduce" else 1)
+
+
+def _spec(template: str, layout: dict[str, str]) -> str:
+    """Turn 'T:{Tmp}' into Tmp's spec with its two dimensions swapped and 'd:{Out}' into dOut's spec."""
+    text = template
+    for name, spec in layout.items():
+        parsed = parse_spec(spec)
+        dims = [f"{d}_{''.join(a)}" if a else d for d, a in parsed.dims]
+        text = text.replace(f"T:{{{name}}}", f"{name}[{', '.join(dims[::-1])}]")
+        text = text.replace(f"d:{{{name}}}", f"d{spec}").replace(f"{{{name}}}", spec)
+    return text
+
+
+@checks(B="count", D="count", F="count", keep_forward="flag", dtype="dtype")
+def pass_collectives(strategy: str, mesh: TpuMesh, B: int, D: int, F: int, keep_forward: bool = True,
+                     dtype: str = "bf16") -> list[Transfer]:
+    """Return every collective of one layer's forward and backward pass under `strategy`, read off
+    `sharded_matmul` matmul by matmul. A second gather of the same array in a pass is marked `reused`; with
+    `keep_forward` so is a backward gather of an activation the forward pass already gathered (TP's input).
+    Weight gathers are never kept: FSDP discards gathered weights after use, which is its memory saving."""
+    if strategy not in LAYOUTS:
+        raise ValueError(f"strategy={strategy!r}; allowed: {list(LAYOUTS)}")
+    layout = LAYOUTS[strategy]
+    out: list[Transfer] = []
+    seen: dict[str, set[str]] = {"forward": set(), "backward": set()}
+    sizes = {"B": B, "D": D, "F": F}
+    for pass_, templates in (("forward", FORWARD), ("backward", BACKWARD)):
+        for template in templates:
+            expr = _spec(template, layout)
+            plan = sharded_matmul(expr, mesh, dtype=dtype, **sizes)
+            inputs, output = expr.split("->")
+            specs = [parse_spec(s.strip()) for s in (*inputs.split("@"), output)]
+            for step in plan.collectives:
+                kind, axes, nbytes = step[0], tuple(step[1]), float(step[2])
+                # A gather moves the input of that logical size; a reduction produces the output.
+                spec = (min(specs[:2], key=lambda a: abs(total_bytes(a, mesh, sizes, dtype) - nbytes))
+                        if kind == "all_gather" else specs[2])
+                array = spec.name
+                # The collective runs within groups along `axes`: its array is the slice the other axes leave.
+                others = [a for a in spec.used_axes if a not in axes]
+                nbytes /= float(math.prod(mesh_axes(mesh)[a] for a in others)) if others else 1.0
+                is_weight = array.lstrip("d").startswith("W")
+                key = f"{array}/{''.join(axes)}"
+                reused = kind == "all_gather" and (
+                    key in seen[pass_] or (pass_ == "backward" and keep_forward and not is_weight
+                                           and key in seen["forward"]))
+                if kind == "all_gather":
+                    seen[pass_].add(key)
+                out.append(Transfer(pass_, expr, kind, axes, array, nbytes, reused))
+    return out

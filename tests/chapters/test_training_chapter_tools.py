@@ -187,7 +187,6 @@ def test_memory_bars_total_matches_math():
 
 # --- ch. 5's diagrams and explorers (issue 21) -------------------------------------------------------------------
 
-from scalebook.plots.parallelism import pass_collectives  # noqa: E402
 from scalebook.plots.schedules import interleaved_schedule, zero_bubble_schedule  # noqa: E402
 from scalebook.widgets.training import (  # noqa: E402
     dp_capacity_explorer,
@@ -195,30 +194,6 @@ from scalebook.widgets.training import (  # noqa: E402
     threshold_explorer,
     threshold_table,
 )
-
-B_, D_, F_ = 2**17, 8192, 32768
-
-
-def _charged(strategy, axes):
-    transfers = pass_collectives(strategy, sb.TpuMesh("v5p", **axes), B_, D_, F_)
-    return {p: sum(t.charged for t in transfers if t.pass_ == p) for p in ("forward", "backward")}
-
-
-def test_backward_collectives_read_off_sharded_matmul_match_appendix_a():
-    # DP: two gradient AllReduces of 2DF bytes, charged twice -> 0 + 8DF.
-    assert _charged("dp", {"X": 4}) == {"forward": 0, "backward": 8 * D_ * F_}
-    # FSDP: the forward's two weight gathers, then a second gather of each and two ReduceScatters -> 4DF + 8DF.
-    assert _charged("fsdp", {"X": 4}) == {"forward": 4 * D_ * F_, "backward": 8 * D_ * F_}
-    # TP with the gathered input kept: AllGather In + ReduceScatter Out; AllGather dOut + ReduceScatter dIn.
-    assert _charged("tp", {"Y": 4}) == {"forward": 4 * B_ * D_, "backward": 4 * B_ * D_}
-
-
-def test_fsdp_discards_gathered_weights_but_tp_keeps_its_gathered_input():
-    fsdp = pass_collectives("fsdp", sb.TpuMesh("v5p", X=4), B_, D_, F_)
-    assert not any(t.reused for t in fsdp)  # every weight gather in the backward pass is paid again
-    tp = pass_collectives("tp", sb.TpuMesh("v5p", Y=4), B_, D_, F_)
-    assert sorted(t.array for t in tp if t.reused) == ["In", "dOut"]
-
 
 def test_interleaved_grid_idles_exactly_the_formula_and_zero_bubble_idles_less_than_1f1b():
     grid = interleaved_schedule(4, 8, virtual=2)

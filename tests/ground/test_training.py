@@ -5,6 +5,7 @@ from speed import assert_fast
 
 import scalebook as sb
 from scalebook import training as t
+from scalebook.training.book import pass_collectives
 
 
 def test_ex1_data_parallel_batch_per_chip_on_v5p():
@@ -238,3 +239,29 @@ def test_ex9_llama3_70b_at_2m_tokens():
 def test_tensor_parallel_limit_does_not_depend_on_precision():
     # ch. 5: int8 halves both the compute and the bytes of the activations, so the TP bound is unchanged.
     assert t.tp_limit(16384, "v5e", dtype="int8") == pytest.approx(t.tp_limit(16384, "v5e"))
+
+
+# --- the collectives of one layer's pass, read off sharded_matmul (ch. 5, appendix A) ----------------------------
+
+B_, D_, F_ = 2**17, 8192, 32768
+
+
+def _charged(strategy, axes):
+    transfers = pass_collectives(strategy, sb.TpuMesh("v5p", **axes), B_, D_, F_)
+    return {p: sum(t.charged for t in transfers if t.pass_ == p) for p in ("forward", "backward")}
+
+
+def test_backward_collectives_read_off_sharded_matmul_match_appendix_a():
+    # DP: two gradient AllReduces of 2DF bytes, charged twice -> 0 + 8DF.
+    assert _charged("dp", {"X": 4}) == {"forward": 0, "backward": 8 * D_ * F_}
+    # FSDP: the forward's two weight gathers, then a second gather of each and two ReduceScatters -> 4DF + 8DF.
+    assert _charged("fsdp", {"X": 4}) == {"forward": 4 * D_ * F_, "backward": 8 * D_ * F_}
+    # TP with the gathered input kept: AllGather In + ReduceScatter Out; AllGather dOut + ReduceScatter dIn.
+    assert _charged("tp", {"Y": 4}) == {"forward": 4 * B_ * D_, "backward": 4 * B_ * D_}
+
+
+def test_fsdp_discards_gathered_weights_but_tp_keeps_its_gathered_input():
+    fsdp = pass_collectives("fsdp", sb.TpuMesh("v5p", X=4), B_, D_, F_)
+    assert not any(t.reused for t in fsdp)  # every weight gather in the backward pass is paid again
+    tp = pass_collectives("tp", sb.TpuMesh("v5p", Y=4), B_, D_, F_)
+    assert sorted(t.array for t in tp if t.reused) == ["In", "dOut"]

@@ -52,8 +52,6 @@ EXEMPT = {
     "plots.diagram.cell": DRAWING, "plots.diagram.box": DRAWING, "plots.diagram.arrow": DRAWING,
     "plots.diagram.canvas": DRAWING, "plots.diagram.panels": DRAWING,
     "plots.roofline.human_ticks": DRAWING, "plots.roofline.legend_outside": DRAWING,
-    "plots.parallelism.Transfer": RECORD,
-
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
@@ -186,8 +184,6 @@ recipe("plots.llama.llama_config", lambda: GROUND["models.config_table"][0](),
        config=[{"num_hidden_layers": -2}, 3, None])
 recipe("plots.models.attention_share", models=[["llama3-8bx"], 3, None], T=PAIR)
 recipe("plots.models.param_breakdown", models=[["llama3-8bx"], 3, None])
-recipe("plots.parallelism.pass_collectives", lambda: dict(strategy="fsdp", mesh=_hw(), B=1024, D=512, F=2048),
-       mesh=OBJ)
 recipe("plots.parallelism.layer_chain")
 recipe("plots.parallelism.layout", lambda: dict(strategy="fsdp"))
 recipe("plots.parallelism.pass_bytes", lambda: dict(mesh_of={"fsdp": _hw()}, B=1024, D=512, F=2048),
