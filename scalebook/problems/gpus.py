@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..collectives import all_gather, all_reduce, all_to_all
+from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels
 from ..hardware.chips import get_chip
 from ..hardware.gpu import GpuCluster, get_cluster
 from ..hardware.sm import (
@@ -420,3 +420,15 @@ def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: i
                                step=1024), Y: int = vary(4, choices=(1, 2, 4, 8))) -> float:
     """AllReduce(bf16[D, F_Y]{U_X}) over the 8 GPUs of one H100 node with SHARP: each reduces 2DF/Y bytes."""
     return all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 2 * D * F / Y).time
+
+
+@problem("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s", hints=(
+    "Each node switch takes its node's B/M bytes up once; the spine takes B in and sends B(M-1) out, the rest of the"
+    " array to every node.",
+    "{nbytes} · ({nodes} - 1) / ({nodes} · 400e9 B/s): each node's NICs receive what the other nodes hold.",
+))
+def book_su_spine_all_gather(nbytes: float = vary(1e9, 1e8, 1e10),
+                             nodes: int = vary(32, choices=(2, 4, 8, 16, 32))) -> float:
+    """Seconds the spine level takes in an AllGather of `nbytes` bytes over `nodes` 8-GPU H100 nodes of one SU."""
+    levels = gpu_levels("all_gather", GpuCluster("h100", gpus=8 * nodes), None, nbytes)
+    return next(seconds for name, _, _, seconds in levels if name == "leaf")
