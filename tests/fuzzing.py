@@ -17,6 +17,7 @@ import math
 import numbers
 import resource
 import signal
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -236,6 +237,26 @@ def classify(fn: Callable[..., Any], kwargs: dict[str, Any], param: str,
     except Exception:  # noqa: BLE001 - a result too broken to read was still accepted
         problem = ""
     return (problem or "accepted"), short(result)
+
+
+def fuzz(recipes: Recipes, judge: Callable[[str, Any], str],
+         after_each: Callable[[str, str, Any, str], None] | None = None) -> tuple[int, Counter[str], list[str]]:
+    """Run every bad call of `recipes`, each result judged by `judge(name, result)` ('' when fine), and
+    `after_each(name, param, value, outcome)` after each call: (how many calls, each outcome's count, the
+    calls not refused by name)."""
+    outcomes: Counter[str] = Counter()
+    failures = []
+    cases = bad_cases(recipes)
+    for name, param, value in cases:
+        kwargs = recipes[name][0]()
+        kwargs[param] = value
+        outcome, detail = classify(resolve(name), kwargs, param, judge=lambda result, name=name: judge(name, result))
+        outcomes[outcome] += 1
+        if outcome != "named":
+            failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
+        if after_each is not None:
+            after_each(name, param, value, outcome)
+    return len(cases), outcomes, failures
 
 
 def summary(what: str, n_cases: int, n_callables: int, outcomes: Mapping[str, int],

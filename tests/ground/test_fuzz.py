@@ -10,16 +10,14 @@ the result is finite and non-negative.
 
 from __future__ import annotations
 
-import functools
 import numbers
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import fuzzing
 import numpy as np
 import pytest
-from fuzzing import HUGE, INF, NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
+from fuzzing import HUGE, INF, NAN, guarded, kind_gaps, missing_recipes, resolve, summary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -579,19 +577,10 @@ def call(name: str, kwargs: dict[str, Any]) -> Any:
 
 
 def test_fuzz_one_bad_argument_at_a_time(capsys):
-    outcomes: Counter[str] = Counter()
-    failures = []
-    cases = bad_cases(R)
-    for name, param, value in cases:
-        kwargs = R[name][0]()
-        kwargs[param] = value
-        outcome, detail = classify(resolve(name), kwargs, param, judge=functools.partial(bad_numbers, name))
-        outcomes[outcome] += 1
-        if outcome != "named":
-            failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
+    n_cases, outcomes, failures = fuzzing.fuzz(R, bad_numbers)
     with capsys.disabled():
-        print(summary("fuzz", len(cases), len(R), outcomes))
-    assert len(cases) >= 2000
+        print(summary("fuzz", n_cases, len(R), outcomes))
+    assert n_cases >= 2000
     assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures[:400])
 
 

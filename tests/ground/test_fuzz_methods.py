@@ -10,13 +10,11 @@ made public without a recipe fails `test_every_public_method_has_a_recipe`.
 
 from __future__ import annotations
 
-import functools
 import random
-from collections import Counter
 from typing import Any
 
 import fuzzing
-from fuzzing import HUGE, INF, NAN, Recipes, bad_cases, classify, resolve, summary
+from fuzzing import HUGE, INF, NAN, Recipes, summary
 from test_fuzz import MODULES as GROUND_MODULES
 from test_fuzz_upper import MODULES as UPPER_MODULES
 
@@ -182,23 +180,8 @@ def _judge(name: str, result: Any) -> str:
     return "" if hasattr(result, "_repr_mimebundle_") else fuzzing.bad_numbers(result)
 
 
-def fuzz(recipes: Recipes) -> tuple[int, Counter[str], list[str]]:
-    """Run every bad call of `recipes`: (how many, each outcome's count, the calls not refused by name)."""
-    outcomes: Counter[str] = Counter()
-    failures = []
-    cases = bad_cases(recipes)
-    for name, param, value in cases:
-        kwargs = recipes[name][0]()
-        kwargs[param] = value
-        outcome, detail = classify(resolve(name), kwargs, param, judge=functools.partial(_judge, name))
-        outcomes[outcome] += 1
-        if outcome != "named":
-            failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
-    return len(cases), outcomes, failures
-
-
 def test_fuzz_one_bad_argument_at_a_time(capsys):
-    n_cases, outcomes, failures = fuzz(M)
+    n_cases, outcomes, failures = fuzzing.fuzz(M, _judge)
     with capsys.disabled():
         print(summary("method fuzz", n_cases, len(M), outcomes, "public methods"))
     assert n_cases >= 300

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +25,7 @@ import fuzzing
 import matplotlib
 import numpy as np
 import pytest
-from fuzzing import NAN, bad_cases, classify, guarded, kind_gaps, missing_recipes, resolve, summary
+from fuzzing import NAN, guarded, kind_gaps, missing_recipes, resolve, summary
 from test_fuzz import EXEMPT as GROUND_EXEMPT
 from test_fuzz import R as GROUND  # re-exports of ground-floor callables are fuzzed there
 
@@ -441,22 +440,18 @@ def no_compiling(monkeypatch):
 
 
 def test_fuzz_one_bad_argument_at_a_time(capsys, no_compiling):
-    outcomes: Counter[str] = Counter()
-    failures, drew = [], []
-    cases = bad_cases(R)
-    plt.close("all")
-    for name, param, value in cases:
-        kwargs = R[name][0]()
-        kwargs[param] = value
-        outcome, detail = classify(resolve(name), kwargs, param, judge=_judge)
-        outcomes[outcome] += 1
-        if outcome != "named":
-            failures.append(f"{outcome:9s} {name}({param}={value!r}): {detail[:160]}")
-        elif plt.get_fignums():
+    drew = []
+
+    def note_drawing(name: str, param: str, value: Any, outcome: str) -> None:
+        """A call refused by name must be refused before it opens a figure; close what it drew."""
+        if outcome == "named" and plt.get_fignums():
             drew.append(f"{name}({param}={value!r})")
         plt.close("all")
+
+    plt.close("all")
+    n_cases, outcomes, failures = fuzzing.fuzz(R, lambda _name, result: _judge(result), note_drawing)
     with capsys.disabled():
-        print(summary("upper-floor fuzz", len(cases), len(R), outcomes)
+        print(summary("upper-floor fuzz", n_cases, len(R), outcomes)
               + f"; {len(drew)} refused only after drawing; {len(LAB_RECIPES)} lab callables fuzzed without a "
                 "valid call")
     assert not failures, f"{len(failures)} bad calls not refused by name:\n" + "\n".join(failures[:400])
