@@ -422,11 +422,12 @@ def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: i
     return all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 2 * D * F / Y).time
 
 
-@problem("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s", hints=(
-    "Each node switch takes its node's B/M bytes up once; the spine takes B in and sends B(M-1) out, the rest of the"
-    " array to every node.",
-    "{nbytes} · ({nodes} - 1) / ({nodes} · 400e9 B/s): each node's NICs receive what the other nodes hold.",
-))
+@problem("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s",
+         hints=(
+             "Each node switch takes its node's B/M bytes up once; the spine takes B in and sends B(M-1) out, the rest"
+             " of the array to every node.",
+             "{nbytes} · ({nodes} - 1) / ({nodes} · 400e9 B/s): each node's NICs receive what the other nodes hold.",
+         ))
 def book_su_spine_all_gather(nbytes: float = vary(1e9, 1e8, 1e10),
                              nodes: int = vary(32, choices=(2, 4, 8, 16, 32))) -> float:
     """Seconds the spine level takes in an AllGather of `nbytes` bytes over `nodes` 8-GPU H100 nodes of one SU."""
