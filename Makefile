@@ -7,6 +7,9 @@ NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb exercises/*.ipynb
 # Laptop and CI runs emulate 8 devices on the CPU (chapters also request this in sb.setup()).
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# `make test` runs its files in this many pytest-xdist processes (each file whole in one, so a module's shared
+# fixture is built once): two keep both of a 2-core machine's cores busy while a notebook kernel or a sandbox waits.
+WORKERS ?= 2
 
 .PHONY: venv book lab test test-fast test-site lint sync check-sync exercises clean
 
@@ -57,8 +60,8 @@ test: venv lint check-sync
 	command -v bwrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap \
 		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap) \
 		|| echo "bubblewrap could not be installed here: the grader's sandbox tests will report themselves skipped"
-	$(BIN)/python -m pytest -q tests --ignore=tests/site
-	$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile -p no:cacheprovider tests --ignore=tests/site \
+		--nbval-lax --nbval-current-env $(NOTEBOOKS)
 
 ## test-fast: the edit loop, in about a minute: the package tests not marked `slow` (no nbval, no sandboxed
 ## grading, no multi-process runs, no notebook kernels); `make test` stays the full gate
