@@ -115,9 +115,6 @@ def test_the_spoiler_check_finds_the_answer_left_in_sight():
 
 @needs_site
 @needs_browser
-@pytest.mark.xfail(strict=True, reason="7 worked answers in sight on the last site checked (a build of 5c5428d, "
-                   "04:00 UTC): ch. 3 Q6, Q7; ch. 6 Q1, Q2; ch. 7 Q4, Q6, Q7, whose folds were still being finished. "
-                   "Strict: when none is in sight this test passes, xfail reports it, and the mark must go")
 def test_no_worked_answer_is_in_sight_before_its_dropdown_opens():
     found = [f"{page.stem}: {line}" for page in CHAPTERS for line in spoilers(page.as_uri())]
     assert found == [], f"{len(found)} answers in sight:\n" + "\n".join(found)
