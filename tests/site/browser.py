@@ -34,7 +34,8 @@ from urllib.parse import unquote, urlsplit
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         "--disable-features=AutofillServerCommunication"]
 SETTLE = 1.0  # seconds to keep listening after the load event, for async and deferred scripts
 # A laptop's window; every host but this one unreachable (see read_offline).
 OFFLINE = ("--window-size=1280,900", "--proxy-server=http://127.0.0.1:9",

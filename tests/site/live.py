@@ -51,8 +51,10 @@ class Server:
 
 
 # What Chromium itself opens through a context's proxy whatever the page does: a connection to its default search
-# engine (a preconnect no flag here turns off). A page's own request there is still seen by the DevTools protocol.
-BROWSER_OWN = {"https://www.google.com:443"}
+# engine (a preconnect no flag here turns off) and, once a page has form fields (an explorer's controls), its
+# autofill service (now and then, even with AutofillServerCommunication disabled in browser.FLAGS). A page's own
+# request to either host is still seen by the DevTools protocol, so the check loses nothing.
+BROWSER_OWN = {"https://www.google.com:443", "https://content-autofill.googleapis.com:443"}
 
 
 class _Recorder:
