@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         widgets,
         xla,
     )
+    from .booknumbers import published
     from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
     from .estimate import Estimate
     from .grading import check, expect
@@ -81,7 +82,8 @@ _TABLE = {
     "TransformerConfig": "models", "get_model": "models",
     "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
-    "expect": "grading", "check": "grading", "setup": "runtime", "problem": "variants", "hint": "hints",
+    "expect": "grading", "check": "grading", "published": "booknumbers",
+    "setup": "runtime", "problem": "variants", "hint": "hints",
     **{name: name for name in _MODULES},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).

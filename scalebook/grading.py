@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .booknumbers import Published
 from .mistakes import likely_mistake
 from .tables import Table
 from .units import check_choice, check_kind, check_number, fmt_si, fmt_time
@@ -142,16 +143,22 @@ class Check(Comparison):
 _RECORDED: list[Check] = []  # every check `expect` passed in this process, in order
 
 
-def expect(value: Any, published: Any, rtol: float = 0.05, source: str = "", label: str = "",
+def expect(value: Any, published: Any, rtol: float | None = None, source: str = "", label: str = "",
            unit: str = "", kind: str = "published") -> Check:
     """Return a ✓ `Check` of a computed `value` against the `published` one, or raise if they disagree.
 
-    `rtol` is the relative tolerance (the book rounds its inputs, typically to 2 significant figures);
+    `published` is a number (or list of numbers) or a `Published` from `sb.published(key)` (a printed number a
+    unit test checks too, typed once in `scalebook/data/book/`), which brings its own tolerance, source and unit.
+    `rtol` is the relative tolerance (default 5%; the book rounds its inputs, typically to 2 significant figures);
     `source` names where the published number is printed (e.g. 'ch. 1, Q5'); `unit` ('s', 'B', 'FLOP/s'
     ...) only changes how the two numbers are shown (1.01 ms rather than 0.00101); `kind` is 'published'
     (a number printed in the book or a cited source) or 'regression' (our own earlier output, kept so a
     change that moves it fails). A passing check is recorded for `checked_numbers()`.
     """
+    if isinstance(published, Published):
+        rtol = published.rtol if rtol is None else rtol
+        source, unit, published = source or published.source, unit or published.unit, published.value
+    rtol = 0.05 if rtol is None else rtol
     check_number("rtol", rtol, low=0.0, high=1.0, what="a relative tolerance in [0, 1] (beyond 100% it checks nothing)")
     for name, text in (("source", source), ("label", label), ("unit", unit)):
         check_kind(name, text, "text")

@@ -11,20 +11,20 @@ from scalebook.grading import Comparison, ExpectationError, strip_solutions
 
 
 def test_expect_passes_within_tolerance_and_shows_a_tick():
-    result = sb.expect(240.24, 240, rtol=0.01, source="ch. 1")
+    result = sb.expect(250.25, 250, rtol=0.01, source="ch. 1")
     assert isinstance(result, Comparison) and result.ok
     assert str(result).startswith("✓") and "ch. 1" in str(result)
     assert "✓" in result._repr_html_()
 
 
 def test_expect_raises_with_both_numbers_when_it_drifts():
-    with pytest.raises(ExpectationError, match=r"✗ 300 vs published 240 \(off by 25.0%"):
-        sb.expect(300, 240, rtol=0.05)
+    with pytest.raises(ExpectationError, match=r"✗ 300 vs published 250 \(off by 20.0%"):
+        sb.expect(300, 250, rtol=0.05)
 
 
 def test_expect_formats_units_and_small_tolerances():
-    shown = str(sb.expect(1.0113e-3, 1.01e-3, rtol=0.005, unit="s"))
-    assert "1.011 ms vs published 1.01 ms" in shown and "tolerance 0.5%" in shown
+    shown = str(sb.expect(2.0226e-3, 2.02e-3, rtol=0.005, unit="s"))
+    assert "2.023 ms vs published 2.02 ms" in shown and "tolerance 0.5%" in shown
     exact = str(sb.expect(2.0, 2.0 * (1 + 1e-12), rtol=1e-9))
     assert "off by < 1e-4%, tolerance < 1e-4%" in exact
     assert "off by 0%, tolerance 0%" in str(sb.expect(560, 560, rtol=0))
@@ -126,14 +126,14 @@ def test_a_mismatch_still_raises_whatever_the_kind():
 
 def test_checked_numbers_lists_every_passed_check_in_a_folded_table():
     before = len(grading.checked_numbers())
-    sb.expect(240.2, 240, rtol=0.01, source="ch. 1, Q1: critical batch")
+    sb.expect(250.2, 250, rtol=0.01, source="ch. 1, Q1: critical batch")
     sb.expect(0.47, 0.47, rtol=0.02, source="share hidden", kind="regression")
     with pytest.raises(ExpectationError):
         sb.expect(1, 2, source="a failed check is not recorded")
     report = grading.checked_numbers()
     assert len(report) == before + 2 and report.checks[-1].source == "share hidden"
     assert [row["kind"] for row in report.table.rows[-2:]] == ["published", "regression"]
-    assert report.table.rows[-2]["off by"] == "0.083%" and report.table.rows[-2]["reference"] == "240"
+    assert report.table.rows[-2]["off by"] == "0.08%" and report.table.rows[-2]["reference"] == "250"
     page = report._repr_html_()
     assert page.startswith("<details class='sb-checked-numbers'><summary>Checked numbers: ")
     assert page.count("<tr>") == len(report) + 1  # every check, none folded away a second time

@@ -6,10 +6,10 @@ import scalebook as sb
 
 
 def test_constants_carry_the_books_thresholds():
-    """The v5e's 240, the H100's 2,475 DP tokens per chip and F/2200 TP bound are asserted on these same rows by
-    chapter 11 (nbval), so they are not typed again here."""
+    """The H100's critical batch is the book number chapter 1 shows (read, not typed); the v5e's 240, the H100's
+    2,475 DP tokens per chip and F/2200 TP bound are asserted on these same rows by chapter 11 (nbval)."""
     rows = {row["chip"]: row for row in sb.cheatsheet.constants().rows}
-    assert rows["NVIDIA H100"]["critical batch"] == pytest.approx(295, rel=0.01)  # ch. 12, Q1.3
+    sb.expect(rows["NVIDIA H100"]["critical batch"], sb.published("01_rooflines.q5_h100_critical_batch"))
     assert rows["NVIDIA B200"]["DP tokens/chip"] == pytest.approx(5625, rel=0.01)  # ch. 12, Q5.1
 
 

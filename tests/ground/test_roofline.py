@@ -12,8 +12,8 @@ from scalebook import roofline as r
 
 def test_speed_examples_1e12_flops():
     # ch. 1: 1e12 FLOPs take ~1.01 ms on an H100 (9.89e14 FLOP/s) and ~1.1 ms on a v6e.
-    assert r.estimate(1e12, 0, "h100").time == pytest.approx(1.01e-3, rel=0.01)
-    assert r.estimate(1e12, 0, "v6e").time == pytest.approx(1.1e-3, rel=0.02)
+    sb.expect(r.estimate(1e12, 0, "h100").time, sb.published("01_rooflines.h100_1e12_flops"))
+    sb.expect(r.estimate(1e12, 0, "v6e").time, sb.published("01_rooflines.v6e_1e12_flops"))
 
 
 def test_max_and_sum_bound_the_time():
@@ -33,7 +33,7 @@ def test_dot_product_intensity_tends_to_one_half():
 
 
 def test_v5e_critical_intensity_is_240():
-    assert r.critical_intensity("v5e") == pytest.approx(240, rel=0.01)
+    sb.expect(r.critical_intensity("v5e"), sb.published("01_rooflines.v5e_critical_intensity"))
 
 
 def test_matmul_counts_flops_and_bytes():
@@ -48,7 +48,7 @@ def test_matmul_intensity_is_about_B_for_small_batches():
 
 
 def test_v5e_bf16_matmul_turns_compute_bound_above_240_tokens():
-    assert r.critical_batch("v5e") == pytest.approx(240, rel=0.01)
+    sb.expect(r.critical_batch("v5e"), sb.published("01_rooflines.v5e_critical_batch"))
     assert r.matmul(200, 16384, 16384, "v5e").bound == "memory"
     assert r.matmul(300, 16384, 16384, "v5e").bound == "compute"
 
@@ -58,8 +58,8 @@ def test_v5e_bf16_matmul_turns_compute_bound_above_240_tokens():
 
 def test_q1_int8_matmul_has_the_same_critical_batch():
     # 1.Q1: int8 intensity ~ 2B, int8 hardware intensity 3.94e14/8.2e11 = 480 -> B > 240.
-    assert r.critical_intensity("v5e", "int8") == pytest.approx(480, rel=0.01)
-    assert r.critical_batch("v5e", "int8") == pytest.approx(240, rel=0.01)
+    sb.expect(r.critical_intensity("v5e", "int8"), sb.published("01_rooflines.q1_int8_critical_intensity"))
+    sb.expect(r.critical_batch("v5e", "int8"), sb.published("01_rooflines.q1_int8_critical_batch"))
     est = r.matmul(128, 8192, 8192, "v5e", dtype="int8")
     assert est.bytes == 128 * 8192 + 8192 * 8192 + 128 * 8192
     assert est.t_math == pytest.approx(2 * 128 * 8192 * 8192 / 3.94e14)
@@ -67,14 +67,14 @@ def test_q1_int8_matmul_has_the_same_critical_batch():
 
 
 def test_q2_int8_weights_bf16_compute_halve_the_critical_batch():
-    assert r.critical_batch("v5e", weight_dtype="int8") == pytest.approx(120, rel=0.01)
+    sb.expect(r.critical_batch("v5e", weight_dtype="int8"), sb.published("01_rooflines.q2_int8_weights_critical_batch"))
 
 
 def test_q3_exact_crossovers_for_int8_weights():
     # 1.Q3 [our recompute]: bytes = 2BD + DF + 2BF -> compute-bound from B ~ 136 (D=F=4096), ~226 (D=F=1024).
     kw = dict(weight_dtype="int8", act_dtype="bf16")
-    assert r.crossover_batch(4096, 4096, "v5e", **kw) == pytest.approx(136, abs=1)
-    assert r.crossover_batch(1024, 1024, "v5e", **kw) == pytest.approx(226, abs=1)
+    sb.expect(r.crossover_batch(4096, 4096, "v5e", **kw), sb.published("01_rooflines.q3_crossover_d4096"))
+    sb.expect(r.crossover_batch(1024, 1024, "v5e", **kw), sb.published("01_rooflines.q3_crossover_d1024"))
     at = r.matmul(137, 4096, 4096, "v5e", **kw)
     assert at.bound == "compute"
 
@@ -89,14 +89,14 @@ def test_q4_batched_matvec_is_always_bandwidth_bound():
 
 def test_q5_h100_critical_batch_from_the_dense_peak():
     # 1.Q5: the spec sheet's 1.979e15 is 2:4 sparse; dense 9.89e14 over 3.35e12 B/s -> ~295.
-    assert r.critical_batch("h100") == pytest.approx(295, rel=0.01)
+    sb.expect(r.critical_batch("h100"), sb.published("01_rooflines.q5_h100_critical_batch"))
 
 
 def test_two_chip_link_roofline_needs_D_above_8755():
     # ch. 1 in-text: X[B,D], Y[D,F] split on D over 2 v5e; partial sums 2BF bytes over a 4.5e10 B/s link.
     v5e = sb.get_chip("v5e")
     alpha = r.critical_intensity(v5e, bandwidth=v5e.ici_bandwidth)
-    assert 2 * alpha == pytest.approx(8755, rel=0.01)
+    sb.expect(2 * alpha, sb.published("01_rooflines.two_chip_ici_threshold"))
     B, F = 4096, 16384
     below = r.estimate(B * 8192 * F, 2 * B * F, v5e, bandwidth=v5e.ici_bandwidth, channel="ICI")
     above = r.estimate(B * 9216 * F, 2 * B * F, v5e, bandwidth=v5e.ici_bandwidth, channel="ICI")
