@@ -37,12 +37,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .labs.ch10_programs import process_layout
+from .runtime import device_mesh
 from .units import checks
 from .xla import collectives
 
-__all__ = ["MultihostError", "MultihostResult", "run", "free_port", "dcn_ici_mesh", "global_array", "sharded_matmul",
-           "fsdp_step", "chapter10", "PROGRAMS"]
+__all__ = ["MultihostError", "MultihostResult", "run", "free_port", "dcn_ici_mesh", "ProcessLayout", "process_layout",
+           "global_array", "sharded_matmul", "fsdp_step", "chapter10", "PROGRAMS"]
 
 PROGRAMS = ("global_array", "sharded_matmul", "fsdp_step", "chapter10")
 _TAIL = 2000  # characters of a failed process's error output quoted in the exception
@@ -244,9 +244,50 @@ def _gather(arr: Any) -> Any:
     return np.asarray(multihost_utils.process_allgather(arr, tiled=True))
 
 
+@dataclass(frozen=True)
+class ProcessLayout:
+    """Where this program runs: its process among all hosts, and the devices it sees locally and globally.
+
+    global_shape is the shape of the array built from every process's local rows; checksum its sum
+    (each process contributes rows numbered from its own offset, so the sum is the same on every host).
+    """
+
+    process_index: int
+    process_count: int
+    local_device_count: int
+    device_count: int
+    local_shape: tuple[int, ...]
+    global_shape: tuple[int, ...]
+    checksum: float
+
+
+@checks(rows_per_device="count", cols="count")
+def process_layout(rows_per_device: int = 2, cols: int = 4) -> ProcessLayout:
+    """Return this process's place in a (possibly multi-host) job and build one global array from local data.
+
+    Every process makes only its own rows (`rows_per_device` per local device) and
+    `jax.make_array_from_process_local_data` stitches them into one array sharded over all devices. On one
+    host that is the whole array; on a real slice, after `jax.distributed.initialize()`, the same code runs
+    unchanged in every process.
+    """
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = device_mesh({"data": jax.device_count()})
+    local_rows = rows_per_device * jax.local_device_count()
+    offset = jax.process_index() * local_rows
+    local = np.arange(offset * cols, (offset + local_rows) * cols, dtype=np.float32).reshape(local_rows, cols)
+    global_rows = local_rows * jax.process_count()
+    arr = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local, (global_rows, cols))
+    return ProcessLayout(jax.process_index(), jax.process_count(), jax.local_device_count(), jax.device_count(),
+                         local.shape, arr.shape, float(jax.jit(lambda a: a.sum())(arr)))
+
+
 @checks(rows_per_device="count", cols="count")
 def global_array(rows_per_device: int = 2, cols: int = 4) -> dict[str, Any]:
-    """Build one global array from process-local rows (chapter 10's `process_layout`) and return this process's
+    """Build one global array from process-local rows (`process_layout`) and return this process's
     view of the job as a dict: process_index, process_count, local_device_count, device_count, local_shape,
     global_shape, checksum (the sum of all elements, computed on the devices of every process)."""
     return asdict(process_layout(rows_per_device, cols))

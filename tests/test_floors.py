@@ -1,6 +1,6 @@
 """House rules for where a number lives (issue #28): the ground floor computes, `plots/` draws, `widgets/` explores.
 
-Two rules, read from the source with `ast` (nothing is imported):
+Three rules, read from the source with `ast` (nothing is imported):
 
 1. Only `widgets/` imports `plots/`. Every `import` or `from ... import` in the package that names `scalebook.plots`
    or one of its modules (absolute or relative) sits in a module of `scalebook/plots/` or `scalebook/widgets/`, or
@@ -10,6 +10,8 @@ Two rules, read from the source with `ast` (nothing is imported):
    `Figure`, a primitive whose first parameter is `ax` (it draws on an axes a figure passes in), a function that
    returns `str` (the text of a label), or one of `DRAWING`, the canvas-and-style helpers below. Anything else
    computes, and belongs on the ground floor (the last twelve such names moved there under issue #28).
+3. Only `labs/` imports `labs/`: a chapter's lab stands on the package, never the other way round (a face's
+   `if TYPE_CHECKING:` imports excepted). `multihost` was the last to break it (`process_layout` moved there).
 """
 
 from __future__ import annotations
@@ -56,20 +58,26 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
             for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
 
 
-def plots_importers() -> list[str]:
-    """Every 'module:line' outside plots/ and widgets/ that imports plots/ (rule 1)."""
-    found = []
+def importers(target: str, allowed: tuple[str, ...]) -> list[str]:
+    """Every 'module:line' outside the subpackages `allowed` that imports the subpackage `target` (a face's
+    `if TYPE_CHECKING:` imports excepted)."""
+    found, wanted = [], f"scalebook.{target}"
     for path in _modules():
         name = _dotted(path)
-        if name.startswith(("scalebook.plots", "scalebook.widgets")):
+        if name.startswith(tuple(f"scalebook.{a}" for a in allowed)):
             continue
         tree = ast.parse(path.read_text())
         typing_only = _type_checking_lines(tree) if path.name == "__init__.py" else set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in typing_only and any(
-                    n == "scalebook.plots" or n.startswith("scalebook.plots.") for n in _imported(path, node)):
+                    n == wanted or n.startswith(f"{wanted}.") for n in _imported(path, node)):
                 found.append(f"{name}:{node.lineno}")
     return found
+
+
+def plots_importers() -> list[str]:
+    """Every 'module:line' outside plots/ and widgets/ that imports plots/ (rule 1)."""
+    return importers("plots", ("plots", "widgets"))
 
 
 def _draws(node: ast.FunctionDef | ast.ClassDef, key: str) -> bool:
@@ -95,6 +103,11 @@ def computing_in_plots() -> set[str]:
 def test_only_widgets_import_plots():
     assert plots_importers() == [], "only widgets/ (and plots/ itself) may import plots/: move the number to the " \
                                     "ground floor, or the caller to widgets/"
+
+
+def test_only_labs_import_labs():
+    """A chapter's lab stands on the package; nothing in the package stands on a chapter's lab (rule 3)."""
+    assert importers("labs", ("labs",)) == [], "move what the module needs out of the chapter's lab, to its own floor"
 
 
 def test_plots_define_no_computing_function():
@@ -124,3 +137,13 @@ def test_the_drawing_rule_flags_a_calculator(tmp_path, monkeypatch):
         "def label(ax, text: str) -> None:\n    pass\n\ndef _helper() -> float:\n    return 1.0\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
     assert computing_in_plots() == {"x.crossover"}
+
+
+def test_the_labs_rule_flags_a_module_standing_on_a_lab(tmp_path, monkeypatch):
+    """The import that rule 3 was written for (multihost reaching into chapter 10's lab) is reported."""
+    package = tmp_path / "scalebook"
+    (package / "labs").mkdir(parents=True)
+    (package / "multihost.py").write_text("from .labs.ch10_programs import process_layout\n")
+    (package / "labs" / "ch10_programs.py").write_text("from ..multihost import run\nfrom . import ch10_moe\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    assert importers("labs", ("labs",)) == ["scalebook.multihost:1"]

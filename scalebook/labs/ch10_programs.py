@@ -19,7 +19,6 @@ JAX is imported only when a function here is called.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MESH_SHAPE", "make_mesh", "sharding_modes", "collective_matmul", "bidirectional_collective_matmul",
     "time_collective_matmul", "allreduce_collective_matmul", "reduce_scatter_collective_matmul", "overlapped_mlp",
-    "time_overlapped_mlp", "moe_inputs", "moe_local", "moe_jit", "moe_shard_map", "ProcessLayout",
-    "process_layout",
+    "time_overlapped_mlp", "moe_inputs", "moe_local", "moe_jit", "moe_shard_map",
 ]
 
 MESH_SHAPE = {"X": 2, "Y": 4}
@@ -361,44 +359,3 @@ def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
                  formats={"median time": fmt_time, "max |error|": lambda v: f"{v:.1e}"},
                  title=f"MLP relu(x[B_X, D_Y] · w_in[D, F_Y]) · w_out[F_Y, D], B={B} D={D} F={F} "
                        f"on {jax.default_backend()} ({jax.device_count()} devices)")
-
-
-@dataclass(frozen=True)
-class ProcessLayout:
-    """Where this program runs: its process among all hosts, and the devices it sees locally and globally.
-
-    global_shape is the shape of the array built from every process's local rows; checksum its sum
-    (each process contributes rows numbered from its own offset, so the sum is the same on every host).
-    """
-
-    process_index: int
-    process_count: int
-    local_device_count: int
-    device_count: int
-    local_shape: tuple[int, ...]
-    global_shape: tuple[int, ...]
-    checksum: float
-
-
-@checks(rows_per_device="count", cols="count")
-def process_layout(rows_per_device: int = 2, cols: int = 4) -> ProcessLayout:
-    """Return this process's place in a (possibly multi-host) job and build one global array from local data.
-
-    Every process makes only its own rows (`rows_per_device` per local device) and
-    `jax.make_array_from_process_local_data` stitches them into one array sharded over all devices. On one
-    host that is the whole array; on a real slice, after `jax.distributed.initialize()`, the same code runs
-    unchanged in every process.
-    """
-    import jax
-    import numpy as np
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    mesh = device_mesh({"data": jax.device_count()})
-    local_rows = rows_per_device * jax.local_device_count()
-    offset = jax.process_index() * local_rows
-    local = np.arange(offset * cols, (offset + local_rows) * cols, dtype=np.float32).reshape(local_rows, cols)
-    global_rows = local_rows * jax.process_count()
-    arr = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local, (global_rows, cols))
-    return ProcessLayout(jax.process_index(), jax.process_count(), jax.local_device_count(), jax.device_count(),
-                         local.shape, arr.shape, float(jax.jit(lambda a: a.sum())(arr)))

@@ -64,7 +64,7 @@ EXEMPT = {
     "multihost.free_port": "no arguments; asks the OS for a port",
     "multihost.dcn_ici_mesh": "no arguments; runs inside a launched process only",
     "multihost.chapter10": "no arguments; runs inside a launched process only",
-    "labs.ch10_programs.ProcessLayout": RECORD,
+    "multihost.ProcessLayout": RECORD,
 }
 
 # Parameter names whose `str` is one of a set of names (a misspelling must be refused).
@@ -392,7 +392,7 @@ recipe("labs.ch10_programs.overlapped_mlp", lambda: dict(x=_array(8, 8), w_in=_a
        x=ARR, w_in=ARR, w_out=ARR, mesh=[3, "abc"], axis="name")
 for _f in ("time_collective_matmul", "time_overlapped_mlp"):
     recipe(f"labs.ch10_programs.{_f}", lambda: dict(B=64, D=64, F=64))
-recipe("labs.ch10_programs.process_layout")
+recipe("multihost.process_layout")
 recipe("labs.ch10_routing.top_k_inputs", seed="count0")
 recipe("labs.ch10_routing.route_top_k", lambda: dict(logits=_array(16, 4), k=2), logits=ARR)
 recipe("labs.ch10_routing.moe_top_k_reference", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8),

@@ -26,6 +26,16 @@ def _alive(pids: tuple[int, ...]) -> list[int]:
     return alive
 
 
+def test_process_layout_on_one_host() -> None:
+    """In this one process the global array is the local one: every device's rows, each numbered once."""
+    layout = multihost.process_layout(rows_per_device=2, cols=4)
+    n = layout.device_count
+    assert (layout.process_index, layout.process_count) == (0, 1)
+    assert layout.local_device_count == n
+    assert layout.local_shape == layout.global_shape == (2 * n, 4)
+    assert layout.checksum == sum(range(8 * n))
+
+
 def fail_in(process: int) -> None:
     """A program that raises in one process (the others wait for it at a barrier)."""
     import jax

@@ -141,14 +141,6 @@ def test_moe_shard_map_exchanges_tokens_by_all_to_all() -> None:
     assert "all_to_all" in xla.kinds(colls)
 
 
-def test_process_layout_on_one_host() -> None:
-    layout = ch10_programs.process_layout(rows_per_device=2, cols=4)
-    assert (layout.process_index, layout.process_count) == (0, 1)
-    assert layout.local_device_count == layout.device_count == 8
-    assert layout.local_shape == layout.global_shape == (16, 4)
-    assert layout.checksum == sum(range(64))
-
-
 def test_make_mesh_rejects_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="mode"):
         ch10_programs.make_mesh(mode="manual")
