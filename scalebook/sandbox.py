@@ -58,7 +58,7 @@ from pathlib import Path
 
 from . import cgroups, namespaces
 
-__all__ = ["Limits", "SandboxResult", "backend", "available", "describe", "plan", "run", "hold_lifeline",
+__all__ = ["Limits", "SandboxResult", "backend", "available", "describe", "mounts", "run", "hold_lifeline",
            "kill_group", "HOME", "ANSWERS", "UIDS"]
 
 HOME = "/home/student"
@@ -225,7 +225,7 @@ def _masks(steps: list[Step], hide: list[str]) -> list[Step]:
     return masks
 
 
-def plan(files: dict[str, int], answers: Path, limits: Limits, hide: tuple[str, ...] = ()) -> list[Step]:
+def mounts(files: dict[str, int], answers: Path, limits: Limits, hide: tuple[str, ...] = ()) -> list[Step]:
     """The filesystem of a sandbox holding `files` ({name: readable fd}) in `HOME` and `answers` at `ANSWERS`,
     with the checkout holding the package and the folders of `hide` out of sight."""
     steps = _system_mounts() + [("proc", "/proc"), ("dev", "/dev")]
@@ -329,7 +329,7 @@ def run(argv: list[str], files: dict[str, bytes], answers: Path, limits: Limits,
             uid = secrets.choice(UIDS)  # its own uid, so its own task count
             if os.geteuid() == 0:
                 os.chown(answers, uid, uid)
-            steps = plan({n: fd for n, fd in fds.items() if n}, answers, limits, hide)
+            steps = mounts({n: fd for n, fd in fds.items() if n}, answers, limits, hide)
             argv = limits.prlimit() + argv
             if kind == "namespaces":
                 spec = Path(tmp) / "spec.json"
