@@ -33,9 +33,10 @@ from .bench import calibrate
 from .hardware.chips import Chip, chip_for_device_kind, get_chip
 from .hlo import HloOp, padding, parse_hlo, parse_op, scalebook_dtype
 from .roofline import estimate
-from .runtime import a_function, compile_jit
+from .runtime import a_function
 from .tables import Table
 from .units import checks, fmt_bytes, fmt_flops, fmt_time, is_a
+from .xla import compiled
 
 # `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) are re-exported under the names chapter 9 uses.
 __all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "op_kind", "op_scope",
@@ -306,7 +307,7 @@ def capture(fn: Callable[..., Any], *args: Any, repeats: int = 3, chip: Chip | s
 
     chip = get_chip(chip) if isinstance(chip, str) else chip or _default_chip()
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
-    hlo = compile_jit(jitted, *args).as_text()
+    hlo = compiled(jitted, *args).as_text()
     jax.block_until_ready(jitted(*args))
     with tempfile.TemporaryDirectory() as folder:
         with jax.profiler.trace(folder):

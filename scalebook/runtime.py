@@ -2,8 +2,8 @@
 
 `setup()` must run before anything imports JAX: XLA reads the number of emulated CPU devices once, when
 its CPU backend starts. It then reports, in one line, what the chapter's live sections will run on.
-`jnp_dtype`, `device_mesh` and `compile_jit` are the one way the lab names a dtype, builds a mesh and
-compiles a function (`xla`, `profiling`, `bench` and the chapters' `labs` all go through them).
+`jnp_dtype` and `device_mesh` are the one way the lab names a dtype and builds a mesh (`xla`, `profiling`,
+`bench` and the chapters' `labs` all go through them; compiling a function is `xla.compiled`).
 JAX is imported only inside these functions.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,7 @@ from .variants import enrol
 if TYPE_CHECKING:
     import jax
 
-__all__ = ["Runtime", "setup", "host", "jnp_dtype", "device_mesh", "compile_jit"]
+__all__ = ["Runtime", "setup", "host", "jnp_dtype", "device_mesh"]
 
 
 @dataclass(frozen=True)
@@ -159,19 +158,3 @@ def device_mesh(axes: dict[str, int], mode: str = "auto") -> jax.sharding.Mesh:
         raise ValueError(f"axes={axes!r} needs {n} devices but only {len(devices)} exist; run sb.setup() first")
     return jax.sharding.Mesh(np.array(devices[:n]).reshape(tuple(axes.values())), tuple(axes),
                              axis_types=(types[mode],) * len(axes))
-
-
-def compile_jit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> jax.stages.Compiled:
-    """Return `jax.jit(fn)` lowered for `args` (arrays or `jax.ShapeDtypeStruct`s with shardings) and compiled.
-
-    A function that is already jitted is used as it is (its own shardings stay); a `jax.stages.Compiled`
-    is returned unchanged, so one compilation can serve the HLO text, the cost analysis and the collectives.
-    """
-    if not callable(fn):
-        raise ValueError(f"fn must be a function (or a jitted or compiled one), got {type(fn).__name__} {fn!r}")
-    import jax
-
-    if isinstance(fn, jax.stages.Compiled):
-        return fn
-    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
-    return jitted.lower(*args, **kwargs).compile()

@@ -14,32 +14,48 @@ How to read the list: one `Collective` per collective op in the HLO text (an asy
 once; an op inside a loop body is listed once however often the loop runs). Its `nbytes` is the size of
 the op's result on one device: the gathered array for an all-gather, the scattered shard for a
 reduce-scatter, the whole reduced array for an all-reduce, the local shard for an all-to-all or a permute.
-Reading the text is `scalebook.hlo`'s job; compiling is `runtime.compile_jit`'s. JAX is imported only
-when a function here is called.
+Reading the text is `scalebook.hlo`'s job; compiling is `compiled`'s (the one way the package compiles a function).
+JAX is imported only when a function here is called.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .hlo import Collective
 from .hlo import collectives as parse_collectives
-from .runtime import compile_jit, device_mesh, jnp_dtype
+from .runtime import device_mesh, jnp_dtype
 from .sharding import local_shape, parse_expr, partition_spec
 from .tables import Table
 from .units import checks, fmt_bytes, is_a
+
+if TYPE_CHECKING:
+    import jax
 
 # Each name here is defined here: the HLO reader's names live in `hlo`, the mesh builder in `runtime`, and
 # chapter 5's MLP lab in `labs.ch05_mlp` (a lab stands on this module, never the other way round).
 __all__ = ["compiled", "hlo_text", "cost_analysis", "collectives", "summarize", "kinds", "matmul_collectives"]
 
-compiled = compile_jit
+def compiled(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> jax.stages.Compiled:
+    """Return `jax.jit(fn)` lowered for `args` (arrays or `jax.ShapeDtypeStruct`s with shardings) and compiled.
+
+    A function that is already jitted is used as it is (its own shardings stay); a `jax.stages.Compiled`
+    is returned unchanged, so one compilation can serve the HLO text, the cost analysis and the collectives.
+    """
+    if not callable(fn):
+        raise ValueError(f"fn must be a function (or a jitted or compiled one), got {type(fn).__name__} {fn!r}")
+    import jax
+
+    if isinstance(fn, jax.stages.Compiled):
+        return fn
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    return jitted.lower(*args, **kwargs).compile()
 
 
 def hlo_text(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     """Return the compiled HLO of `fn(*args)`: after XLA's optimisations and SPMD partitioning (per-device shapes)."""
-    return compile_jit(fn, *args, **kwargs).as_text()
+    return compiled(fn, *args, **kwargs).as_text()
 
 
 def cost_analysis(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, float]:
@@ -48,7 +64,7 @@ def cost_analysis(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str
     The counts are per device, for the partitioned program. JAX versions that return one dict per
     program are summed into one.
     """
-    raw = compile_jit(fn, *args, **kwargs).cost_analysis()
+    raw = compiled(fn, *args, **kwargs).cost_analysis()
     entries = raw if isinstance(raw, (list, tuple)) else [raw]
     totals: dict[str, float] = {}
     for entry in entries:

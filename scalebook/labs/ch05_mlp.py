@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from ..hlo import Collective, collectives
 from ..kinds import mapping_of
-from ..runtime import compile_jit, device_mesh, jnp_dtype
+from ..runtime import device_mesh, jnp_dtype
 from ..units import check_int, checks, dtype_bytes
+from ..xla import compiled
 
 if TYPE_CHECKING:
     import jax
@@ -105,8 +106,8 @@ def mlp_train_step(strategy: str, axes: dict[str, int] | None = None, B: int = 2
 
     args = ((jax.ShapeDtypeStruct((D, F), dt, sharding=w_in_s), jax.ShapeDtypeStruct((F, D), dt, sharding=w_out_s)),
             jax.ShapeDtypeStruct((B, D), dt, sharding=x_s))
-    compiled = compile_jit(jax.jit(step, out_shardings=((w_in_s, w_out_s), sharding(()))), *args)
-    stats = compiled.memory_analysis()
+    program = compiled(jax.jit(step, out_shardings=((w_in_s, w_out_s), sharding(()))), *args)
+    stats = program.memory_analysis()
     memory = {"arguments": float(stats.argument_size_in_bytes), "outputs": float(stats.output_size_in_bytes),
               "temporaries": float(stats.temp_size_in_bytes)}
-    return collectives(compiled.as_text()), memory
+    return collectives(program.as_text()), memory

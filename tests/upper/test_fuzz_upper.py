@@ -333,7 +333,7 @@ def _tiny() -> Any:
 recipe("runtime.setup", n_cpu_devices="count", quiet="flag", student=[3, ""], key=[3, "abc"])
 recipe("runtime.jnp_dtype", lambda: dict(name="bf16"), name="name")
 recipe("runtime.device_mesh", lambda: dict(axes={"X": 2, "Y": 4}), axes=[{"X": 0}, {"X": 2.5}, 3, None])
-recipe("runtime.compile_jit", lambda: dict(fn=abs), fn=FN)
+recipe("xla.compiled", lambda: dict(fn=abs), fn=FN)
 for _f in ("hlo_text", "cost_analysis", "collectives"):
     recipe(f"xla.{_f}", lambda: dict(fn=abs), fn=FN)
 recipe("xla.summarize", lambda: dict(colls=[]), colls=[3, None, [3]], title="-")
