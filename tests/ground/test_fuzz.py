@@ -317,7 +317,7 @@ R: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
     "hlo.memory_order": (lambda: dict(shape=(4, 8), tile="T(2,4)"),
                          {"shape": [(4, -1), (2.5, 3), (2, 3, 4), 3, None], "tile": ["T(8,", 3, None]}),
     "grading.expect": (lambda: dict(value=1.0, published=1.0),
-                       {"value": "-", "published": "-", "rtol": "nonneg", "source": "text", "label": "text",
+                       {"value": "-", "published": "-", "rtol": "?nonneg", "source": "text", "label": "text",
                         "unit": "text", "kind": "name"}),
     "training.memory": (lambda: dict(model="llama3-8b", batch_tokens=2**20, n_chips=256),
                         {"model": "name", "batch_tokens": "size", "n_chips": "count",
