@@ -3,8 +3,8 @@
 `capture` runs a jitted function under `jax.profiler.trace`, reads the trace-viewer JSON the profiler
 writes (`plugins/profile/<run>/<host>.trace.json.gz`: one event per XLA op execution, tagged with its
 `hlo_op` name and device), and joins each op with its instruction in the compiled HLO, whose shapes give
-the op's FLOPs and the bytes it moves. The HLO helpers read one instruction (`parse_op`) and say how much
-a tiled layout pads an array (`padding`).
+the op's FLOPs and the bytes it moves. Reading one instruction (`hlo.parse_op`) and how much a tiled layout
+pads an array (`hlo.padding`) are `scalebook.hlo`'s.
 
     import scalebook as sb
     sb.setup()
@@ -31,16 +31,16 @@ from typing import Any
 
 from .bench import calibrate
 from .hardware.chips import Chip, chip_for_device_kind, get_chip
-from .hlo import HloOp, padding, parse_hlo, parse_op, scalebook_dtype
+from .hlo import HloOp, parse_hlo, scalebook_dtype
 from .roofline import estimate
 from .runtime import a_function
 from .tables import Table
 from .units import checks, fmt_bytes, fmt_flops, fmt_time, is_a
 from .xla import compiled
 
-# `HloOp`, `parse_op`, `parse_hlo`, `padding` (from `hlo`) are re-exported under the names chapter 9 uses.
-__all__ = ["HloOp", "OpEvent", "Trace", "parse_op", "parse_hlo", "padding", "op_costs", "op_kind", "op_scope",
-           "fusion_text", "parameters", "read_trace", "capture", "KINDS"]
+# Each name here is defined here: reading one HLO instruction and a tiled layout's padding are `hlo`'s.
+__all__ = ["OpEvent", "Trace", "op_costs", "op_kind", "op_scope", "fusion_text", "parameters", "read_trace", "capture",
+           "KINDS"]
 
 _CALLS_RE = re.compile(r"calls=%?([^\s,]+)")
 _OP_NAME_RE = re.compile(r'op_name="([^"]*)"')

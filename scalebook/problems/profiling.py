@@ -1,7 +1,7 @@
 """Problem set 9 — profiling: the reference solutions of `solutions/09_profiling.md`.
 
 Each function computes its answer with scalebook from the inputs the problem states (tiling from
-`profiling.padding`, rooflines from `roofline.estimate` and the spec table). Answers are in SI base units.
+`hlo.padding`, rooflines from `roofline.estimate` and the spec table). Answers are in SI base units.
 """
 
 from __future__ import annotations
