@@ -102,12 +102,12 @@ def test_expect_compares_sequences_item_by_item_within_rtol():
 
 
 def test_expect_renders_a_compact_mark_with_the_numbers_on_hover_only():
-    check = sb.expect(560e-6, 560e-6, rtol=0.01, source="ch. 1, Q5", unit="s")
+    check = sb.expect(470e-6, 470e-6, rtol=0.01, source="ch. 1, Q5", unit="s")
     page = check._repr_html_()
     visible = re.sub(r"<[^>]*>", "", page)  # the text a reader sees, tags (and their title attribute) dropped
-    assert visible == "✓" and "560" not in visible
-    assert 'title="Checked against the published number: 560 µs vs published 560 µs' in page
-    assert str(check) == "✓ 560 µs vs published 560 µs (off by 0%, tolerance 1.0%) — ch. 1, Q5"
+    assert visible == "✓" and "470" not in visible
+    assert 'title="Checked against the published number: 470 µs vs published 470 µs' in page
+    assert str(check) == "✓ 470 µs vs published 470 µs (off by 0%, tolerance 1.0%) — ch. 1, Q5"
 
 
 def test_a_regression_check_is_named_so_and_never_called_published():
@@ -120,8 +120,8 @@ def test_a_regression_check_is_named_so_and_never_called_published():
 
 
 def test_a_mismatch_still_raises_whatever_the_kind():
-    with pytest.raises(ExpectationError, match=r"✗ 41 vs recorded 40 \(off by 2.5%"):
-        sb.expect(41, 40, rtol=0.01, kind="regression")
+    with pytest.raises(ExpectationError, match=r"✗ 51 vs recorded 50 \(off by 2.0%"):
+        sb.expect(51, 50, rtol=0.01, kind="regression")
 
 
 def test_checked_numbers_lists_every_passed_check_in_a_folded_table():

@@ -10,7 +10,7 @@ def test_constants_carry_the_books_thresholds():
     2,475 DP tokens per chip and F/2200 TP bound are asserted on these same rows by chapter 11 (nbval)."""
     rows = {row["chip"]: row for row in sb.cheatsheet.constants().rows}
     sb.expect(rows["NVIDIA H100"]["critical batch"], sb.published("01_rooflines.q5_h100_critical_batch"))
-    assert rows["NVIDIA B200"]["DP tokens/chip"] == pytest.approx(5625, rel=0.01)  # ch. 12, Q5.1
+    sb.expect(rows["NVIDIA B200"]["DP tokens/chip"], sb.published("12_gpus.q5_1_b200_dp_tokens"))
 
 
 def test_every_rule_has_a_worked_value():

@@ -5,6 +5,7 @@ against the book's numbers (How To Scale Your Model, ch. 8, as `book-facts.md` r
 
 import pytest
 
+import scalebook as sb
 from scalebook import deployment, inference
 from scalebook.deployment import (
     cost_table,
@@ -22,9 +23,9 @@ def by(table, key: str) -> dict:
 
 def test_flops_per_dollar_reproduces_the_price_table():
     rows = by(flops_per_dollar(), "chip")
-    published = {"NVIDIA H100": 3.3e17, "TPU v5p": 3.9e17, "TPU v5e": 5.8e17}  # ch. 8, Feb 2025 prices
-    for chip, value in published.items():
-        assert rows[chip]["FLOPs per $"] == pytest.approx(value, rel=0.02)
+    sb.expect(rows["NVIDIA H100"]["FLOPs per $"], sb.published("08_serving_llama.h100_flops_per_dollar"))
+    sb.expect(rows["TPU v5p"]["FLOPs per $"], sb.published("08_serving_llama.v5p_flops_per_dollar"))
+    sb.expect(rows["TPU v5e"]["FLOPs per $"], sb.published("08_serving_llama.v5e_flops_per_dollar"))
     assert "2025-02" in flops_per_dollar().title
 
 
@@ -38,18 +39,20 @@ def test_topology_table_gives_the_books_slices_with_exact_cache_sizes():
     assert [rows[d]["slice"] for d in ("bf16", "int8", "int4")] == ["4x4", "4x2", "2x2"]
     assert [rows[d]["KV per token"] for d in ("bf16", "int8", "int4")] == [327680, 163840, 81920]  # book: 324/162/81 kB
     assert rows["int4"]["chips for weights"] == pytest.approx(2.2, rel=0.01)  # the book prints 2.81; 35/16 = 2.19
-    assert rows["bf16"]["chips for weights"] == pytest.approx(8.75, rel=0.01)
+    sb.expect(rows["bf16"]["chips for weights"], sb.published("08_serving_llama.bf16_chips_for_weights"))
     assert all(rows[d]["caches @ 8192"] == 42 for d in rows)  # book: 43 from its rounded 140 GB and 324 kB
 
 
 def test_qps_table_reproduces_the_books_queries_per_chip():
-    small = by(qps_table(), "dtype")
-    for dtype, published in (("bf16", 0.27), ("int8", 0.55), ("int4", 1.11)):  # ch. 8: 43 / (0.019 · 512 · N)
-        assert small[dtype]["QPS/chip (book)"] == pytest.approx(published, rel=0.05)
-    doubled = by(qps_table(grow=1), "dtype")
+    small = by(qps_table(), "dtype")  # ch. 8: 43 / (0.019 · 512 · N)
+    sb.expect(small["bf16"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_bf16_smallest_slice"))
+    sb.expect(small["int8"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_int8_smallest_slice"))
+    sb.expect(small["int4"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_int4_smallest_slice"))
+    doubled = by(qps_table(grow=1), "dtype")  # ch. 8: 140 / (0.019 · 512 · N)
     assert [doubled[d]["slice"] for d in ("bf16", "int8", "int4")] == ["4x8", "4x4", "4x2"]
-    for dtype, published in (("bf16", 0.44), ("int8", 0.90), ("int4", 1.80)):  # ch. 8: 140 / (0.019 · 512 · N)
-        assert doubled[dtype]["QPS/chip (book)"] == pytest.approx(published, rel=0.05)
+    sb.expect(doubled["bf16"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_bf16_doubled_slice"))
+    sb.expect(doubled["int8"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_int8_doubled_slice"))
+    sb.expect(doubled["int4"]["QPS/chip (book)"], sb.published("08_serving_llama.qps_int4_doubled_slice"))
     # At batch 138 int4 weights with bf16 arithmetic make the MLP compute-bound (B_crit = 60): the full step is longer.
     assert doubled["int4"]["QPS/chip (roofline)"] < 0.75 * doubled["int4"]["QPS/chip (book)"]
 

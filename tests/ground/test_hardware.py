@@ -244,7 +244,7 @@ def test_mxu_count_and_vector_rate_come_from_the_spec():
     assert mxus_per_core("v5p") == 4
     assert mxus_per_core("v4p") is None  # no clock in the table
     # ch. 2 appendix pop quiz: a v5p core's VPU does ~7e12 FLOP/s (8 x 128 x 4 x 1.75 GHz)
-    assert vpu_flops_per_core("v5p") == pytest.approx(7e12, rel=0.03)
+    sb.expect(vpu_flops_per_core("v5p"), sb.published("02_tpus.vpu_flops_per_core"))
 
 
 def test_the_bandwidth_ladder_of_a_chip_is_the_books_and_runs_fastest_first():

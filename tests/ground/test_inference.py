@@ -8,38 +8,26 @@ import scalebook as sb
 from scalebook import inference as inf
 
 LLAMA2 = sb.get_model("llama2-13b")
-BATCHES = [1, 8, 16, 32, 64, 240]
-
-# ch. 7: LLaMA 2-13B on 8 v5e at 8192 tokens of context, bf16. The book labels memory in GiB but divides by
-# 8 x 8.2e11 B/s treating them as 1e9 bytes, so the values below are decimal GB.
-TABLE_FULL = {  # batch: (KV GB, total GB, step ms, tokens/s)
-    1: (6.7, 32.7, 4.98, 200.61), 8: (53.6, 79.6, 12.13, 659.30), 16: (107.2, 133.2, 20.30, 787.99),
-    32: (214.4, 240.4, 36.65, 873.21), 64: (428.8, 454.8, 69.33, 923.13), 240: (1608, 1634, 249.09, 963.53),
-}
-TABLE_SMALL_KV = {  # the same model with a 5x smaller KV cache (8 KV heads for 40 query heads)
-    1: (1.34, 27.34, 4.17, 239.94), 8: (10.72, 36.72, 5.60, 1429.19), 16: (21.44, 47.44, 7.23, 2212.48),
-    32: (42.88, 68.88, 10.50, 3047.62), 64: (85.76, 111.76, 17.04, 3756.62), 240: (321.6, 347.6, 52.99, 4529.34),
-}
+# ch. 7: LLaMA 2-13B on 8 v5e at 8192 tokens of context, bf16, the real cache and one 5x smaller (8 KV heads for
+# 40 query heads); each row is [batch, KV cache B, total B, step s, tokens/s], read from data/book/07_inference.toml.
+TABLE_FULL = sb.published("07_inference.llama2_13b_table")
+TABLE_SMALL_KV = sb.published("07_inference.llama2_13b_table_small_kv")
 
 
-@pytest.mark.parametrize("batch", BATCHES)
-def test_llama2_13b_generation_table(batch):
-    kv, total, step_ms, tokens = TABLE_FULL[batch]
-    assert inf.kv_cache_bytes(LLAMA2, 8192, batch) == pytest.approx(kv * 1e9, rel=0.005)
+@pytest.mark.parametrize("row", TABLE_FULL.value, ids=lambda row: f"batch{row[0]}")
+def test_llama2_13b_generation_table(row):
+    batch = row[0]
     step = inf.decode_step(LLAMA2, "v5e", 8, batch, 8192)
-    assert step.bytes == pytest.approx(total * 1e9, rel=0.005)
-    assert step.time * 1e3 == pytest.approx(step_ms, rel=0.005)
-    assert step.tokens_per_second == pytest.approx(tokens, rel=0.005)
+    ours = [batch, inf.kv_cache_bytes(LLAMA2, 8192, batch), step.bytes, step.time, step.tokens_per_second]
+    sb.expect(ours, row, rtol=TABLE_FULL.rtol, source=f"{TABLE_FULL.source}, batch {batch}")
 
 
-@pytest.mark.parametrize("batch", BATCHES)
-def test_llama2_13b_table_with_a_five_times_smaller_cache(batch):
-    kv, total, step_ms, tokens = TABLE_SMALL_KV[batch]
-    per_seq = inf.kv_cache_bytes(LLAMA2, 8192) / 5
+@pytest.mark.parametrize("row", TABLE_SMALL_KV.value, ids=lambda row: f"batch{row[0]}")
+def test_llama2_13b_table_with_a_five_times_smaller_cache(row):
+    batch, per_seq = row[0], inf.kv_cache_bytes(LLAMA2, 8192) / 5
     step = inf.decode_time(LLAMA2.param_count(), per_seq, batch, "v5e", 8)
-    assert batch * per_seq == pytest.approx(kv * 1e9, rel=0.005)
-    assert step.time * 1e3 == pytest.approx(step_ms, rel=0.005)
-    assert step.tokens_per_second == pytest.approx(tokens, rel=0.005)
+    ours = [batch, batch * per_seq, step.bytes, step.time, step.tokens_per_second]
+    sb.expect(ours, row, rtol=TABLE_SMALL_KV.rtol, source=f"{TABLE_SMALL_KV.source}, batch {batch}")
 
 
 def test_pop_quiz_30b_on_a_4x4():
@@ -56,11 +44,13 @@ def test_q1_to_q3_the_chapter_7_model():
     # weights on 16 v5e takes ~1.4 ms.
     m = sb.get_model("ch7-model")
     assert m.kv_bytes_per_token(1) == 262144
-    assert inf.kv_cache_bytes(m, 128_000, 1, 1) == pytest.approx(33.5e9, rel=0.01)
-    assert inf.max_batch(m, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1) == 7
+    sb.expect(inf.kv_cache_bytes(m, 128_000, 1, 1), sb.published("07_inference.q2_one_cache_128k"))
+    sb.expect(inf.max_batch(m, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1),
+              sb.published("07_inference.q2_sequences_that_fit"))
     mqa = dataclasses.replace(m, K=1)
-    assert inf.max_batch(mqa, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1) == 56
-    assert inf.decode_step(m, "v5e", 16, 1, 0, param_bytes=1).t_params == pytest.approx(1.4e-3, rel=0.02)
+    sb.expect(inf.max_batch(mqa, "v5e", 16, 128_000, param_bytes=1, kv_bytes=1),
+              sb.published("07_inference.q2_sequences_that_fit_k1"))
+    sb.expect(inf.decode_step(m, "v5e", 16, 1, 0, param_bytes=1).t_params, sb.published("07_inference.q3_weight_read"))
 
 
 def test_q5_an_moe_is_compute_bound_e_over_k_times_later():
@@ -81,7 +71,7 @@ def test_q7_two_dimensional_weight_stationary_wins_beyond_72_chips():
 def test_chapter_8_llama3_70b_numbers():
     m = sb.get_model("llama3-70b")
     # 8.A1: int8 KV 2·K·H·L = 160 KiB per token; 5.3 GB per 32k sequence.
-    assert m.kv_bytes_per_token(1) == 163840
+    sb.expect(m.kv_bytes_per_token(1), sb.published("08_serving_llama.kv_bytes_per_token_int8"))
     assert inf.kv_cache_bytes(m, 32768, 1, 1) == pytest.approx(5.37e9, rel=0.01)
     # 8.A3: batch 32 at 8192 context, int8 on a v5e 4x2 (~17 ms, ~235 tokens/s per chip: chapter 8 asserts them).
     # 8.A5: smallest slices for bf16 / int8 / int4 weights: 4x4, 4x2, 2x2.
@@ -90,9 +80,11 @@ def test_chapter_8_llama3_70b_numbers():
     # causal attention adds ~8%.
     assert inf.prefill(m, "v5e", 16, 8192).time / inf.prefill(m, "v5e", 16, 8192, attention=False).time < 1.1
     # 8.A11: 32 sequences of 8192 + 4096 tokens finishing over 4096 steps free 96 tokens per step.
-    assert inf.evicted_per_step(32, 8192, 4096) == 96
+    sb.expect(inf.evicted_per_step(32, 8192, 4096), sb.published("08_serving_llama.evicted_per_step"))
     # 8.A12: 0.91 s prefills against 19 ms steps of batch 32 and 512 decode tokens: ~3 prefill servers each.
-    assert inf.disaggregation_ratio(0.91, 0.019, 32, 512) == pytest.approx(3, rel=0.02)
+    prefill, step = sb.published("08_serving_llama.prefill_8k"), sb.published("08_serving_llama.step_hbm_full")
+    sb.expect(inf.disaggregation_ratio(prefill.value, step.value, 32, 512),
+              sb.published("08_serving_llama.prefill_servers_per_decode_server"))
 
 
 def test_cost_per_million_tokens_uses_the_dated_price_table():
@@ -130,23 +122,27 @@ def test_chapter_8_memory_latency_and_queries_per_chip():
     assert inf.smallest_topology(m, "v5e", 1, context=8192, batch=32, kv_bytes=1) == (4, 2)
     # 8.A4: compute-bound batches for bf16, int8 weights with bf16 arithmetic, and int8 x int8: 240, 120, 240.
     cb = sb.roofline.critical_batch
-    assert [cb("v5e"), cb("v5e", weight_dtype="int8"), cb("v5e", "int8")] == pytest.approx([240, 120, 240], rel=0.01)
+    sb.expect(cb("v5e"), sb.published("01_rooflines.v5e_critical_batch"))
+    sb.expect(cb("v5e", weight_dtype="int8"), sb.published("01_rooflines.q2_int8_weights_critical_batch"))
+    sb.expect(cb("v5e", "int8"), sb.published("01_rooflines.q1_int8_critical_batch"))
     # 8.A6/A7: with HBM full of 8k caches a step takes ~19 ms; 512-token replies at 0.55 queries/s per chip (int8).
     batch = inf.max_batch(m, "v5e", 8, 8192, 1, 1)
     step = inf.decode_step(m, "v5e", 8, batch, 8192, 1, 1)
-    assert batch == pytest.approx(43, abs=1) and step.time == pytest.approx(19e-3, rel=0.03)
-    assert batch / (step.time * 512 * 8) == pytest.approx(0.55, rel=0.05)
+    sb.expect(batch, sb.published("08_serving_llama.caches_8k_smallest_slice"))
+    sb.expect(step.time, sb.published("08_serving_llama.step_hbm_full"))
+    sb.expect(batch / (step.time * 512 * 8), sb.published("08_serving_llama.qps_int8_smallest_slice"))
     # 8.A6: int4 weights alone on a 2x2 are read in ~10 ms.
-    assert inf.decode_step(m, "v5e", 4, 1, 0, param_bytes=0.5).t_params == pytest.approx(10e-3, rel=0.08)
+    sb.expect(inf.decode_step(m, "v5e", 4, 1, 0, param_bytes=0.5).t_params,
+              sb.published("08_serving_llama.int4_weights_alone"))
     # 8.A8: bf16 on a 4x8 fits ~140 caches of 8k tokens: ~0.44 queries/s per chip at the 19 ms step.
     assert inf.max_batch(m, "v5e", 32, 8192) == pytest.approx(140, rel=0.02)
     # 8.A9: at large batch tensor parallelism stays compute-bound up to F·M_Y/2200 ~ 26 on two axes.
-    assert sb.training.tp_limit(28672, "v5e", M_Y=2) == pytest.approx(26, rel=0.01)
+    sb.expect(sb.training.tp_limit(28672, "v5e", M_Y=2), sb.published("08_serving_llama.tp_limit_large_batch"))
 
 
 def test_chapter_7_appendices():
     # App. A: a 600M-parameter layer in bf16 over 4 v5e chips cannot take less than ~365 µs per step.
-    assert inf.decode_time(600e6, 0, 1, "v5e", 4).t_params == pytest.approx(365e-6, rel=0.01)
+    sb.expect(inf.decode_time(600e6, 0, 1, "v5e", 4).t_params, sb.published("07_inference.appendix_a_latency_floor"))
     # App. C: batch 16 of D = 8192 int8 activations (131 kB) gathered over 8 chips is latency-bound.
     assert sb.all_gather(sb.TpuMesh("v5e", X=8, Y=1), "X", 16 * 8192).bound == "latency"
 

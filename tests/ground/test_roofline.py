@@ -106,8 +106,8 @@ def test_two_chip_link_roofline_needs_D_above_8755():
 def test_vpu_critical_intensity_on_v5p_is_about_3():
     v5p = sb.get_chip("v5p")
     vpu = 8 * 128 * 4 * v5p.clock_hz  # sublanes x lanes x ALUs x clock, ~7e12 FLOP/s per core
-    assert vpu == pytest.approx(7e12, rel=0.03)
-    assert vpu / v5p.hbm_bandwidth == pytest.approx(3, rel=0.2)
+    sb.expect(vpu, sb.published("02_tpus.vpu_flops_per_core"))
+    assert 2.4 < vpu / v5p.hbm_bandwidth < 3.6  # the book's "about 3" (ch. 1 footnote); chapter 1 checks our 2.56
 
 
 def test_tiled_matmul_intensity_follows_the_tile_sizes():

@@ -33,7 +33,7 @@ def test_pq_a_local_shape_and_read_time():
     sizes = {"I": 1024, "J": 4096}
     assert local_shape("A[I_XY, J]", mesh, sizes) == {"I": 64, "J": 4096}
     nbytes = bytes_per_device("A[I_XY, J]", mesh, sizes, "fp32")
-    assert nbytes == 2**20
+    sb.expect(nbytes, sb.published("03_sharding.pq_a_bytes_per_device"))
     assert sb.roofline.estimate(0, nbytes, "h100").time == pytest.approx(313e-9, rel=0.01)
 
 
@@ -41,8 +41,8 @@ def test_pq_b_memory_per_device_and_across_the_mesh():
     # 3.PQ-b: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16,384 B per device, 512 KiB in total.
     mesh = TpuMesh("v5p", X=2, Y=8, Z=2)
     sizes = {"I": 128, "J": 2048}
-    assert bytes_per_device("A[I_XY, J]", mesh, sizes, "int8") == 16384
-    assert total_bytes("A[I_XY, J]", mesh, sizes, "int8") == 512 * 1024
+    sb.expect(bytes_per_device("A[I_XY, J]", mesh, sizes, "int8"), sb.published("03_sharding.pq_b_bytes_per_device"))
+    sb.expect(total_bytes("A[I_XY, J]", mesh, sizes, "int8"), sb.published("03_sharding.pq_b_total_bytes"))
 
 
 def test_q1_replication_factor():

@@ -11,7 +11,7 @@ from scalebook.training.book import pass_collectives
 def test_ex1_data_parallel_batch_per_chip_on_v5p():
     # 5.Ex1: B/X > C/W = 4.59e14 / 1.8e11 ~ 2550 tokens per chip (chapter 5 asserts 850 over 3 axes and ~7.6M
     # tokens per pod).
-    assert t.min_tokens_per_chip("dp", "v5p") == pytest.approx(2550, rel=0.001)
+    sb.expect(t.min_tokens_per_chip("dp", "v5p"), sb.published("05_training.dp_tokens_per_chip"))
     assert t.min_tokens_per_chip("fsdp", "v5p", M_X=3) == pytest.approx(t.min_tokens_per_chip("dp", "v5p") / 3)
 
 
@@ -24,7 +24,7 @@ def test_ex3_and_ex4_chips_before_fsdp_turns_comms_bound():
     # 5.Ex3: a 40M-token batch at 850 tokens per chip -> ~47,000 chips (chapter 5 asserts Ex4's 18,823 chips and
     # ~17 days).
     per_chip = t.min_tokens_per_chip("fsdp", "v5p", M_X=3)
-    assert 40e6 / per_chip == pytest.approx(47000, rel=0.01)
+    sb.expect(40e6 / per_chip, sb.published("05_training.ex3_fsdp_chips_40m_batch"))
 
 
 def test_ex5_tensor_parallel_limits():
@@ -36,13 +36,13 @@ def test_ex5_tensor_parallel_limits():
 def test_ex6_ex7_fsdp_tp_split_and_threshold():
     # 5.Ex6: N = 64, B = 48,000, F ~ 32k, M_X/M_Y = 2 -> X_opt ~ 13.9 (choose 16 x 4).
     # 5.Ex7: B/N > 2550^2 / (2·F) tokens per chip (chapter 5 asserts the book's ~99 for F = 32,768).
-    assert t.x_opt(48000, 32000, 64, M_X=2) == pytest.approx(13.9, rel=0.01)
+    sb.expect(t.x_opt(48000, 32000, 64, M_X=2), sb.published("05_training.ex6_x_opt"))
     assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=32768, M_X=2) == pytest.approx(2550**2 / (2 * 32768), rel=1e-3)
 
 
 def test_dcn_batch_per_slice():
     # ch. 5: pure DP across slices needs B per slice > C / W_dcn = 4.59e14 / 6.25e9 = 73,440 (the summary says ~71k).
-    assert t.min_tokens_per_chip("dcn", "v5p") == pytest.approx(73440)
+    sb.expect(t.min_tokens_per_chip("dcn", "v5p"), sb.published("05_training.dcn_tokens_per_slice"))
 
 
 def test_q2_llama2_13b_memory_at_16m_tokens():
@@ -57,10 +57,11 @@ def test_q2_llama2_13b_memory_at_16m_tokens():
 def test_q3_fsdp_tp_for_llama2_13b_on_a_v5p_cube_of_4096():
     # 5.Q3: threshold 2550^2/(2·13,824) ~ 235 tokens/chip; X_opt = sqrt(3e6·2·4096/13,824) ~ 1333;
     # step ~ 6·3e6·13e9 / (4096·4.6e14·0.4) ~ 300 ms.
-    assert t.min_tokens_per_chip("fsdp_tp", "v5p", F=13824, M_X=2) == pytest.approx(235, rel=0.01)
-    assert t.x_opt(3e6, 13824, 4096, M_X=2) == pytest.approx(1333, rel=0.01)
+    sb.expect(t.min_tokens_per_chip("fsdp_tp", "v5p", F=13824, M_X=2),
+              sb.published("05_training.q3_fsdp_tp_tokens_per_chip"))
+    sb.expect(t.x_opt(3e6, 13824, 4096, M_X=2), sb.published("05_training.q3_x_opt"))
     step = t.step_time("llama2-13b", "v5p", 4096, 3e6, "fsdp_tp", X=1024, Y=4, M_X=2, mfu=0.4)
-    assert step.t_math == pytest.approx(0.3, rel=0.04)
+    sb.expect(step.time, sb.published("05_training.q3_step_time"))
     assert step.bound == "compute"
 
 

@@ -5,6 +5,7 @@ import statistics
 
 import pytest
 
+import scalebook as sb
 import scalebook.validation as v
 
 
@@ -146,9 +147,9 @@ def test_table_prints_published_ideal_calibrated_and_error():
 def test_flop_conventions_reproduce_the_published_anchors():
     runs = {r.id: r for r in v.runs()}
     llama = runs["Llama 3 405B, 8,192 H100, TP8 PP16"]
-    assert v.flops_per_token(llama) == pytest.approx(2.524e12, rel=0.003)  # Megatron-Bridge's implied figure
+    sb.expect(v.flops_per_token(llama), sb.published("13_validation.llama3_405b_flops_per_token"))
     palm = runs["PaLM 540B, 6,144 TPU v4"]
-    assert 238.3e3 * v.flops_per_token(palm) / (6144 * 275e12) == pytest.approx(0.462, abs=0.001)
+    sb.expect(238.3e3 * v.flops_per_token(palm) / (6144 * 275e12), sb.published("13_validation.palm_mfu"))
 
 
 def test_bad_efficiency_is_refused():

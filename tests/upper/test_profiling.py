@@ -15,7 +15,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
-from scalebook import profiling  # noqa: E402
+from scalebook import hlo, profiling  # noqa: E402
 
 B, D, F = 64, 128, 512
 
@@ -37,7 +37,7 @@ def cpu_chip():
 
 
 def test_parse_op_reads_every_line_of_real_compiled_hlo(mlp_args):
-    ops = profiling.parse_hlo(sb.xla.hlo_text(_mlp, *mlp_args))["ENTRY"]
+    ops = hlo.parse_hlo(sb.xla.hlo_text(_mlp, *mlp_args))["ENTRY"]
     params = [op for op in ops if op.opcode == "parameter"]
     assert [op.shape for op in params] == [(B, D), (D, F // 8), (F // 8, D)]
     assert all(op.dtype == "f32" and op.layout == (1, 0) and op.memory_space == 0 for op in params)
@@ -54,33 +54,35 @@ def test_op_costs_count_the_per_device_matmul_flops(mlp_args):
 def test_parse_op_reads_the_books_tpu_layouts():
     line = ("%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(bf16[32,32,8192]{2,1,0:T(8,128)(2,1)S(1)} "
             "%fusion.32), kind=kCustom, calls=%all-reduce-scatter.3")
-    op = profiling.parse_op(line)
+    op = hlo.parse_op(line)
     assert (op.name, op.opcode, op.dtype, op.shape) == ("fusion.3", "fusion", "bf16", (32, 32, 4096))
     assert op.layout == (2, 1, 0) and op.tiling == ((8, 128), (2, 1)) and op.tile == "T(8,128)(2,1)"
     assert op.memory_space == 1 and op.operands == ("fusion.32",)
-    assert profiling.parse_op("%p = f32[3,5]{1,0:T(2,2)} parameter(0)").memory_space == 0
+    assert hlo.parse_op("%p = f32[3,5]{1,0:T(2,2)} parameter(0)").memory_space == 0
 
 
 @pytest.mark.parametrize("bad", ["", "ENTRY %main {", "%x = f32[3 parameter(0)", 42])
 def test_parse_op_rejects_what_is_not_an_instruction(bad):
     with pytest.raises(ValueError):
-        profiling.parse_op(bad)
+        hlo.parse_op(bad)
 
 
 def test_padding_on_the_books_examples():
-    f32 = profiling.padding((3, 5), "T(2,2)", "f32")
-    assert f32["padded_shape"] == (4, 6) and (f32["logical"], f32["stored"]) == (15, 24)
-    assert f32["waste"] == pytest.approx(0.375) and f32["overhead"] == pytest.approx(1.6)
-    bf16 = profiling.padding((4, 8), "T(2,4)(2,1)", "bf16")
+    f32 = hlo.padding((3, 5), "T(2,2)", "f32")
+    assert f32["padded_shape"] == (4, 6) and f32["logical"] == 15
+    sb.expect(f32["stored"], sb.published("09_profiling.f32_tiling_stored"))
+    assert f32["waste"] == pytest.approx(0.375)
+    sb.expect(f32["overhead"], sb.published("09_profiling.f32_tiling_overhead"))
+    bf16 = hlo.padding((4, 8), "T(2,4)(2,1)", "bf16")
     assert (bf16["stored"], bf16["waste"], bf16["stored_bytes"]) == (32, 0.0, 64)
-    small = profiling.padding((3, 5), ((8, 128), (2, 1)), "bf16")
+    small = hlo.padding((3, 5), ((8, 128), (2, 1)), "bf16")
     assert small["stored"] == 8 * 128 and small["waste"] == pytest.approx(1 - 15 / 1024)
 
 
 @pytest.mark.parametrize("shape, tile", [((3, 5), "(2,2)"), ((0, 5), "T(2,2)"), ((5,), "T(2,2)"), ((3, 5), "T(0,2)")])
 def test_padding_rejects_bad_input(shape, tile):
     with pytest.raises(ValueError):
-        profiling.padding(shape, tile)
+        hlo.padding(shape, tile)
 
 
 def test_capture_reads_a_real_trace_and_sets_ops_beside_their_roofline(mlp_args, cpu_chip):
