@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalebook.autograde import grade
+from scalebook.course.grader.autograde import grade
 
 ROOT = Path(__file__).resolve().parents[1]
 

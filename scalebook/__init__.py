@@ -19,11 +19,11 @@ from .faces import face
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is loaded on first use
     from . import (
-        autograde,
         bench,
         cheatsheet,
         cli,
         collectives,
+        course,
         deployment,
         estimate,
         gemm,
@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         notebooks,
         overlap,
         plots,
-        problems,
         profiling,
         rings,
         roofline,
@@ -56,23 +55,24 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     )
     from .booknumbers import published
     from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
+    from .course.answers import check
+    from .course.hints import hint
+    from .course.variants import problem
     from .estimate import Estimate
-    from .grading import check, expect
+    from .grading import expect
     from .hardware.chips import Chip, get_chip, list_chips
     from .hardware.gpu import GpuCluster
     from .hardware.topology import TpuMesh
-    from .hints import hint
     from .models import TransformerConfig, get_model
     from .runtime import setup
     from .sharding import Plan, sharded_matmul
     from .tables import Table
-    from .variants import problem
 
 __version__ = "0.1.0"
 
 _MODULES = ("units", "tables", "estimate", "hardware", "roofline", "gemm", "collectives", "sharding", "models",
             "training", "inference", "moe", "serving", "grading", "runtime", "bench", "xla", "hlo", "plots",
-            "widgets", "svg", "systolic", "autograde", "profiling", "labs", "validation", "multihost", "problems",
+            "widgets", "svg", "systolic", "course", "profiling", "labs", "validation", "multihost",
             "notebooks", "overlap", "rings", "cli", "cheatsheet", "deployment")
 # The one table of the face: each name `import scalebook as sb` offers → the module that defines it (a module's
 # own name: the module). Nothing is imported until a name is first used.
@@ -82,8 +82,8 @@ _TABLE = {
     "TransformerConfig": "models", "get_model": "models",
     "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
-    "expect": "grading", "check": "grading", "published": "booknumbers",
-    "setup": "runtime", "problem": "variants", "hint": "hints",
+    "expect": "grading", "check": "course.answers", "published": "booknumbers",
+    "setup": "runtime", "problem": "course.variants", "hint": "course.hints",
     **{name: name for name in _MODULES},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).
@@ -93,6 +93,9 @@ _DEPRECATED = {
     "pipeline": ("use sb.training (pipeline_bubble, pipeline_schedule, ...)", "training.pipeline", "0.3"),
     "planner": ("use sb.training (plan, check_parallelism)", "training.planner", "0.3"),
     "prediction": ("use sb.training (predict, Prediction)", "training.prediction", "0.3"),
+    "autograde": ("use sb.course.grader.autograde (the classroom moved into sb.course)", "course.grader.autograde",
+                  "0.3"),
+    "problems": ("use sb.course.key (the answer key moved into sb.course)", "course.key", "0.3"),
 }
 
 __all__ = list(_TABLE)

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import bench, course, inference, runtime
+from . import bench, inference, runtime
 from .arguments import (
     Parser,
     count,
@@ -40,6 +40,7 @@ from .arguments import (
     value_options,
 )
 from .collectives import KINDS, collective
+from .course.commands import add_commands as course_commands
 from .estimate import feasibility
 from .hardware.chips import EFFICIENCY_MODES, Chip, chip_names, get_chip, list_chips
 from .hardware.gpu import PRESETS, GpuCluster, get_cluster
@@ -383,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--efficiency", **{**efficiency, "default": "ideal"},
                        help="ideal (the book's roofline bound, default) or calibrated (published efficiencies)")
     serve.set_defaults(run=_serve)
-    course.add_commands(sub)  # grade, course keys, course gradescope-zip
+    course_commands(sub)  # grade, course keys, course gradescope-zip
     exercises = sub.add_parser("exercises", help="regenerate exercises/ from solutions/ (run in the repository)")
     exercises.set_defaults(run=_exercises)
     bench = sub.add_parser("bench", help="calibrate this device and time a matmul sweep (needs JAX)")

@@ -1,35 +1,26 @@
-"""Checking numbers: `expect` for a chapter's worked answers, `check` for problem sets, solution stripping.
+"""Checking a chapter's numbers: `expect` for a worked answer, `checked_numbers` for the chapter's closing table.
 
 `expect(value, published)` sets a computed number beside the book's printed one and raises when they
 drift apart, so executing a chapter (nbval, the website build) fails on a wrong number. In a page it shows only
 a compact ✓ (the numbers and source on hover) and records the check; `checked_numbers()` at the end of a chapter
 shows them all in a collapsed table. `kind="regression"` marks a check against our own earlier output (a guard
-against drift, not a published claim).
-`check(qid, answer)` grades a reader's answer against the reference solution registered in
-`scalebook.problems`; under the autograder (grading mode) it only hands the answer, as plain JSON data,
-to the grader, which compares it with the key in its own process (`autograde`). `strip_solutions`
-turns a solution notebook into the student version: code between `# BEGIN SOLUTION` and
-`# END SOLUTION` (the nbgrader markers) is replaced by stubs.
+against drift, not a published claim). A student's answer to a problem set is checked by `course.answers.check`,
+which sets it beside the key with the same `Comparison`.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import math
-import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from .booknumbers import Published
-from .mistakes import likely_mistake
 from .tables import Table
 from .units import check_choice, check_kind, check_number, fmt_si, fmt_time
-from .variants import draw, enrolled, key_in_session
 
-__all__ = ["Comparison", "Check", "CheckedNumbers", "ExpectationError", "expect", "checked_numbers", "check",
-           "strip_solutions", "GRADE_ANSWERS", "plain_answer"]
+__all__ = ["Comparison", "Check", "CheckedNumbers", "ExpectationError", "expect", "checked_numbers", "is_number",
+           "percent"]
 
 # The kinds of a chapter's check: what the reference number is, and what it is called beside the value.
 KINDS = {"published": "published", "regression": "recorded"}
@@ -67,10 +58,10 @@ class Comparison:
         mark = "✓" if self.ok else "✗"
         head = f"{self.label}: " if self.label else ""
         ref = self.reference_name
-        if _is_number(self.value) and _is_number(self.published):
+        if is_number(self.value) and is_number(self.published):
             body = (
                 f"{head}{_fmt(self.value, self.unit)} vs {ref} {_fmt(self.published, self.unit)} "
-                f"(off by {_percent(self.rel_error)}, tolerance {_percent(self.rtol)})"
+                f"(off by {percent(self.rel_error)}, tolerance {percent(self.rtol)})"
             )
         else:
             body = f"{head}{self.value!r} vs {ref} {self.published!r}"
@@ -92,7 +83,7 @@ class Comparison:
 
 
 def _rel_error(value: Any, published: Any) -> float:
-    if _is_number(value) and _is_number(published):
+    if is_number(value) and is_number(published):
         if published == 0:
             return abs(float(value))
         return abs(float(value) - float(published)) / abs(float(published))
@@ -101,7 +92,7 @@ def _rel_error(value: Any, published: Any) -> float:
     return 0.0 if value == published else math.inf
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) or hasattr(x, "__float__")
 
 
@@ -115,7 +106,7 @@ def _fmt(x: Any, unit: str = "") -> str:
     return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
 
 
-def _percent(fraction: float) -> str:
+def percent(fraction: float) -> str:
     """A relative error or tolerance as a percentage; below one part in a million, '< 1e-4%'."""
     if fraction < 1e-6:
         return "0%" if fraction == 0 else "< 1e-4%"
@@ -191,12 +182,12 @@ class CheckedNumbers:
         """One row per check: what was checked, our value, the reference, the error, the tolerance, the kind."""
         rows = []
         for number, c in enumerate(self.checks, start=1):
-            numeric = _is_number(c.value) and _is_number(c.published)
+            numeric = is_number(c.value) and is_number(c.published)
             ours, reference = (_fmt(c.value, c.unit), _fmt(c.published, c.unit)) if numeric else (
                 repr(c.value), repr(c.published))
             rows.append({"#": number, "what": c.label or c.source or "—", "ours": ours, "reference": reference,
-                         "off by": _percent(c.rel_error) if numeric else "equal",
-                         "tolerance": _percent(c.rtol), "kind": c.kind})
+                         "off by": percent(c.rel_error) if numeric else "equal",
+                         "tolerance": percent(c.rtol), "kind": c.kind})
         return Table(rows, columns=["#", "what", "ours", "reference", "off by", "tolerance", "kind"])
 
     def __str__(self) -> str:
@@ -213,134 +204,3 @@ def checked_numbers() -> CheckedNumbers:
     """Return every check `expect` has passed in this process (a chapter's kernel): a page shows the count and
     keeps the table folded until the reader opens it."""
     return CheckedNumbers(_RECORDED)
-
-
-def check(qid: str, answer: Any) -> Comparison | None:
-    """Grade `answer` to problem `qid` against its registered reference solution.
-
-    Returns a ✓ `Comparison` when right; raises `ExpectationError` when wrong: in self-study with the
-    reference value, in a course (a student named, `sb.setup(student=...)`) with the likely mistake and a
-    pointer to `sb.hint`, never the value. The reference is for this student's own values of the inputs
-    (`scalebook.variants`). Prints a reminder and returns None when the answer is still the `...`
-    placeholder. In grading mode (`GRADE_ANSWERS` set) it records the answer for the grader and returns None.
-    """
-    if os.environ.get(GRADE_ANSWERS):
-        _hand_out(qid, answer)
-        return None
-    from .problems import get_problem
-
-    problem = get_problem(qid)
-    if answer is ... or answer is None:
-        print(f"{qid}: not answered yet — replace the `...` with your answer ({problem.unit}).")
-        return None
-    unit = problem.unit if problem.unit in ("s", "B", "B/s", "FLOP/s") else ""
-    reference = problem.reference(draw(problem.params, key_in_session(), problem.qid))
-    try:
-        result = Comparison(answer, reference, problem.rtol, f"answer in {problem.unit}", qid, unit,
-                            reference_name="expected")
-        ok = result.ok
-    except (TypeError, ValueError) as err:  # an answer of the wrong kind (a string, an array ...)
-        raise ExpectationError(f"✗ {qid}: the answer must be a number in {problem.unit}, got {answer!r}") from err
-    if not ok and enrolled() is not None:
-        mistake = likely_mistake(answer, reference, problem.rtol)
-        raise ExpectationError(f"✗ {qid}: not within {_percent(problem.rtol)} of the answer for your values "
-                               f"({problem.unit}). {mistake + ' ' if mistake else ''}"
-                               f"`sb.hint({qid!r})` gives a hint.")
-    if not ok:
-        raise ExpectationError(str(result))
-    return result
-
-
-GRADE_ANSWERS = "SCALEBOOK_GRADE_ANSWERS"
-MAX_RECORD = 64 * 1024  # bytes of one answer record; a larger answer is recorded as oversized
-MAX_DEPTH = 16  # nesting of lists in one answer
-
-
-def plain_answer(value: Any, depth: int = 0) -> Any:
-    """Return `value` as plain JSON data (numbers, strings, booleans, None, lists of them), or raise
-    `TypeError`: arrays and NumPy scalars become lists and numbers; nothing executable survives."""
-    if depth > MAX_DEPTH:
-        raise TypeError(f"an answer nests deeper than {MAX_DEPTH} levels")
-    if value is None or isinstance(value, (bool, str)):
-        return str(value) if isinstance(value, str) else value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [plain_answer(v, depth + 1) for v in value]
-    if hasattr(value, "tolist"):  # NumPy and JAX arrays and scalars
-        return plain_answer(value.tolist(), depth + 1)
-    if _is_number(value):
-        return float(value)
-    raise TypeError(f"an answer must be a number, a string or a list of them, got {type(value).__name__}")
-
-
-def _hand_out(qid: Any, answer: Any) -> None:
-    """Append one record {qid, answer} (or {qid, unanswered} / {qid, invalid}) to the grader's channel."""
-    record: dict[str, Any] = {"qid": str(qid)[:32]}
-    if answer is ... or answer is None:
-        record["unanswered"] = True
-    else:
-        try:
-            record["answer"] = plain_answer(answer)
-            json.dumps(record)  # ints too long to print raise here
-        except (TypeError, ValueError, OverflowError, RecursionError) as err:
-            record.pop("answer", None)
-            record["invalid"] = str(err)[:200]
-    line = json.dumps(record)
-    if len(line) > MAX_RECORD:
-        line = json.dumps({"qid": record["qid"], "invalid": "the answer is larger than the grader accepts"})
-    with open(os.environ[GRADE_ANSWERS], "a", encoding="utf-8") as channel:
-        channel.write(line + "\n")
-    print(f"{record['qid']}: answer recorded for the grader.")
-
-
-_BEGIN = re.compile(r"^\s*(?:#+|<!--)?\s*BEGIN SOLUTION\b")
-_END = re.compile(r"^\s*(?:#+|<!--)?\s*END SOLUTION\b")
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*=[^=]")
-_FENCE_OPEN = re.compile(r"^```\{code-cell\}")
-
-
-def _stub(block: list[str], in_code: bool, indent: str) -> list[str]:
-    """The student version of a solution block: one `name = ...` line per top-level assignment."""
-    if not in_code:
-        return [f"{indent}*Write your reasoning here.*"]
-    names: list[str] = []
-    for line in block:
-        m = _ASSIGN.match(line[len(indent):]) if line.startswith(indent) else None
-        if m and not line[len(indent):].startswith((" ", "\t")):
-            # `a, b = f()` becomes one stub per name, so the student version still runs
-            names += [n.strip() for n in m.group(1).split(",") if n.strip() not in names]
-    if not names:
-        return [f"{indent}# YOUR CODE HERE"]
-    return [f"{indent}{name} = ...  # YOUR CODE HERE" for name in names]
-
-
-def strip_solutions(text: str) -> str:
-    """Return the student version of a MyST notebook or script: solution blocks replaced by stubs.
-
-    Raises `ValueError` when a BEGIN SOLUTION marker has no matching END SOLUTION.
-    """
-    out: list[str] = []
-    block: list[str] | None = None
-    in_code = False
-    indent = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if block is None:
-            if _FENCE_OPEN.match(line):
-                in_code = True
-            elif line.startswith("```") and in_code:
-                in_code = False
-            if _BEGIN.match(line):
-                block, indent, start = [], line[: len(line) - len(line.lstrip())], number
-                continue
-            out.append(line)
-        elif _END.match(line):
-            out.extend(_stub(block, in_code, indent))
-            block = None
-        else:
-            block.append(line)
-    if block is not None:
-        raise ValueError(f"BEGIN SOLUTION on line {start} has no matching END SOLUTION")
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")

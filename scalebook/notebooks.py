@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grading import strip_solutions
+from .course.handouts import strip_solutions
 
 __all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "foreign_links",
            "derive_exercise", "twin_text", "strip_outputs", "after_save", "readme_table", "expected_files", "sync",

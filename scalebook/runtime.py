@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .course.variants import enrol
 from .hardware.chips import Chip, chip_for_device_kind
 from .units import JAX_DTYPES, check_int, checks
-from .variants import enrol
 
 if TYPE_CHECKING:
     import jax
@@ -79,7 +79,7 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = Non
 
     On a TPU or GPU runtime the accelerator stays the default backend; the CPU devices are still there
     (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count. A course names
-    its `student` here, with the `key` the teacher issued (`scalebook.variants.enrol`): the problem sets then
+    its `student` here, with the `key` the teacher issued (`scalebook.course.variants.enrol`): the problem sets then
     show that student's own values and never an expected answer.
     """
     n_cpu_devices = check_int("n_cpu_devices", n_cpu_devices, high=4096)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from scalebook.autograde import question_points
+from scalebook.course.grader.autograde import question_points
 from scalebook.notebooks import FOLDERS
 
 PROBLEM_SET = "01_rooflines"
@@ -59,7 +59,7 @@ def attacks(root: Path, subs: Path, out: Path, memory_capped: bool = True) -> di
     survivor = f"import time, pathlib; time.sleep(600); pathlib.Path({str(out)!r}).write_text('pwned')  # {marker(out)}"
     return {
         "keyholder": [  # the answer key, imported or read
-            "from scalebook.problems import list_problems\nfor p in list_problems('01.'):\n"
+            "from scalebook.course.key import list_problems\nfor p in list_problems('01.'):\n"
             "    sb.check(p.qid, p.reference())",
             "import pathlib\nprint((pathlib.Path(sb.__file__).parent / 'problems' / 'rooflines.py').read_text())",
         ],

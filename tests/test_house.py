@@ -5,7 +5,7 @@ Read from the source with `ast`, so nothing is imported to build the graph: modu
 under `if TYPE_CHECKING:` are for annotations only and do not run); a name imported through a face (`from
 ..training import plan`) is an arrow to the module the face's table names (`training.planner`). An import inside a
 function may load JAX, matplotlib, ipywidgets or another optional library; the one late sibling is the answer key
-(`problems`), which `grading.check` reaches only when called: the grader's sandbox hides the key, and `import
+(`course.key`), which `course.answers.check` reaches only when called: the grader's sandbox hides the key, and `import
 scalebook` must work there. No module defines a module-level `__getattr__` except the faces, whose look-up is
 `scalebook.faces.face` serving one table and one dated deprecation table. Each check below is first shown to fail
 on a small fixture.
@@ -26,17 +26,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "scalebook"
 MAX_LINES = 450
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
-UPPER = ("runtime", "bench", "xla", "profiling", "multihost", "labs", "plots", "widgets", "autograde", "sandbox",
-         "submissions", "gradebook", "cgroups", "namespaces", "notebooks", "cli", "arguments", "course", "gradescope",
-         "puzzles")
+UPPER = ("runtime", "bench", "xla", "profiling", "multihost", "labs", "plots", "widgets", "course", "notebooks", "cli",
+         "arguments")
 # The faces: a package's `__init__.py` that readers import, served by `faces.face` from its `_TABLE`.
 FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.labs", "scalebook.plots",
-         "scalebook.widgets")
+         "scalebook.widgets", "scalebook.course", "scalebook.course.grader")
 # Packages whose `__init__.py` is code, not a face, and why.
-NOT_FACES = {"scalebook.problems": "the answer key's registry (`problem`, `get_problem`)",
+NOT_FACES = {"scalebook.course.key": "the answer key's registry (`problem`, `get_problem`)",
              "scalebook.data": "the data files' loader (`load`)"}
 # Siblings a function may import when called, and why.
-LATE_SIBLINGS = {"problems": "the answer key, absent inside the grader's sandbox"}
+LATE_SIBLINGS = {"key": "the answer key, absent inside the grader's sandbox"}
 
 
 def _name(path: Path) -> str:

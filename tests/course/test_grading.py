@@ -7,7 +7,8 @@ import pytest
 
 import scalebook as sb
 from scalebook import grading
-from scalebook.grading import Comparison, ExpectationError, strip_solutions
+from scalebook.course.handouts import strip_solutions
+from scalebook.grading import Comparison, ExpectationError
 
 
 def test_expect_passes_within_tolerance_and_shows_a_tick():

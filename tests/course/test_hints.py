@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from scalebook import autograde, variants
-from scalebook.grading import GRADE_ANSWERS
-from scalebook.hints import hint, hint_text
-from scalebook.mistakes import likely_mistake
-from scalebook.problems import get_problem, list_problems
-from scalebook.variants import draw, enrol, student_key
+from scalebook.course import variants
+from scalebook.course.answers import GRADE_ANSWERS
+from scalebook.course.grader import autograde
+from scalebook.course.hints import hint, hint_text
+from scalebook.course.key import get_problem, list_problems
+from scalebook.course.mistakes import likely_mistake
+from scalebook.course.variants import draw, enrol, student_key
 
 SECRET = "course secret of CS 599, spring 2027"
 

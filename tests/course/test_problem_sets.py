@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import scalebook as sb
+from scalebook.course.key import get_problem, list_problems
 from scalebook.grading import ExpectationError
-from scalebook.problems import get_problem, list_problems
 
 SOLUTIONS = sorted((Path(__file__).resolve().parents[2] / "solutions").glob("*.md"))
 CHECK = re.compile(r"""sb\.check\(\s*["']([^"']+)["']""")

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import autograde, variants
-from scalebook.grading import ExpectationError, check
-from scalebook.problems import get_problem, list_problems
-from scalebook.variants import Param, canonical, draw, enrol, student_key, vary
+from scalebook.course import variants
+from scalebook.course.answers import check
+from scalebook.course.grader import autograde
+from scalebook.course.key import get_problem, list_problems
+from scalebook.course.variants import Param, canonical, draw, enrol, student_key, vary
+from scalebook.grading import ExpectationError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "course secret of CS 599, spring 2027"
@@ -171,8 +173,8 @@ def test_a_class_with_variants_earns_only_its_own_answers(tmp_path):
     forges the variant in her environment and writes a record claiming Alice's seed: she earns nothing."""
     import hostile
 
-    from scalebook import sandbox
-    from scalebook.autograde import grade
+    from scalebook.course.grader import sandbox
+    from scalebook.course.grader.autograde import grade
 
     qids = ["01.1", "01.3", "01.7", "01.8"]
     key = autograde._Key(SECRET)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalebook.puzzles import PUZZLES, GiB, Puzzle, get_puzzle
+from scalebook.course.puzzles import PUZZLES, GiB, Puzzle, get_puzzle
 from scalebook.training import Layout
 
 IDS = [p.pid for p in PUZZLES]

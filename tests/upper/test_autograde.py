@@ -21,10 +21,10 @@ from types import SimpleNamespace
 import hostile
 import pytest
 
-from scalebook import autograde, gradebook, sandbox, submissions
-from scalebook.autograde import grade, question_points, read_answers
-from scalebook.grading import GRADE_ANSWERS, check
-from scalebook.submissions import find_submissions
+from scalebook.course.answers import GRADE_ANSWERS, check
+from scalebook.course.grader import autograde, gradebook, sandbox, submissions
+from scalebook.course.grader.autograde import grade, question_points, read_answers
+from scalebook.course.grader.submissions import find_submissions
 
 ROOT = Path(__file__).resolve().parents[2]
 # Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
@@ -80,8 +80,8 @@ def _survivors(uids: range, marker: str) -> list[str]:
 GRADE = """
 import sys
 from pathlib import Path
-from scalebook import sandbox
-from scalebook.autograde import grade
+from scalebook.course.grader import sandbox
+from scalebook.course.grader.autograde import grade
 subs, out, root = map(Path, sys.argv[1:4])
 sandbox.UIDS = range(int(sys.argv[4]), int(sys.argv[4]) + 100_000)  # this run's own uids
 print(grade(subs, out, root=root, timeout=float(sys.argv[5]), jobs=2, limits=sandbox.Limits(processes=256)))
@@ -447,7 +447,7 @@ def test_a_lone_surrogate_in_a_notebook_is_its_rows_business(tmp_path):
 MEASURE = """
 import re, sys
 from pathlib import Path
-from scalebook import autograde
+from scalebook.course.grader import autograde
 autograde._GRACE = 5
 autograde.grade(Path(sys.argv[1]), Path(sys.argv[2]), root=Path(sys.argv[3]), sandboxed=False, timeout=1)
 print(int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024)

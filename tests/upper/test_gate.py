@@ -13,7 +13,7 @@ from pathlib import Path
 import hostile
 import pytest
 
-from scalebook import sandbox
+from scalebook.course.grader import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 # test_autograde.py is not run again here: its class is graded on a course copy with JupyterLab's checkpoint

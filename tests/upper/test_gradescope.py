@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from scalebook import cli
-from scalebook.gradescope import VISIBILITIES, autograder_zip, lms_csv, results_json
-from scalebook.submissions import Result, Submission
-from scalebook.variants import student_key
+from scalebook.course.grader.submissions import Result, Submission
+from scalebook.course.gradescope import VISIBILITIES, autograder_zip, lms_csv, results_json
+from scalebook.course.variants import student_key
 
 ROOT = Path(__file__).resolve().parents[2]
 # The fields of results.json that Gradescope's "Autograder Specifications" page documents, and their types.
@@ -125,8 +125,8 @@ def test_the_course_commands_refuse_bad_input_in_one_line(argv, tmp_path, capsys
 def test_a_crashed_cells_error_reaches_the_feedback_and_results_json(tmp_path):
     import hostile
 
-    from scalebook import sandbox
-    from scalebook.autograde import grade
+    from scalebook.course.grader import sandbox
+    from scalebook.course.grader.autograde import grade
 
     subs = tmp_path / "subs"
     subs.mkdir()

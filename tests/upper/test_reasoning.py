@@ -8,9 +8,9 @@ import csv
 import json
 from pathlib import Path
 
-from scalebook import autograde
-from scalebook.autograde import grade
-from scalebook.gradebook import MAX_CONTAINERS, MAX_REASONING, feedback_name, reasoning_cells
+from scalebook.course.grader import autograde
+from scalebook.course.grader.autograde import grade
+from scalebook.course.grader.gradebook import MAX_CONTAINERS, MAX_REASONING, feedback_name, reasoning_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISE = ROOT / "exercises" / "01_rooflines.ipynb"

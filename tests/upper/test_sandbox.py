@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import cgroups, sandbox
+from scalebook.course.grader import cgroups, sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(bool(sandbox.available()), reason=f"no sandbox here: {sandbox.available()}")
@@ -25,7 +25,7 @@ PROBE = r'''
 import json, os, socket, sys
 found = {"uid": os.getuid(), "pid": os.getpid(), "env": sorted(os.environ), "home": os.listdir(".")}
 try:
-    import scalebook.problems
+    import scalebook.course.key
     found["key"] = "imported"
 except ImportError:
     found["key"] = "hidden"
@@ -190,8 +190,8 @@ def test_limits_are_checked():
 GRADER = r'''
 import sys
 from pathlib import Path
-from scalebook import sandbox
-program = ("from scalebook import sandbox; sandbox.hold_lifeline(); import subprocess, sys, time; "
+from scalebook.course.grader import sandbox
+program = ("from scalebook.course.grader import sandbox; sandbox.hold_lifeline(); import subprocess, sys, time; "
            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # {sys.argv[3]}'], "
            "start_new_session=True); time.sleep(300)")
 sandbox.run(["python", "-c", program], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=300, kind=sys.argv[2])
@@ -287,13 +287,13 @@ def test_the_cgroups_are_removed_after_the_run(tmp_path):
 COURSE = r'''
 import json, sys
 from pathlib import Path
-from scalebook import sandbox
+from scalebook.course.grader import sandbox
 course = Path(sys.argv[1])
 targets = [course / "solutions" / "01_rooflines.md", course / "scalebook" / "problems" / "__init__.py",
            course / "tests" / "data" / "problem_answers.toml", course / "notes.md"]
 probe = ("import json, os, sys\nfound = {'read': []}\nfor p in sys.argv[1:]:\n    try:\n"
          "        open(p, 'rb').read(1)\n        found['read'].append(p)\n    except OSError:\n        pass\n"
-         "try:\n    import scalebook.problems\n    found['key'] = 'imported'\nexcept ImportError:\n"
+         "try:\n    import scalebook.course.key\n    found['key'] = 'imported'\nexcept ImportError:\n"
          "    found['key'] = 'hidden'\nimport scalebook\nfound['package'] = scalebook.__file__\n"
          "found['listing'] = sorted(os.listdir(sys.argv[5]))\n"
          "open(os.environ['OUT'], 'w').write(json.dumps(found))")

@@ -56,7 +56,8 @@ def unshare_command(spec: Path, pythonpath: str) -> list[str]:
     (root only) and `_enter`, importing scalebook from `pythonpath`."""
     return ["unshare", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child=SIGKILL",
             "--propagation", "private", "--", sys.executable, "-I", "-c",
-            "import sys; sys.path.insert(0, sys.argv[2]); from scalebook.namespaces import _enter; _enter(sys.argv[1])",
+            "import sys; sys.path.insert(0, sys.argv[2]); "
+            "from scalebook.course.grader.namespaces import _enter; _enter(sys.argv[1])",
             str(spec), pythonpath]
 
 

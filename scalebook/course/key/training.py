@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from ..models import get_model
-from ..training.book import expert_parallel, min_tokens_per_chip, step_time, tp_limit, x_opt
-from ..training.footprint import max_params, memory
-from ..training.pipeline import pipeline_bubble
+from ...models import get_model
+from ...training.book import expert_parallel, min_tokens_per_chip, step_time, tp_limit, x_opt
+from ...training.footprint import max_params, memory
+from ...training.pipeline import pipeline_bubble
 from ..variants import vary
 from . import problem
 

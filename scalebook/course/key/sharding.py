@@ -6,12 +6,12 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
-from ..collectives import all_gather, all_reduce, all_to_all
-from ..hardware.chips import get_chip
-from ..hardware.topology import TpuMesh
-from ..roofline import estimate
-from ..sharding import bytes_per_device, sharded_matmul, total_bytes
-from ..units import dtype_bytes
+from ...collectives import all_gather, all_reduce, all_to_all
+from ...hardware.chips import get_chip
+from ...hardware.topology import TpuMesh
+from ...roofline import estimate
+from ...sharding import bytes_per_device, sharded_matmul, total_bytes
+from ...units import dtype_bytes
 from ..variants import vary
 from . import problem
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from ..collectives import all_gather, all_reduce, all_to_all, gpu_levels
-from ..hardware.chips import get_chip
-from ..hardware.gpu import GpuCluster, get_cluster
-from ..hardware.sm import (
+from ...collectives import all_gather, all_reduce, all_to_all, gpu_levels
+from ...hardware.chips import get_chip
+from ...hardware.gpu import GpuCluster, get_cluster
+from ...hardware.sm import (
     clock_from_vector_flops,
     cuda_cores,
     on_chip_bytes,
@@ -19,11 +19,11 @@ from ..hardware.sm import (
     vector_add,
     vector_flops,
 )
-from ..models import get_model
-from ..roofline import critical_intensity, matmul
-from ..training.book import min_tokens_per_chip, tp_limit
-from ..training.pipeline import pipeline_comms
-from ..training.planner import check_parallelism
+from ...models import get_model
+from ...roofline import critical_intensity, matmul
+from ...training.book import min_tokens_per_chip, tp_limit
+from ...training.pipeline import pipeline_comms
+from ...training.planner import check_parallelism
 from ..variants import vary
 from . import problem
 

@@ -6,11 +6,11 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
-from ..collectives import all_gather
-from ..hardware.chips import get_chip
-from ..hardware.topology import TpuMesh
-from ..roofline import critical_batch, critical_intensity, crossover_batch, estimate
-from ..units import dtype_bytes
+from ...collectives import all_gather
+from ...hardware.chips import get_chip
+from ...hardware.topology import TpuMesh
+from ...roofline import critical_batch, critical_intensity, crossover_batch, estimate
+from ...units import dtype_bytes
 from ..variants import vary
 from . import problem
 

@@ -28,8 +28,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any, TextIO
 
+from ...tables import Table
 from .submissions import Result, Submission
-from .tables import Table
 
 __all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name", "reasoning_cells",
            "MAX_REASONING"]
@@ -38,7 +38,7 @@ MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teach
 # JSON containers ('{', '[') a notebook may hold for the grader to parse it for reasoning: a real notebook has a few
 # thousand; eleven million empty ones would cost the grader's own process 700-900 MiB to parse.
 MAX_CONTAINERS = 500_000
-_STUB = "*Write your reasoning here.*"  # what `grading.strip_solutions` leaves in a reasoning cell
+_STUB = "*Write your reasoning here.*"  # what `course.handouts.strip_solutions` leaves in a reasoning cell
 _CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
 
 

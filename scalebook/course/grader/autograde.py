@@ -11,7 +11,7 @@ the course or the grader visible, a cgroup capping its CPU share, memory and pro
 allows one, rlimits always, every process it started killed at the end; `sandbox.describe` says which caps
 apply, and every row's `sandbox` column repeats it), in a fresh kernel with a time limit per cell. Every
 `sb.check(qid, answer)` it reaches only hands its answer out, as plain JSON data; the grader compares it
-with the answer key (`scalebook.problems`) in its own process, where the submission cannot reach. A
+with the answer key (`scalebook.course.key`) in its own process, where the submission cannot reach. A
 question scores its points (the ★ count in its heading in `solutions/`) when its last recorded answer
 is right.
 
@@ -38,16 +38,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ...grading import Comparison
+from ...tables import Table
+from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD
+from ..hints import MAX_HINTS, hint_text
+from ..mistakes import likely_mistake
+from ..variants import VARIANT, student_key, values_for
 from . import sandbox
 from .gradebook import Gradebook, grader_error, reasoning_cells, summary
-from .grading import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, Comparison
-from .hints import MAX_HINTS, hint_text
-from .mistakes import likely_mistake
 from .submissions import Result, Submission, find_submissions, read_once
-from .tables import Table
-from .variants import VARIANT, student_key, values_for
 
 __all__ = ["question_points", "read_answers", "grade_one", "grade", "main"]
+
+RUNNER = __name__  # `python -m RUNNER _run NOTEBOOK TIMEOUT` runs one notebook
 
 _HEADING = re.compile(r"^## Problem (\d+) (★+)", re.M)
 _QID = re.compile(rb'"qid"\s*:\s*"([0-9.]{1,16})"')
@@ -69,7 +72,7 @@ def question_points(problem_set: str, root: Path) -> dict[str, int]:
 
 class _Key:
     """The answer key, in the grader's process only: each reference computed once per variant (the inputs'
-    values of one student, `scalebook.variants`), shared by the threads. `secret` is the course's: each
+    values of one student, `scalebook.course.variants`), shared by the threads. `secret` is the course's: each
     student's values are drawn from HMAC(secret, name); without it everyone has the book's values."""
 
     def __init__(self, secret: str | None = None) -> None:
@@ -91,7 +94,7 @@ class _Key:
 
     def _reference(self, qid: str, values: dict[str, Any]) -> tuple[Any, float]:
         """(reference, rtol) of `qid` for `values`, or (None, -1) when the key has no working reference."""
-        from .problems import get_problem  # the key: absent inside the sandbox, where this module also runs
+        from ..key import get_problem  # the key: absent inside the sandbox, where this module also runs
 
         cache_key = (qid, json.dumps(values, sort_keys=True))
         with self._lock:
@@ -216,7 +219,7 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, time
            "LANG": "C.UTF-8", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JAX_PLATFORMS": "cpu",
            "MPLBACKEND": "Agg", GRADE_ANSWERS: str(answers), VARIANT: variant}
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "scalebook.autograde", "_run", str(notebook), str(timeout)],
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER, "_run", str(notebook), str(timeout)],
                                 env=env, cwd=notebook.parent, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=cap)
         try:
@@ -237,7 +240,7 @@ def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: 
         answers = Path(tmp) / "answers.jsonl"
         answers.touch()
         if sandboxed:
-            argv = ["python", "-m", "scalebook.autograde", "_run", f"{sandbox.HOME}/{_NOTEBOOK}", str(timeout)]
+            argv = ["python", "-m", RUNNER, "_run", f"{sandbox.HOME}/{_NOTEBOOK}", str(timeout)]
             ran = sandbox.run(argv, {_NOTEBOOK: content}, answers, limits, timeout + _GRACE,
                               env={GRADE_ANSWERS: sandbox.ANSWERS, VARIANT: variant}, hide=hide)
         else:
@@ -335,7 +338,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     `timeout` is in seconds per cell; `jobs` notebooks run at once. Each runs in a sandbox (see `sandbox`);
     without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`, which runs
     the notebooks as plain processes (trusted work only) and says so in every row. With the course's
-    `secret`, each student is graded against their own variant (`scalebook.variants`); `hint_cost` (0 to 1)
+    `secret`, each student is graded against their own variant (`scalebook.course.variants`); `hint_cost` (0 to 1)
     is the fraction of a question's points each hint taken costs; `on_results` is called with every file's
     result once the gradebook is written (the command line's exports: Gradescope, Canvas/Moodle).
     """
@@ -417,7 +420,7 @@ def _report_errors(nb: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scalebook.autograde _run NOTEBOOK TIMEOUT` is the process a sandbox runs."""
+    """`python -m scalebook.course.grader.autograde _run NOTEBOOK TIMEOUT` is the process a sandbox runs."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 3 and argv[0] == "_run":
         return _run_in_kernel(argv[1], argv[2])

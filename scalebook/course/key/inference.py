@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..hardware.chips import get_chip
-from ..inference import (
+from ...hardware.chips import get_chip
+from ...inference import (
     cost_per_million_tokens,
     decode_step,
     decode_time,
@@ -20,8 +20,8 @@ from ..inference import (
     speculative_speedup,
     weight_stationary,
 )
-from ..models import get_model
-from ..roofline import critical_batch
+from ...models import get_model
+from ...roofline import critical_batch
 from ..variants import vary
 from . import problem
 

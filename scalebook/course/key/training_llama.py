@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from ..hardware.chips import get_chip
-from ..models import from_hf_config, get_model, hf_config
-from ..training.book import min_tokens_per_chip
-from ..training.footprint import memory
-from ..training.planner import plan
+from ...hardware.chips import get_chip
+from ...models import from_hf_config, get_model, hf_config
+from ...training.book import min_tokens_per_chip
+from ...training.footprint import memory
+from ...training.planner import plan
 from ..variants import vary
 from . import problem
 

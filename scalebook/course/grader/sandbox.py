@@ -7,7 +7,7 @@ The autograder runs every submitted notebook through `run`. Inside the sandbox t
 
 - the system (`/usr`, `/etc`, `/bin`, `/lib*`; not `/opt`), the Python installation and the virtual environment,
   all read-only;
-- the `scalebook` package read-only, *without* its answer key (`scalebook/problems` is simply not there);
+- the `scalebook` package read-only, *without* its answer key (`scalebook/course/key` is simply not there);
 - nothing else of the course, wherever it lives: the checkout holding the package (its `solutions/`, `tests/`
   ...) and the folders the caller names in `hide` (the grader's course root, submissions and gradebook) are
   covered by empty folders where a system folder would expose them (a course under `/usr/local`, `/usr/src`
@@ -192,13 +192,20 @@ def _python_mounts() -> list[Step]:
     return [step for root in _python_roots() for step in _parents(root) + [("ro-bind", root, root)]]
 
 
+KEY = ("course", "key")  # the answer key's folder inside the package, which the sandbox leaves out
+
+
 def _package_mounts() -> list[Step]:
-    """scalebook minus its answer key: the package's folder is an empty tmpfs holding read-only binds of its
-    entries, all but `problems`."""
+    """scalebook minus its answer key: the package's folder, and the folder holding the key, are empty tmpfs
+    mounts holding read-only binds of their entries, all but the key's (`course/key`)."""
     package = _package()
-    steps = _parents(package) + [("tmpfs", "0755", str(2**20), package)]
-    return steps + [("ro-bind", f"{package}/{e}", f"{package}/{e}") for e in sorted(os.listdir(package))
-                    if e != "problems"]
+    steps = _parents(package)
+    folder = package
+    for skip in KEY:
+        steps.append(("tmpfs", "0755", str(2**20), folder))
+        steps += [("ro-bind", f"{folder}/{e}", f"{folder}/{e}") for e in sorted(os.listdir(folder)) if e != skip]
+        folder = f"{folder}/{skip}"
+    return steps
 
 
 def _under(path: str, folders: list[str]) -> bool:

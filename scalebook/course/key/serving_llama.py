@@ -7,8 +7,8 @@ in SI base units. Every decode step here leaves the inter-chip collectives out, 
 
 from __future__ import annotations
 
-from ..hardware.chips import get_chip
-from ..inference import (
+from ...hardware.chips import get_chip
+from ...inference import (
     cost_per_million_tokens,
     decode_step,
     disaggregation_ratio,
@@ -18,9 +18,9 @@ from ..inference import (
     prefill,
     smallest_topology,
 )
-from ..models import get_model
-from ..roofline import critical_batch
-from ..training.book import tp_limit
+from ...models import get_model
+from ...roofline import critical_batch
+from ...training.book import tp_limit
 from ..variants import vary
 from . import problem
 

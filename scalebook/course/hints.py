@@ -1,8 +1,8 @@
 """Hints that teach: two progressive hints per problem.
 
-Each problem registers two hints (`scalebook.problems.problem(..., hints=(first, second))`): the first
+Each problem registers two hints (`scalebook.course.key.problem(..., hints=(first, second))`): the first
 names the regime or the quantity that matters, the second is the formula as a template whose `{V}`
-fields are filled with the student's own values of the inputs (`scalebook.variants`). `hint(qid)`
+fields are filled with the student's own values of the inputs (`scalebook.course.variants`). `hint(qid)`
 (`sb.hint`) reveals the next one; under the grader it only records that a hint was taken, so the
 gradebook can charge the course's cost per hint.
 """
@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .grading import GRADE_ANSWERS
+from .answers import GRADE_ANSWERS
 from .variants import draw, key_in_session, values_for
 
 __all__ = ["hint", "hint_text", "MAX_HINTS"]
@@ -30,7 +30,7 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
 
 def hint_text(qid: str, level: int, values: Mapping[str, Any] | None = None) -> str:
     """Hint `level` (1 or 2) of problem `qid`, filled with the student's input `values` (default the book's)."""
-    from .problems import get_problem
+    from .key import get_problem
 
     p = get_problem(qid)
     if level not in range(1, len(p.hints) + 1):

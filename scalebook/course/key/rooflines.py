@@ -6,9 +6,9 @@ with the package (and with `chips.toml`) instead of freezing numbers. Answers ar
 
 from __future__ import annotations
 
-from ..hardware.chips import get_chip
-from ..roofline import critical_batch, critical_intensity, crossover_batch, einsum, estimate, matmul, tiled_matmul
-from ..units import dtype_bytes
+from ...hardware.chips import get_chip
+from ...roofline import critical_batch, critical_intensity, crossover_batch, einsum, estimate, matmul, tiled_matmul
+from ...units import dtype_bytes
 from ..variants import vary
 from . import problem
 

@@ -16,10 +16,10 @@ import html
 from dataclasses import dataclass
 from functools import cache
 
-from .training.layout import Layout
-from .training.planner import plan
-from .training.prediction import Prediction, predict
-from .widgets.core import Explorer, explore
+from ..training.layout import Layout
+from ..training.planner import plan
+from ..training.prediction import Prediction, predict
+from ..widgets.core import Explorer, explore
 
 __all__ = ["Puzzle", "Score", "PUZZLES", "get_puzzle"]
 

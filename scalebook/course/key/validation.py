@@ -6,12 +6,12 @@ carries each figure with its source) and computes the answer with scalebook. Ans
 
 from __future__ import annotations
 
-from ..hardware.chips import get_chip
-from ..hardware.gpu import GpuCluster
-from ..models import get_model
-from ..training.pipeline import pipeline_bubble
-from ..training.planner import plan
-from ..validation import PublishedRun, runs
+from ...hardware.chips import get_chip
+from ...hardware.gpu import GpuCluster
+from ...models import get_model
+from ...training.pipeline import pipeline_bubble
+from ...training.planner import plan
+from ...validation import PublishedRun, runs
 from . import problem
 
 GPT_FAST = "gpt-fast Llama-2-70B TP{}"  # batch-1 decode of Llama-2-70B in bf16 on n A100s, tokens/s

@@ -6,13 +6,13 @@ Each function computes its answer with scalebook from the inputs the problem sta
 
 from __future__ import annotations
 
-from ..hardware.topology import TpuMesh
-from ..models import TransformerConfig, get_model
-from ..roofline import critical_batch, einsum_flops
-from ..sharding import sharded_matmul
-from ..training.book import mfu
-from ..training.footprint import activation_bytes
-from ..units import dtype_bytes
+from ...hardware.topology import TpuMesh
+from ...models import TransformerConfig, get_model
+from ...roofline import critical_batch, einsum_flops
+from ...sharding import sharded_matmul
+from ...training.book import mfu
+from ...training.footprint import activation_bytes
+from ...units import dtype_bytes
 from ..variants import vary
 from . import problem
 

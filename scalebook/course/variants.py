@@ -202,7 +202,7 @@ class Variant:
 
 def values_for(qid: str, key: str | None) -> dict[str, Any]:
     """Problem `qid`'s input values for the student with `key` (None: the book's); needs the answer key."""
-    from .problems import get_problem
+    from .key import get_problem
 
     return draw(get_problem(qid).params, key, qid)
 
@@ -212,7 +212,7 @@ def problem(qid: str) -> Variant:
     graded = _graded()
     if graded:
         return Variant(str(qid), "", graded.get("student"), dict(graded.get("values", {}).get(qid, {})))
-    from .problems import get_problem
+    from .key import get_problem
 
     p = get_problem(qid)
     return Variant(p.qid, p.title, _ENROLLED.student, draw(p.params, _ENROLLED.key, p.qid))

@@ -7,7 +7,7 @@
                                     [--visibility after_published]
 
 The course secret lives in a file the teacher keeps (`--secret-file`); with it every student has their own
-inputs (`scalebook.variants`), without it everyone has the book's. `--format gradescope` writes one
+inputs (`scalebook.course.variants`), without it everyone has the book's. `--format gradescope` writes one
 `results.json` per graded file (`gradescope/<file>.json` beside the gradebook); `--format lms` writes a CSV
 with a row per student for Canvas or Moodle (`<gradebook>-lms.csv`).
 """
@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .arguments import count, new_file, one_of, seconds
-from .autograde import grade
-from .gradebook import feedback_name
+from ..arguments import count, new_file, one_of, seconds
+from ..tables import Table
+from .grader.autograde import grade
+from .grader.gradebook import feedback_name
+from .grader.submissions import Result
 from .gradescope import VISIBILITIES, autograder_zip, lms_csv, results_json
-from .submissions import Result
-from .tables import Table
 from .variants import student_key
 
 __all__ = ["add_commands", "read_secret"]

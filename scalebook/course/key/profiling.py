@@ -6,9 +6,9 @@ Each function computes its answer with scalebook from the inputs the problem sta
 
 from __future__ import annotations
 
-from ..hardware.chips import get_chip
-from ..hlo import padding, parse_op, replica_groups
-from ..roofline import estimate
+from ...hardware.chips import get_chip
+from ...hlo import padding, parse_op, replica_groups
+from ...roofline import estimate
 from ..variants import vary
 from . import problem
 

@@ -6,7 +6,7 @@ the key works the same numbers out from the shapes, so it needs no devices. Answ
 
 from __future__ import annotations
 
-from ..units import dtype_bytes
+from ...units import dtype_bytes
 from . import problem
 
 # The book's collective-matmul example: A[B_X, D_Y] · W[D, F_Y] on a 2x4 mesh (ch. 10).

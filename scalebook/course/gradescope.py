@@ -4,7 +4,7 @@
 Specifications": `setup.sh` and `run_autograder` at the zip's root, the zip unpacked into
 `/autograder/source`): this package's source, the problem set's `solutions/` page (its ★ points) and a
 `course.json` (the problem set, the course secret if any, the cost per hint, the tests' visibility). For each
-submission Gradescope runs `run_autograder`, which runs `python -m scalebook.gradescope /autograder`: the first
+submission Gradescope runs `run_autograder`, which runs `python -m scalebook.course.gradescope /autograder`: the first
 notebook in `/autograder/submission` is graded by `autograde.grade_one` (in a sandbox where bubblewrap works,
 which `setup.sh` installs) for the student `/autograder/submission_metadata.json` names, and the result is
 written to `/autograder/results/results.json` in Gradescope's format (`results_json`): a test per question
@@ -26,10 +26,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
-from .autograde import _Key, grade_one, question_points
-from .gradebook import cell, clean
-from .submissions import Result, Submission
+from .grader import sandbox
+from .grader.autograde import _Key, grade_one, question_points
+from .grader.gradebook import cell, clean
+from .grader.submissions import Result, Submission
 
 __all__ = ["VISIBILITIES", "results_json", "run", "autograder_zip", "lms_csv", "main"]
 
@@ -45,7 +45,7 @@ python3 -m pip install --break-system-packages /autograder/source/course nbclien
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission, in /autograder; the root and the Python can be overridden for tests.
 set -euo pipefail
-exec "${SCALEBOOK_PYTHON:-python3}" -m scalebook.gradescope "${SCALEBOOK_AUTOGRADER_ROOT:-/autograder}"
+exec "${SCALEBOOK_PYTHON:-python3}" -m scalebook.course.gradescope "${SCALEBOOK_AUTOGRADER_ROOT:-/autograder}"
 """
 
 
@@ -131,7 +131,7 @@ def autograder_zip(out: Path, problem_set: str, root: Path | None = None, secret
     _check_visibility(visibility)
     if not 0 <= hint_cost <= 1:
         raise ValueError(f"hint_cost={hint_cost!r} must be a fraction of a question's points, 0 to 1")
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # scalebook/, above this wing
     config = {"problem_set": problem_set, "hint_cost": hint_cost, "visibility": visibility, "timeout": timeout,
               **({"secret": secret} if secret else {})}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -168,10 +168,10 @@ def lms_csv(results: list[Result], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scalebook.gradescope ROOT`: grade the submission in Gradescope's layout under ROOT."""
+    """`python -m scalebook.course.gradescope ROOT`: grade the submission in Gradescope's layout under ROOT."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m scalebook.gradescope /autograder", file=sys.stderr)
+        print("usage: python -m scalebook.course.gradescope /autograder", file=sys.stderr)
         return 2
     results = run(Path(argv[0]))
     print(f"{results['score']} points; results.json written under {os.fspath(argv[0])}/results")

@@ -1,0 +1,42 @@
+"""The classroom: everything a course adds to the book, apart from the book's own calculators.
+
+    variants.py    per-student inputs: `vary` marks a problem's inputs, `student_key` issues a key, `problem(qid)`
+                   shows a student their own values
+    key/           the answer key: every problem's reference solution (`@problem`), hidden from the grader's sandbox
+    answers.py     `check`: a student's answer beside the key, or handed to the grader as plain data
+    hints.py       two hints per problem, each use recorded for the grader
+    mistakes.py    the likely slip behind a wrong answer (a power of ten, a factor of two ...)
+    handouts.py    the student version of a problem set, made from its solution source
+    puzzles.py     design puzzles: open problems whose answer is a training layout
+    grader/        grading a class: submissions, the sandbox and its caps, the run, the gradebook
+    gradescope.py  Gradescope's autograder zip and the run inside it
+    commands.py    the teacher's commands (`scalebook grade`, `scalebook course ...`)
+
+Students call `sb.setup`, `sb.problem`, `sb.hint` and `sb.check` from the top face; this face is the teacher's.
+Each name loads its module on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..faces import face
+
+if TYPE_CHECKING:
+    from . import answers, commands, grader, gradescope, handouts, hints, key, mistakes, puzzles, variants
+    from .answers import check
+    from .grader.autograde import grade
+    from .handouts import strip_solutions
+    from .hints import hint
+    from .variants import problem, student_key
+
+_MODULES = ("variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
+            "commands")
+_TABLE = {
+    "check": "answers", "problem": "variants", "student_key": "variants", "hint": "hints",
+    "strip_solutions": "handouts", "grade": "grader.autograde",
+    **{name: name for name in _MODULES},
+}
+
+__all__ = list(_TABLE)
+__getattr__, __dir__ = face(__name__, _TABLE, {})

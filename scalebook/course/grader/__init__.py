@@ -1,0 +1,27 @@
+"""Grading a class, safe whatever comes in.
+
+    submissions.py  which uploaded files count, and whose they are; each opened once, never followed
+    sandbox.py      the sandbox a notebook runs in (bubblewrap, or namespaces.py's own), without the course
+    cgroups.py      per-notebook caps on CPU, memory and processes
+    namespaces.py   the seccomp filter and the namespaces backend
+    autograde.py    the run: each notebook in its sandbox, its answers set beside the key in the grader's process
+    gradebook.py    the CSV, each student's feedback and the class summary
+
+Each name loads its module on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...faces import face
+
+if TYPE_CHECKING:
+    from . import autograde, cgroups, gradebook, namespaces, sandbox, submissions
+    from .autograde import grade
+
+_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "autograde", "gradebook")
+_TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
+
+__all__ = list(_TABLE)
+__getattr__, __dir__ = face(__name__, _TABLE, {})
