@@ -22,7 +22,7 @@ import hostile
 import pytest
 
 from scalebook.course.answers import GRADE_ANSWERS, check
-from scalebook.course.grader import autograde, gradebook, sandbox, submissions
+from scalebook.course.grader import autograde, gradebook, sandbox, strictjson, submissions
 from scalebook.course.grader.autograde import grade, question_points, read_answers
 from scalebook.course.grader.submissions import find_submissions
 
@@ -297,11 +297,27 @@ def test_the_last_record_of_a_question_counts_and_verdicts_are_ignored():
     b'{"qid": "01.1", "answer": "' + b"x" * 200_000 + b'"}',
     b'{"qid": "01.1", "answer": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]}',
     b'{"qid": "01.1", "answer": 1.0, "invalid": "a forged answer beside an invalid one"}',
+    # RFC 8259 section 6 (https://www.rfc-editor.org/rfc/rfc8259#section-6): "Numeric values that cannot be
+    # represented in the grammar below (such as Infinity and NaN) are not permitted"; Python writes them anyway.
+    b'{"qid": "01.1", "answer": NaN}', b'{"qid": "01.1", "answer": [1.0, -Infinity]}',
+    b'{"qid": "01.1", "answer": 1e999}', b'{"qid": "01.1", "answer": ' + b"9" * 400 + b"}",
+    b'{"cell": Infinity, "error": "forged"}', b'{"cell": 1e999, "error": "forged"}', b'{"cell": NaN, "error": "x"}',
+    b'{"cell": 1e300, "error": "a cell number of 301 digits"}', b'{"cell": -3, "error": "x"}',
+    b'{"qid": "01.1", "hint": Infinity}', b'{"qid": "01.1", "hint": 1e999}',
 ])
 def test_a_malformed_forged_or_oversized_record_is_a_wrong_answer_not_a_crash(line):
     data = _records({"qid": "01.1", "answer": 1.0}, line)
     outcomes = read_answers(data, {"01.1": 1}, lambda q, a: "right")
     assert outcomes["01.1"] in ("wrong", "right") and (outcomes["01.1"] == "wrong") == (b"01.1" in line)
+    assert autograde._records(data)[2] == []  # no forged crash report: a cell number is a small positive int
+
+
+@pytest.mark.parametrize("text, name", [(b"[NaN]", "NaN"), (b'{"a": Infinity}', "Infinity"),
+                                        (b"[-Infinity]", "-Infinity"), (b"[1e999]", "1e999"),
+                                        (b"[" + b"9" * 400 + b"]", "9" * 400)])
+def test_json_outside_the_standard_is_refused_by_name(text, name):
+    with pytest.raises(ValueError, match=f"{name[:40]}.*not a JSON number"):
+        strictjson.parse(text)
 
 
 def test_check_in_grading_mode_only_hands_out_plain_data(tmp_path, monkeypatch):

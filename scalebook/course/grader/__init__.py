@@ -4,6 +4,7 @@
     sandbox.py      the sandbox a notebook runs in (bubblewrap, or namespaces.py's own), without the course
     cgroups.py      per-notebook caps on CPU, memory and processes
     namespaces.py   the seccomp filter and the namespaces backend
+    strictjson.py   JSON a submission wrote, read as the standard defines it, within a memory budget
     autograde.py    the run: each notebook in its sandbox, its answers set beside the key in the grader's process
     gradebook.py    the CSV, each student's feedback and the class summary
 
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING
 from ...faces import face
 
 if TYPE_CHECKING:
-    from . import autograde, cgroups, gradebook, namespaces, sandbox, submissions
+    from . import autograde, cgroups, gradebook, namespaces, sandbox, strictjson, submissions
     from .autograde import grade
 
-_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "autograde", "gradebook")
+_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "gradebook")
 _TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
 
 __all__ = list(_TABLE)

@@ -44,7 +44,7 @@ from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD
 from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
 from ..variants import VARIANT, student_key, values_for
-from . import sandbox
+from . import sandbox, strictjson
 from .gradebook import Gradebook, grader_error, reasoning_cells, summary
 from .submissions import Result, Submission, find_submissions, read_once
 
@@ -57,6 +57,7 @@ _QID = re.compile(rb'"qid"\s*:\s*"([0-9.]{1,16})"')
 _NOTEBOOK = "submission.ipynb"  # its name inside the sandbox, whatever the student called it
 MAX_ANSWERS = 4 * 2**20  # bytes of answer records read back from one submission
 MAX_ERRORS = 10  # crashed cells reported back per submission
+_MAX_CELLS = 100_000  # cells a notebook may number in a crash report
 _GRACE = 60  # seconds beyond the per-cell limit for starting the kernel and the whole notebook
 _EXITS = {0: "graded", 3: "timeout", 5: "corrupt"}  # the sandboxed child's exit codes; 6: not python
 
@@ -136,6 +137,13 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
+def _cell(number: Any) -> int:
+    """A crash report's cell number, which only a small positive integer can be."""
+    if type(number) is not int or not 0 < number <= _MAX_CELLS:
+        raise ValueError(f"cell={str(number)[:20]!r} is not a cell number (1 to {_MAX_CELLS})")
+    return number
+
+
 def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
     """The last answer of each question a submission sent (`...` unanswered, None malformed, else
     ('answer', value)), the hints it took per question (the highest level recorded, 0 to MAX_HINTS) and the
@@ -147,9 +155,9 @@ def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
         try:
             if len(line) > MAX_RECORD:
                 raise ValueError("oversized")
-            record = json.loads(line)
+            record = strictjson.parse(line)
             if "error" in record and "qid" not in record:
-                errors += [f"cell {int(record['cell'])}: {str(record['error'])[:200]}"][:MAX_ERRORS - len(errors)]
+                errors += [f"cell {_cell(record['cell'])}: {str(record['error'])[:200]}"][:MAX_ERRORS - len(errors)]
                 continue
             qid = record["qid"]
             if "hint" in record and "answer" not in record:
@@ -161,7 +169,7 @@ def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
                 last[qid] = ("answer", record["answer"])
             else:
                 last[qid] = None
-        except (ValueError, KeyError, TypeError, RecursionError):
+        except (ValueError, KeyError, TypeError):
             named = _QID.search(line[:200])
             if named:
                 last[named[1].decode()] = None
@@ -173,7 +181,8 @@ def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str,
 
     The last record of a question counts. A record is only a question id and an answer (or a hint taken):
     any other field (an 'outcome', a 'seed', a 'student') is ignored, and a record that is malformed,
-    oversized or holds anything but plain data makes its question 'wrong'. `judge(qid, answer)` returns
+    oversized or holds anything but plain data (a NaN, an Infinity or a number beyond a double's range too:
+    `strictjson`) makes its question 'wrong'. `judge(qid, answer)` returns
     'right' or 'wrong'.
     """
     last = _records(data)[0]
