@@ -79,11 +79,14 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = Non
 
     On a TPU or GPU runtime the accelerator stays the default backend; the CPU devices are still there
     (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count. A course names
-    its `student` here, with the `key` the teacher issued (`scalebook.course.variants.enrol`): the problem sets then
-    show that student's own values and never an expected answer.
+    its `student` here, with the `key` the teacher issued (`scalebook.course.variants.enrol`): the problem sets
+    then show that student's own values and never an expected answer. A mistyped key is refused, and so is a
+    missing one in a course; a line says whose values the problems show (even when `quiet`).
     """
     n_cpu_devices = check_int("n_cpu_devices", n_cpu_devices, high=4096)
-    enrol(student, key)
+    whose = enrol(student, key)
+    if whose:
+        print(whose)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
     try:

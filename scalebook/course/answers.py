@@ -16,7 +16,7 @@ from ..grading import Comparison, ExpectationError, is_number, percent
 from .mistakes import likely_mistake
 from .variants import draw, enrolled, key_in_session
 
-__all__ = ["check", "plain_answer", "GRADE_ANSWERS", "MAX_RECORD", "MAX_DEPTH"]
+__all__ = ["check", "agrees", "right_for_other_values", "plain_answer", "GRADE_ANSWERS", "MAX_RECORD", "MAX_DEPTH"]
 
 
 GRADE_ANSWERS = "SCALEBOOK_GRADE_ANSWERS"
@@ -64,13 +64,30 @@ def _hand_out(qid: Any, answer: Any) -> None:
     print(f"{record['qid']}: answer recorded for the grader.")
 
 
+def agrees(answer: Any, reference: Any, rtol: float) -> bool:
+    """Whether `answer` is within `rtol` of `reference` by `sb.check`'s comparison; False for an answer of the
+    wrong kind (a string for a number, a list of another length ...)."""
+    try:
+        return Comparison(answer, reference, rtol).ok
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def right_for_other_values(qid: str, whose: str) -> str:
+    """The message for an answer that is right for `whose` values ("the book's", "another key's") but not for
+    the student's own: it names the slip and where their own values are, never an expected value."""
+    return (f"right for {whose} values, not for yours: your inputs differ from those, so compute with your own "
+            f"(print(sb.problem({qid!r})) lists them).")
+
+
 def check(qid: str, answer: Any) -> Comparison | None:
     """Grade `answer` to problem `qid` against its registered reference solution.
 
     Returns a ✓ `Comparison` when right; raises `ExpectationError` when wrong: in self-study with the
     reference value, in a course (a student named, `sb.setup(student=...)`) with the likely mistake and a
-    pointer to `sb.hint`, never the value. The reference is for this student's own values of the inputs
-    (`scalebook.variants`). Prints a reminder and returns None when the answer is still the `...`
+    pointer to `sb.hint`, never the value, or, when the answer is right for the book's values but the student
+    has their own, with that (`right_for_other_values`). The reference is for this student's own values of the
+    inputs (`scalebook.course.variants`). Prints a reminder and returns None when the answer is still the `...`
     placeholder. In grading mode (`GRADE_ANSWERS` set) it records the answer for the grader and returns None.
     """
     if os.environ.get(GRADE_ANSWERS):
@@ -90,9 +107,12 @@ def check(qid: str, answer: Any) -> Comparison | None:
         ok = result.ok
     except (TypeError, ValueError) as err:  # an answer of the wrong kind (a string, an array ...)
         raise ExpectationError(f"✗ {qid}: the answer must be a number in {problem.unit}, got {answer!r}") from err
+    if not ok and key_in_session() is not None and agrees(answer, problem.reference(), problem.rtol):
+        raise ExpectationError(f"✗ {qid}: " + right_for_other_values(qid, "the book's"))
     if not ok and enrolled() is not None:
+        whose = "your values" if key_in_session() else "the book's values (you have no key)"
         mistake = likely_mistake(answer, reference, problem.rtol)
-        raise ExpectationError(f"✗ {qid}: not within {percent(problem.rtol)} of the answer for your values "
+        raise ExpectationError(f"✗ {qid}: not within {percent(problem.rtol)} of the answer for {whose} "
                                f"({problem.unit}). {mistake + ' ' if mistake else ''}"
                                f"`sb.hint({qid!r})` gives a hint.")
     if not ok:

@@ -3,13 +3,22 @@
 A reference solution declares its inputs as keyword parameters whose defaults are the book's values,
 marked with their ranges: `def f(V: float = vary(3e12, 1e12, 1e13))`. Called as usual, `f()` is the
 book's problem. For a named student the inputs are drawn from a seed, the student's *key*:
-HMAC-SHA256(course secret, student name), so the teacher (who holds the secret) and the grader can
-recompute any student's values, a student knows only their own, and two students' keys are unrelated.
+HMAC-SHA256(course secret, student id) in 32 hex digits, then one check character, so the teacher (who holds
+the secret) and the grader can recompute any student's values, a student knows only their own, and two
+students' keys are unrelated. The check character is Damm's (https://en.wikipedia.org/wiki/Damm_algorithm)
+over the 16 hex digits: the quasigroup x * y = 2 (x XOR y) in GF(16) is totally anti-symmetric, so every
+single changed character and every swap of two neighbours is caught (`check_key`) before a student works on
+the wrong numbers.
 
 Who the student is: `enrol(student, key)` (`sb.setup(student=..., key=...)`), or, under the grader, the
 variant the grader put in the sandbox's environment (`VARIANT`): the student the submission's file name
 names, with their values already drawn, so the sandbox never sees the secret and a notebook cannot ask
 for anyone else's values. With no student named, every problem shows the book's values.
+
+A session is *in a course* (`in_course`) when the course secret (`SECRET`) or the course's name (`COURSE`, which
+the teacher's hub or the handout sets) is in its environment: there a student named without a key is refused,
+so nobody works a whole problem set on the book's numbers believing they are their own. Outside a course a
+name without a key keeps the book's values, and says so.
 """
 
 from __future__ import annotations
@@ -26,12 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["vary", "Param", "parameters", "canonical", "student_key", "draw", "enrol", "enrolled", "key_in_session",
-           "Variant", "values_for", "problem", "VARIANT", "SECRET"]
+__all__ = ["vary", "Param", "parameters", "canonical", "student_key", "check_key", "draw", "in_course", "enrol",
+           "enrolled", "key_in_session", "Variant", "values_for", "problem", "VARIANT", "SECRET", "COURSE"]
 
 VARIANT = "SCALEBOOK_VARIANT"  # set by the grader in the sandbox: {"student": name, "values": {qid: {...}}}
 SECRET = "SCALEBOOK_COURSE_SECRET"  # a course's secret, where the teacher's machine or hub provides it
-_KEY_HEX = 32  # hex digits of a student's key (128 bits)
+COURSE = "SCALEBOOK_COURSE"  # the course's name, set by the students' hub or the handout: keys are required
+_KEY_HEX = 32  # hex digits of a student's key (128 bits), before its check character
+_HEX = "0123456789abcdef"
 
 
 class _Varied:
@@ -115,12 +126,45 @@ def canonical(student: str) -> str:
     return unicodedata.normalize("NFC", student).strip().casefold()
 
 
+def _check_character(digits: str) -> str:
+    """Damm's check character of hex `digits`: the interim after folding them with x * y = 2 (x XOR y) in
+    GF(16) (modulus x^4 + x + 1). Its diagonal is 0, so appending the interim brings the fold to 0."""
+    interim = 0
+    for c in digits:
+        x = interim ^ _HEX.index(c)
+        interim = ((x << 1) ^ (0b10011 if x & 0b1000 else 0)) & 0xF
+    return _HEX[interim]
+
+
 def student_key(secret: str | bytes, student: str) -> str:
-    """The student's key: HMAC-SHA256 of their name (`canonical`) under the course's `secret`, in hex."""
+    """The student's key: HMAC-SHA256 of their id (`canonical`) under the course's `secret`, 32 hex digits,
+    then a check character (`check_key`)."""
     if not secret:
         raise ValueError("secret must be a non-empty course secret")
     raw = secret.encode() if isinstance(secret, str) else secret
-    return hmac.new(raw, canonical(student).encode(), hashlib.sha256).hexdigest()[:_KEY_HEX]
+    digits = hmac.new(raw, canonical(student).encode(), hashlib.sha256).hexdigest()[:_KEY_HEX]
+    return digits + _check_character(digits)
+
+
+def check_key(key: str) -> str:
+    """Return `key` normalised (lower case, spaces and hyphens dropped), or raise ValueError naming it and the
+    slip: a character that is not a hex digit, a missing or extra character, or a check character that does not
+    match (one character changed, or two neighbours swapped)."""
+    again = "copy it again from the list your teacher gave you, or ask them for it"
+    if not isinstance(key, str):
+        raise ValueError(f"key={key!r} must be the text your teacher issued ({_KEY_HEX + 1} characters, 0-9 a-f)")
+    text = "".join(key.split()).replace("-", "").lower()
+    bad = next((i for i, c in enumerate(text) if c not in _HEX), None)
+    if bad is not None:
+        raise ValueError(f"key {key!r} is mistyped: {text[bad]!r} (character {bad + 1}) is not one of 0-9, a-f; "
+                         f"{again}")
+    if len(text) != _KEY_HEX + 1:
+        raise ValueError(f"key {key!r} has {len(text)} characters, not {_KEY_HEX + 1}: one is missing or extra "
+                         f"(a key issued before keys had a check character has {_KEY_HEX}); {again}")
+    if _check_character(text[:-1]) != text[-1]:
+        raise ValueError(f"key {key!r} is mistyped: its check character does not match (a character was changed "
+                         f"or two were swapped), so its numbers would not be yours; {again}")
+    return text
 
 
 def draw(params: Sequence[Param], key: str | None, qid: str) -> dict[str, Any]:
@@ -143,24 +187,52 @@ class _Enrolment:
 _ENROLLED = _Enrolment()
 
 
-def enrol(student: str | None, key: str | None = None) -> None:
-    """Name the student working in this session (None: self-study), with the key their teacher gave them.
+def in_course() -> bool:
+    """Whether this session belongs to a course: the course secret (`SECRET`) or name (`COURSE`) is set."""
+    return bool(os.environ.get(SECRET) or os.environ.get(COURSE))
 
-    Without `key`, the course secret in the environment (`SECRET`) derives it; with neither, the student
-    works on the book's values but in course mode (answers are never shown). Under the grader this is
-    ignored: the grader names the student.
+
+def _course_key(student: str, key: str | None) -> str | None:
+    """The key `student` works with: `key` checked (and, where the secret is here, checked to be theirs), else
+    derived from the secret; None outside a course; ValueError for a bad key, or for none in a course."""
+    secret = os.environ.get(SECRET)
+    if key is not None:
+        key = check_key(key)
+        if secret and key != student_key(secret, student):
+            raise ValueError(f"key {key!r} was not issued to student={student!r}: check both against your "
+                             f"teacher's list")
+        return key
+    if secret:
+        return student_key(secret, student)
+    if in_course():
+        raise ValueError(f"student={student!r} needs key=: this is a course ({COURSE}={os.environ[COURSE]!r}), "
+                         f"where each student works on their own numbers. Start with "
+                         f"sb.setup(student={student!r}, key='...') and the key your teacher issued you.")
+    return None
+
+
+def enrol(student: str | None, key: str | None = None) -> str:
+    """Name the student working in this session (None: self-study), with the key their teacher gave them, and
+    return one line saying whose values the problems now show.
+
+    A mistyped key is refused (`check_key`). Without `key`, the course secret in the environment (`SECRET`)
+    derives it; in a course without one (`in_course`) a missing key is refused; outside a course the student
+    works on the book's values, in course mode (answers are never shown), and the line says so. Under the
+    grader this is ignored: the grader names the student.
     """
+    if _graded():
+        return ""
     if student is None:
         if key is not None:
             raise ValueError(f"key={key!r} was given without a student: name the student the key was issued to")
         _ENROLLED.student = _ENROLLED.key = None
-        return
+        return ""
     canonical(student)
-    if key is not None and not (isinstance(key, str) and len(key) == _KEY_HEX
-                                and all(c in "0123456789abcdef" for c in key)):
-        raise ValueError(f"key={key!r} must be the {_KEY_HEX}-hex-digit key your teacher issued")
-    secret = os.environ.get(SECRET)
-    _ENROLLED.student, _ENROLLED.key = student, key or (student_key(secret, student) if secret else None)
+    _ENROLLED.student, _ENROLLED.key = student, _course_key(student, key)
+    if _ENROLLED.key is None:
+        return (f"{student}: no key given, so every problem shows the book's values, not numbers of your own. "
+                f"If your teacher gave you a key, run sb.setup(student={student!r}, key='...').")
+    return f"{student}: every problem shows your own values; sb.problem('NN.N') lists them."
 
 
 def _graded() -> dict[str, Any] | None:
@@ -177,12 +249,16 @@ def enrolled() -> str | None:
 
 @dataclass(frozen=True)
 class Variant:
-    """Problem `qid` as one student sees it: their values of its inputs (`v.V` or `v["V"]`)."""
+    """Problem `qid` as one student sees it: their values of its inputs (`v.V` or `v["V"]`). `own` says whether
+    they are the student's own (drawn from their key) or the book's; `book` holds the book's, where known.
+    `print(v)` restates the problem's inputs with these values, marking each that differs from the text's."""
 
     qid: str
     title: str
     student: str | None
     values: dict[str, Any] = field(default_factory=dict)
+    book: dict[str, Any] = field(default_factory=dict)
+    own: bool = False
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -193,11 +269,27 @@ class Variant:
         return self.values[name]
 
     def __str__(self) -> str:
-        who = f"{self.student}'s values" if self.student else "the book's values"
-        inputs = ", ".join(f"{k} = {v!r}" for k, v in self.values.items()) or "none that vary"
-        return f"{self.qid} {self.title} — {who}: {inputs}"
+        head = f"Problem {self.qid}" + (f", {self.title}" if self.title else "")
+        if not self.values:
+            return f"{head}: no input varies between students; work with the numbers in the text."
+        if self.own:
+            whose = f"{self.student}'s own values (use these, not the numbers in the text)"
+        else:
+            whose = "the book's values, the ones in the text" + (f" ({self.student} has no key)" if self.student
+                                                                  else "")
+        lines = [f"{head}, with {whose}:"]
+        for name, value in self.values.items():
+            text = name in self.book and self.book[name] != value
+            lines.append(f"    {name} = {_shown(value)}" + (f"    (the text says {_shown(self.book[name])})" if text
+                                                              else ""))
+        return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _shown(value: Any) -> str:
+    """An input's value as a student reads it: 1.5e+12 rather than 1500000000000.0, names quoted."""
+    return f"{value:g}" if isinstance(value, float) else repr(value)
 
 
 def values_for(qid: str, key: str | None) -> dict[str, Any]:
@@ -211,11 +303,13 @@ def problem(qid: str) -> Variant:
     """Problem `qid` with this session's student's values (`sb.problem("03.4")`)."""
     graded = _graded()
     if graded:
-        return Variant(str(qid), "", graded.get("student"), dict(graded.get("values", {}).get(qid, {})))
+        return Variant(str(qid), "", graded.get("student"), dict(graded.get("values", {}).get(qid, {})), own=True)
     from .key import get_problem
 
     p = get_problem(qid)
-    return Variant(p.qid, p.title, _ENROLLED.student, draw(p.params, _ENROLLED.key, p.qid))
+    key = _ENROLLED.key
+    return Variant(p.qid, p.title, _ENROLLED.student, draw(p.params, key, p.qid), draw(p.params, None, p.qid),
+                   own=key is not None)
 
 
 def key_in_session() -> str | None:

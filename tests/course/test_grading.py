@@ -7,7 +7,12 @@ import pytest
 
 import scalebook as sb
 from scalebook import grading
+from scalebook.course import answers, variants
+from scalebook.course.answers import agrees
+from scalebook.course.grader import autograde
 from scalebook.course.handouts import strip_solutions
+from scalebook.course.key import get_problem, list_problems
+from scalebook.course.variants import student_key
 from scalebook.grading import Comparison, ExpectationError
 
 
@@ -140,3 +145,70 @@ def test_checked_numbers_lists_every_passed_check_in_a_folded_table():
     assert page.count("<tr>") == len(report) + 1  # every check, none folded away a second time
     assert "ch. 1, Q1: critical batch" in str(report)
 
+
+
+# A wrong answer that is right for other numbers: the grader's feedback and the student's `sb.check` say whose.
+COURSE_SECRET = "course secret of CS 599, spring 2027"
+
+
+def _apart(qid: str, key: autograde._Key) -> bool:
+    """Whether alice's, bob's and the book's answers to `qid` are each wrong for the other two."""
+    answers = {who: get_problem(qid).reference(values) for who, values in
+               (("alice", key.values("alice", [qid])[qid]), ("bob", key.values("bob", [qid])[qid]),
+                ("book", key.values(None, [qid])[qid]))}
+    return all(not agrees(answers[a], answers[b], get_problem(qid).rtol) for a in answers for b in answers if a != b)
+
+
+@pytest.fixture
+def course_key() -> tuple[autograde._Key, str]:
+    """The grader's key for a class of alice, bob and carol, and a problem whose three answers all differ."""
+    key = autograde._Key(COURSE_SECRET, ["alice", "bob", "carol"])
+    qid = next(p.qid for p in list_problems() if p.params and _apart(p.qid, key))
+    return key, qid
+
+
+def test_the_grader_says_a_wrong_answer_is_right_for_the_books_values(course_key):
+    key, qid = course_key
+    mine = key.values("alice", [qid])[qid]
+    book_answer = get_problem(qid).reference()
+    assert key.judge(qid, book_answer, mine) == "wrong"
+    advice = key.advice(qid, book_answer, mine)
+    assert advice.startswith("right for the book's values, not for yours") and f"sb.problem({qid!r})" in advice
+
+
+def test_the_grader_says_a_wrong_answer_is_right_for_another_key_without_naming_it(course_key):
+    key, qid = course_key
+    mine, bobs = key.values("alice", [qid])[qid], key.values("bob", [qid])[qid]
+    advice = key.advice(qid, get_problem(qid).reference(bobs), mine)
+    assert advice.startswith("right for another key's values, not for yours") and "bob" not in advice
+
+
+def test_a_plain_wrong_answer_gets_neither_flag(course_key):
+    key, qid = course_key
+    mine = key.values("alice", [qid])[qid]
+    advice = key.advice(qid, 7 * get_problem(qid).reference(mine) + 1, mine)
+    assert "right for" not in advice
+
+
+def test_without_a_secret_the_books_values_are_everyones_so_nothing_is_flagged():
+    key = autograde._Key(None, ["alice", "bob"])
+    qid = next(p.qid for p in list_problems() if p.params)
+    assert key.classmates == () and key.values("alice", [qid]) == key.values(None, [qid])
+    assert key.judge(qid, get_problem(qid).reference(), key.values("alice", [qid])[qid]) == "right"
+
+
+def test_the_students_check_says_right_for_the_books_values_not_yours(course_key, monkeypatch):
+    key, qid = course_key
+    monkeypatch.delenv(variants.VARIANT, raising=False)
+    monkeypatch.delenv(answers.GRADE_ANSWERS, raising=False)
+    variants.enrol("alice", student_key(COURSE_SECRET, "alice"))
+    try:
+        with pytest.raises(ExpectationError, match=f"✗ {re.escape(qid)}: right for the book's values, not for yours"):
+            sb.check(qid, get_problem(qid).reference())
+        with pytest.raises(ExpectationError, match="not within .* of the answer for your values"):
+            sb.check(qid, get_problem(qid).reference(key.values("bob", [qid])[qid]))
+        variants.enrol("alice")  # outside a course, no key: the book's values, and the message says so
+        with pytest.raises(ExpectationError, match="of the answer for the book's values \\(you have no key\\)"):
+            sb.check(qid, 7 * get_problem(qid).reference() + 1)
+    finally:
+        variants.enrol(None)

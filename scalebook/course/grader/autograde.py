@@ -38,9 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ...grading import Comparison
 from ...tables import Table
-from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD
+from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, agrees, right_for_other_values
 from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
 from ..variants import VARIANT, student_key, values_for
@@ -74,17 +73,20 @@ def question_points(problem_set: str, root: Path) -> dict[str, int]:
 class _Key:
     """The answer key, in the grader's process only: each reference computed once per variant (the inputs'
     values of one student, `scalebook.course.variants`), shared by the threads. `secret` is the course's: each
-    student's values are drawn from HMAC(secret, name); without it everyone has the book's values."""
+    student's values are drawn from HMAC(secret, name); without it everyone has the book's values.
+    `classmates` names the students whose variants a wrong answer is also compared with, to tell a student
+    who worked with another key's numbers (`advice`)."""
 
-    def __init__(self, secret: str | None = None) -> None:
+    def __init__(self, secret: str | None = None, classmates: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], tuple[Any, float]] = {}
         self.secret = secret
+        self.classmates = tuple(sorted(set(classmates))) if secret else ()
 
-    def values(self, student: str, qids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """{qid: the input values of `student`'s variant} (the book's without a secret; {} for a qid the key
-        does not know)."""
-        key = student_key(self.secret, student) if self.secret else None
+    def values(self, student: str | None, qids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """{qid: the input values of `student`'s variant} (the book's without a secret or a student; {} for a qid
+        the key does not know)."""
+        key = student_key(self.secret, student) if self.secret and student else None
         out = {}
         for qid in qids:
             try:
@@ -114,14 +116,26 @@ class _Key:
         reference, rtol = self._reference(qid, values or {})
         if rtol < 0:
             return "no key"
-        try:
-            return "right" if Comparison(answer, reference, rtol).ok else "wrong"
-        except (TypeError, ValueError, OverflowError):
-            return "wrong"
+        return "right" if agrees(answer, reference, rtol) else "wrong"
+
+    def _right_for(self, qid: str, answer: Any, values: dict[str, Any]) -> str:
+        """Whose values other than `values` a wrong `answer` is right for: "the book's", "another key's"
+        (a classmate's variant), or '' when none."""
+        if values != self.values(None, [qid])[qid] and self.judge(qid, answer) == "right":
+            return "the book's"
+        for classmate in self.classmates:
+            theirs = self.values(classmate, [qid])[qid]
+            if theirs != values and self.judge(qid, answer, theirs) == "right":
+                return "another key's"
+        return ""
 
     def advice(self, qid: str, answer: Any, values: dict[str, Any]) -> str:
-        """What the feedback says beside a wrong answer: the likely mistake, if one is computable, and the
+        """What the feedback says beside a wrong answer: that it is right for the book's or another key's
+        values where it is (`right_for_other_values`), else the likely mistake, if one is computable, and the
         question's first hint; never the expected value."""
+        whose = self._right_for(qid, answer, values)
+        if whose:
+            return right_for_other_values(qid, whose)
         reference, rtol = self._reference(qid, values)
         try:
             first = f"Hint: {hint_text(qid, 1, values)}" if rtol >= 0 else ""
@@ -368,7 +382,8 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode)
-    key, hide = _Key(secret), tuple(str(p.resolve()) for p in (root, folder, out.parent))
+    key = _Key(secret, {s.student for s in submissions if s.student})
+    hide = tuple(str(p.resolve()) for p in (root, folder, out.parent))
 
     def one(index: int) -> None:
         try:

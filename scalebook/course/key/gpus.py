@@ -43,7 +43,7 @@ def _moe_dispatch(cluster: GpuCluster, tokens: int = TOKENS_PER_GPU) -> float:
     "Peak ops/s is spread over 4 tensor cores per SM and the clock: divide.",
     "peak {dtype} ops/s of a {chip} / (4 × SMs × boost clock).",
 ))
-def a100_tensor_core_int8_ops_per_cycle(chip: str = vary("a100", choices=("a100", "h100", "h200", "v100")),
+def a100_tensor_core_int8_ops_per_cycle(chip: str = vary("a100", choices=("a100", "h100", "h200")),
                                         dtype: str = vary("int8", choices=("int8", "bf16"))) -> float:
     """`dtype` operations one of `chip`'s tensor cores (4 per SM) does each cycle at the boost clock."""
     return tensor_core_flops_per_cycle(chip, dtype, "boost")

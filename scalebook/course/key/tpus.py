@@ -65,7 +65,7 @@ def tpu7x_weight_streaming_floor(params: float = vary(405e9, 7e10, 1e12), Z: int
     "within the budget.",
     "Smallest host-shaped slice with {params} · 2 bytes / n ≤ 32e9 and ({params} · 2 / n) / 1.6e12 ≤ {budget} s.",
 ))
-def v6e_slice_for_latency(params: float = vary(405e9, 7e10, 1e12), budget: float = vary(10e-3, 2e-3, 0.04)) -> int:
+def v6e_slice_for_latency(params: float = vary(405e9, 7e10, 1e12), budget: float = vary(10e-3, 5e-3, 0.04)) -> int:
     """Chips in the smallest host-shaped v6e slice that holds `params` bf16 weights and streams them in `budget`."""
     weights = params * dtype_bytes("bf16")
     for X, Y in V6E_SLICES:
