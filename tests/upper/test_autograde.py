@@ -86,7 +86,7 @@ subs, out, root = map(Path, sys.argv[1:4])
 sandbox.UIDS = range(int(sys.argv[4]), int(sys.argv[4]) + 100_000)  # this run's own uids
 print(grade(subs, out, root=root, timeout=float(sys.argv[5]), jobs=2, limits=sandbox.Limits(processes=256)))
 """
-LIMITS = sandbox.Limits(processes=256)
+LIMITS = sandbox.Limits(processes=256, jobs=2)
 REFERENCE = 0.1  # seconds the workload of `_slowness` takes on a quiet 2-core machine of 2025
 
 
@@ -598,3 +598,14 @@ def test_a_forced_second_run_replaces_the_feedback_even_before_it_ends(tmp_path,
         grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, force=True)
     text = (tmp_path / "feedback" / gradebook.feedback_name("ada")).read_text(encoding="utf-8")
     assert text.count("# Feedback for ada") == 1 and text.count("## ") == 1
+
+
+def test_the_sandboxes_of_a_run_share_the_hosts_tables_by_its_job_count(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__01_rooflines.ipynb").write_text("junk")
+    seen = []
+    monkeypatch.setattr(autograde, "grade_one", lambda s, root, timeout, sandboxed, limits, *rest:
+                        seen.append(limits) or submissions.Result(s, "graded"))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, jobs=3, limits=sandbox.Limits(files=300))
+    assert [(limits.jobs, limits.files) for limits in seen] == [(3, 300)]

@@ -354,3 +354,113 @@ def test_without_cgroups_the_sandbox_says_what_is_not_capped(monkeypatch):
     how = sandbox.describe.__wrapped__(sandbox.Limits())
     assert how.startswith("not capped here: CPU share (no cgroup information (Permission denied))")
     assert "memory of the whole sandbox" in how and "processes of the whole sandbox" in how
+
+
+# keyctl(2) and add_key(2) by number (glibc wraps neither): arch/x86/entry/syscalls/syscall_64.tbl and
+# include/uapi/asm-generic/unistd.h. The operations and special ids are those of linux/keyctl.h, as keyctl(2)
+# documents them (https://man7.org/linux/man-pages/man2/keyctl.2.html).
+KEYS = r'''
+import ctypes, json, os, sys
+NR = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+SESSION, GET_ID, JOIN, REVOKE, SEARCH, READ = -3, 0, 1, 3, 10, 11
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def keyctl(*args):
+    return libc.syscall(NR[1], *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+def read(key):
+    buf = ctypes.create_string_buffer(4096)
+    n = keyctl(READ, key, buf, 4096)
+    return buf.raw[:n] if n >= 0 else None
+'''
+KEY_THIEF = KEYS + r'''
+teacher = int(sys.argv[1])
+listed = read(keyctl(GET_ID, SESSION, 0)) or b""
+keys = [teacher, keyctl(SEARCH, SESSION, b"user", b"scalebook-teacher", 0)] + [
+    int.from_bytes(listed[i:i + 4], "little") for i in range(0, len(listed), 4)]
+found = {"payloads": [p.decode("latin-1") for p in map(read, keys) if p], "revoked": keyctl(REVOKE, teacher) == 0}
+with open(os.environ["OUT"], "w") as f:
+    json.dump(found, f)
+'''
+KEY_OWNER = KEYS + r'''
+from pathlib import Path
+from scalebook.course.grader import sandbox
+if keyctl(JOIN, None) < 0:  # a session keyring of this process's own, not the test run's
+    print(json.dumps({"skip": os.strerror(ctypes.get_errno())}))
+    sys.exit()
+secret = b"the teacher's token"
+teacher = libc.syscall(NR[0], b"user", b"scalebook-teacher", secret, len(secret), ctypes.c_long(SESSION))
+ran = sandbox.run(["python", "-c", sys.argv[3], str(teacher)], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=60,
+                  env={"OUT": sandbox.ANSWERS}, kind=sys.argv[2])
+print(json.dumps({"ran": [ran.returncode, ran.output[-2000:]], "intact": read(teacher) == secret,
+                  **json.loads(Path(sys.argv[1]).read_text() or "{}")}))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_notebook_can_neither_read_nor_revoke_the_graders_keys(tmp_path, kind):
+    (tmp_path / "answers").touch()
+    ran = subprocess.run([sys.executable, "-c", KEY_OWNER, str(tmp_path / "answers"), kind, KEY_THIEF],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    found = json.loads(ran.stdout.splitlines()[-1]) if ran.stdout else {"error": ran.stderr[-2000:]}
+    if "skip" in found:
+        pytest.skip(f"no keyrings here (keyctl: {found['skip']}), so none can leak")
+    assert found.get("ran", [None])[0] == 0, found
+    assert found["payloads"] == [] and found["revoked"] is False and found["intact"] is True
+
+
+FILES_AND_PTYS = r'''
+import json, os, resource
+found = {"nofile": resource.getrlimit(resource.RLIMIT_NOFILE), "ptys": 0}
+held = []
+try:
+    while found["ptys"] < 64:
+        held.append(os.openpty())
+        found["ptys"] += 1
+except OSError as err:
+    found["stopped"] = err.strerror
+with open(os.environ["OUT"], "w") as f:
+    json.dump(found, f)
+'''
+
+
+def _host(name: str) -> int:
+    return int(Path(f"/proc/sys/{name}").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_notebook_cannot_take_the_hosts_file_table_or_ptys(tmp_path, kind):
+    """With the default limits (512 processes), every process of a sandbox together may hold at most half the
+    host's file table (fs.file-max), and the sandbox at most a few ptys, fewer than half of those the host
+    leaves to other mounts of devpts (kernel.pty.max less kernel.pty.reserve: Documentation/filesystems/devpts.rst,
+    https://docs.kernel.org/filesystems/devpts.html)."""
+    (tmp_path / "answers").touch()
+    limits = sandbox.Limits()
+    ran = sandbox.run(["python", "-c", FILES_AND_PTYS], {}, tmp_path / "answers", limits, timeout=60,
+                      env={"OUT": sandbox.ANSWERS}, kind=kind)
+    assert ran.returncode == 0, ran.output
+    found = json.loads((tmp_path / "answers").read_text())
+    soft, hard = found["nofile"]
+    assert soft == hard and limits.processes * hard <= _host("fs/file-max") // 2
+    share = (_host("kernel/pty/max") - _host("kernel/pty/reserve")) // 2
+    assert found["ptys"] <= min(16, share)
+    if kind == "namespaces" or os.geteuid() == 0:  # a devpts of its own, capped: ptys work, up to the cap
+        assert found["ptys"] == limits.pty_count() > 0, found
+
+
+def test_the_file_and_pty_caps_follow_the_host_and_the_job_count(monkeypatch):
+    host = {"fs/file-max": 1_000_000, "fs/nr_open": 1_048_576, "kernel/pty/max": 4096, "kernel/pty/reserve": 1024}
+    monkeypatch.setattr(sandbox, "_host_limit", host.get)
+    assert sandbox.Limits(jobs=2).open_files() == 1_000_000 // (2 * 2 * 512)  # 488, below the default 1024
+    assert sandbox.Limits(jobs=2, processes=64).open_files() == 1024
+    assert sandbox.Limits(jobs=2).pty_count() == 16
+    host.update({"fs/file-max": 10_000, "kernel/pty/max": 1100})  # a small host: the floor, and a few ptys
+    assert sandbox.Limits(jobs=8).open_files() == 64 and sandbox.Limits(jobs=8).pty_count() == 76 // 16
+    host.update({"kernel/pty/max": 1024})
+    assert sandbox.Limits().pty_count() == 0
+    monkeypatch.setattr(sandbox, "_host_limit", lambda name: None)  # no /proc/sys: the defaults alone
+    assert sandbox.Limits().open_files() == 1024 and sandbox.Limits().pty_count() == 16
+    assert "--nofile=1024" in sandbox.Limits().prlimit()
+    with pytest.raises(ValueError, match="jobs"):
+        sandbox.Limits(jobs=0)

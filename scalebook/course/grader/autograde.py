@@ -23,6 +23,7 @@ terminal's summary: one row per student, a column per problem set; the CSV has e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -378,7 +379,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     if sandboxed and (why := sandbox.available()):
         raise ValueError(f"sandboxed=True, but no sandbox works here: {why}. Pass --no-sandbox (sandboxed=False) "
                          "only to grade work you trust.")
-    limits = limits or sandbox.Limits()
+    limits = dataclasses.replace(limits or sandbox.Limits(), jobs=jobs)  # `jobs` sandboxes share the host's tables
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode)

@@ -5,11 +5,17 @@ bubblewrap is not installed.
 The seccomp filter refuses new user namespaces: `unshare` and `clone` with CLONE_NEWUSER get EPERM, `clone3`
 gets ENOSYS (its flags sit in memory a filter cannot read; the C library then falls back to `clone`), and so
 does any call through another ABI (x32, i386). bubblewrap loads it with `--seccomp`; `_enter` with prctl.
+
+Keyrings are not namespaced: a process possesses the keys of the session keyring it inherited, whatever its
+uid, and may read or revoke them (keyrings(7), "Possession"). So every sandbox, of either backend, starts in a
+new, empty, anonymous session keyring of its own (`keyring_command`: keyctl(2) KEYCTL_JOIN_SESSION_KEYRING with
+no name, https://man7.org/linux/man-pages/man2/keyctl.2.html).
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import shutil
@@ -17,7 +23,7 @@ import struct
 import sys
 from pathlib import Path
 
-__all__ = ["seccomp_filter", "unshare_command"]
+__all__ = ["seccomp_filter", "unshare_command", "keyring_command"]
 
 # The filter is classic BPF over struct seccomp_data: the architecture at offset 4, the call at 0, its flags at 16.
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -49,6 +55,26 @@ def seccomp_filter() -> bytes:
         (ret, 0, 0, enosys),  # 12
     ]
     return b"".join(struct.pack("=HBBI", *op) for op in program)
+
+
+_KEYCTL = {"x86_64": 250, "aarch64": 219}  # syscall numbers (glibc has no wrapper)
+# Joins a new anonymous session keyring (operation 1, KEYCTL_JOIN_SESSION_KEYRING, name NULL), then runs the
+# program. ENOSYS (no keyrings in this kernel) and EPERM (a seccomp filter, which everything below inherits,
+# refuses keyctl) leave no keyring to reach; any other failure stops the sandbox from starting.
+_NEW_KEYRING = ("import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                "if libc.syscall({nr}, 1, None) < 0 and ctypes.get_errno() not in ({enosys}, {eperm}):\n"
+                "    sys.exit('keyctl(KEYCTL_JOIN_SESSION_KEYRING): ' + os.strerror(ctypes.get_errno()))\n"
+                "os.execvp(sys.argv[1], sys.argv[1:])")
+
+
+def keyring_command() -> list[str]:
+    """The command prefix that runs a program in a new, empty session keyring of its own, so that it can
+    neither read nor revoke the keys of the grader's."""
+    machine = os.uname().machine
+    if machine not in _KEYCTL:
+        raise OSError(f"no keyctl syscall number for architecture {machine!r} (known: {', '.join(_KEYCTL)})")
+    code = _NEW_KEYRING.format(nr=_KEYCTL[machine], enosys=errno.ENOSYS, eperm=errno.EPERM)
+    return [sys.executable, "-I", "-S", "-c", code]
 
 
 def unshare_command(spec: Path, pythonpath: str) -> list[str]:
@@ -148,6 +174,12 @@ def _enter(spec_path: str) -> None:
         elif kind == "proc":
             os.makedirs(at, exist_ok=True)
             _mount("proc", at, "proc", ("nosuid", "nodev", "noexec"))
+        elif kind == "devpts":
+            os.makedirs(at, exist_ok=True)
+            if int(rest[0]) > 0:  # a devpts of the sandbox's own, capped; /dev/ptmx opens it
+                _mount("devpts", at, "devpts", ("nosuid", "noexec"),
+                       f"newinstance,ptmxmode=0666,mode=0600,max={rest[0]}")
+                os.symlink("pts/ptmx", f"{os.path.dirname(at)}/ptmx")
         elif kind == "dev":
             os.makedirs(at, exist_ok=True)
             _mount("tmpfs", at, "tmpfs", ("nosuid",), "mode=0755")

@@ -15,9 +15,12 @@ The autograder runs every submitted notebook through `run`. Inside the sandbox t
 - a private, size-capped, in-memory home (its working directory, holding the files it was given), /tmp
   and /dev/shm;
 - one writable file of the grader's, the answer channel, at `ANSWERS` (size-capped by RLIMIT_FSIZE);
-- `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom` and `/dev/tty`, working;
+- `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom` and `/dev/tty`, working, and a few
+  ptys of its own (`Limits.pty_count`, a devpts mounted with `max=`; none under bubblewrap as another user,
+  whose own devpts takes no cap);
 - no other submission, no output folder, no network (loopback only), a clean environment, its own process
-  ids (it cannot see or signal the grader's processes).
+  ids (it cannot see or signal the grader's processes), and a new, empty session keyring (it can neither
+  read nor revoke the grader's keys: `namespaces.keyring_command`).
 
 It runs as an unprivileged uid (as root: a fresh uid from `UIDS`; as anyone else: 65534 in its own user
 namespace), with no capabilities and no way to regain them, and it cannot create user namespaces (a seccomp
@@ -32,7 +35,9 @@ What caps what, per backend and machine (`describe` says which applied here):
   hierarchies per controller): the CPU time of the whole sandbox (`Limits.cpus`, so many busy processes
   cannot starve a neighbour), its memory (`Limits.memory`, including what its tmpfs files, memfd files and
   kernel objects such as inodes hold) and its task count (`Limits.processes`);
-- rlimits through `prlimit`, always: address space and task count per process, file size, no core files.
+- rlimits through `prlimit`, always: address space, task count and open files per process (the open files
+  sized so that all the sandboxes running at once hold at most half the host's file table), file size, no
+  core files.
   Without a cgroup they are all there is: no CPU share, and memory is capped per process only, not for the
   whole sandbox; `describe` names what is missing;
 - scratch folders: size-capped tmpfs in both backends, with an inode cap (`Limits.inodes`, tmpfs `nr_inodes`)
@@ -70,13 +75,26 @@ _NOBODY = "65534"
 UIDS = range(1_000_000, 2_000_000)
 
 
+_MIN_FILES = 64  # open files per process below which a kernel cannot start; a tiny host gets this many
+
+
+def _host_limit(name: str) -> int | None:
+    """The host's limit `name` under /proc/sys (fs/file-max, kernel/pty/max ...), or None where unreadable."""
+    try:
+        return int(Path("/proc/sys", name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one sandboxed run may use: `memory` (bytes: of the whole sandbox where a cgroup applies, and of
     address space per process always), `processes` (tasks, threads included, in the whole sandbox), `cpus`
     (CPU-seconds per second for the whole sandbox, where a cgroup applies), `file_size` (bytes, the largest
-    file it may write), `scratch` (bytes, the size of each of its in-memory folders: home, /tmp, /dev/shm)
-    and `inodes` (files in each of them, where the backend can cap it)."""
+    file it may write), `scratch` (bytes, the size of each of its in-memory folders: home, /tmp, /dev/shm),
+    `inodes` (files in each of them, where the backend can cap it), `files` (open files per process, at
+    most: `open_files`), `ptys` (pseudo-terminals of the whole sandbox, at most: `pty_count`) and `jobs` (how
+    many sandboxes run at once, sharing the host's file table and ptys)."""
 
     memory: int = 6 * 2**30
     processes: int = 512
@@ -84,19 +102,40 @@ class Limits:
     scratch: int = 256 * 2**20
     cpus: float = 1.0
     inodes: int = 16_384
+    files: int = 1024
+    ptys: int = 16
+    jobs: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("memory", "processes", "file_size", "scratch", "inodes"):
+        for name in ("memory", "processes", "file_size", "scratch", "inodes", "files", "jobs"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.ptys, int) or isinstance(self.ptys, bool) or self.ptys < 0:
+            raise ValueError(f"Limits.ptys must be a whole number of ptys, 0 or more, got {self.ptys!r}")
         if not isinstance(self.cpus, (int, float)) or isinstance(self.cpus, bool) or not 0.01 <= self.cpus <= 4096:
             raise ValueError(f"Limits.cpus must be a number of CPUs between 0.01 and 4096, got {self.cpus!r}")
+
+    def open_files(self) -> int:
+        """Open files each process may hold (RLIMIT_NOFILE): `files`, or fewer, so that the `processes` of
+        all `jobs` sandboxes together hold at most half the host's file table (fs.file-max) and none more
+        than fs.nr_open; never below `_MIN_FILES`."""
+        table, per_process = _host_limit("fs/file-max"), _host_limit("fs/nr_open")
+        share = table // (2 * self.jobs * self.processes) if table else self.files
+        return max(_MIN_FILES, min(self.files, share, per_process or self.files))
+
+    def pty_count(self) -> int:
+        """Pseudo-terminals the sandbox may open: `ptys`, or fewer, so that all `jobs` sandboxes together
+        take at most half of those the host leaves to mounts of devpts outside its first one
+        (kernel.pty.max less kernel.pty.reserve, Documentation/filesystems/devpts.rst)."""
+        most, reserved = _host_limit("kernel/pty/max"), _host_limit("kernel/pty/reserve")
+        share = (most - (reserved or 0)) // (2 * self.jobs) if most else self.ptys
+        return max(0, min(self.ptys, share))
 
     def prlimit(self) -> list[str]:
         """The `prlimit` command line that applies these limits to the program it starts."""
         return ["prlimit", f"--as={self.memory}", f"--nproc={self.processes}", f"--fsize={self.file_size}",
-                "--core=0", "--"]
+                f"--nofile={self.open_files()}", "--core=0", "--"]
 
 
 @dataclass(frozen=True)
@@ -147,11 +186,12 @@ def describe(limits: Limits = Limits()) -> str:
     folders, missing = cgroups.create(f"scalebook-probe-{os.getpid()}-{secrets.token_hex(4)}", limits.memory,
                                       limits.processes, limits.cpus)
     cgroups.remove(folders)
-    inodes = ("inodes through the memory cgroup" if backend() == "bubblewrap" and os.geteuid() != 0 else
-              f"{limits.inodes} inodes per scratch folder")
+    capped_here = backend() != "bubblewrap" or os.geteuid() == 0
+    inodes = f"{limits.inodes} inodes per scratch folder" if capped_here else "inodes through the memory cgroup"
+    files = f"{limits.open_files()} open files per process, {limits.pty_count() if capped_here else 0} ptys"
     if not missing:
-        return f"cgroup caps: CPU {limits.cpus:g}, memory, processes; {inodes}"
-    return f"not capped here: {missing}; rlimits per process instead"
+        return f"cgroup caps: CPU {limits.cpus:g}, memory, processes; {inodes}; {files}"
+    return f"not capped here: {missing}; rlimits per process instead; {files}"
 
 
 # A sandbox's filesystem is a plan of steps, built on an empty root in order, each (kind, *arguments, target);
@@ -235,7 +275,7 @@ def _masks(steps: list[Step], hide: list[str]) -> list[Step]:
 def mounts(files: dict[str, int], answers: Path, limits: Limits, hide: tuple[str, ...] = ()) -> list[Step]:
     """The filesystem of a sandbox holding `files` ({name: readable fd}) in `HOME` and `answers` at `ANSWERS`,
     with the checkout holding the package and the folders of `hide` out of sight."""
-    steps = _system_mounts() + [("proc", "/proc"), ("dev", "/dev")]
+    steps = _system_mounts() + [("proc", "/proc"), ("dev", "/dev"), ("devpts", str(limits.pty_count()), "/dev/pts")]
     steps += _parents(HOME) + [("tmpfs", "1777", str(limits.scratch), path) for path in ("/tmp", "/dev/shm", HOME)]
     steps += _python_mounts()  # after the private /tmp, so a package or venv kept under /tmp stays visible
     checkout = str(Path(_package()).parent)
@@ -269,7 +309,8 @@ def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: 
     """The bwrap command line that carries out `steps` and runs `argv` in `HOME` as `uid` (when root; as
     anyone else, a user namespace maps its uid 65534 onto the caller, and the task count is per namespace),
     under the seccomp filter read from fd `seccomp`. `scratch` ({sandbox path: host folder}) binds folders
-    prepared by `scratch_command` in place of those writable tmpfs steps."""
+    prepared by `scratch_command` in place of those writable tmpfs steps and of the capped devpts; without
+    one there, /dev/pts is an empty folder (bubblewrap's own devpts takes no cap), so there are no ptys."""
     scratch = scratch or {}
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox", "--seccomp", str(seccomp)]
@@ -282,6 +323,8 @@ def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: 
             args += ["--bind", scratch[rest[2]], rest[2]]
         elif kind == "tmpfs":
             args += ["--perms", rest[0], "--size", rest[1], "--tmpfs", rest[2]]
+        elif kind == "devpts":
+            args += ["--dev-bind", scratch[rest[1]], rest[1]] if rest[1] in scratch else ["--tmpfs", rest[1]]
         elif kind == "file":
             args += ["--perms", "0644", "--file", *rest]
         else:
@@ -292,17 +335,30 @@ def bwrap_command(steps: list[Step], argv: list[str], env: dict[str, str], uid: 
     return args + ["--"] + (_drop(uid) if os.geteuid() == 0 else []) + argv
 
 
-_SCRATCH = ('size=$1 inodes=$2; shift 2; while [ "$1" != -- ]; do mount -t tmpfs -o '
-            '"size=$size,nr_inodes=$inodes,mode=1777,nosuid,nodev" scratch "$1" || exit 125; shift; done; shift; '
+_SCRATCH = ('while [ "$1" != -- ]; do mount -t "$1" -o "$2" scratch "$3" || exit 125; shift 3; done; shift; '
             'exec "$@"')
 
 
-def scratch_command(folders: list[str], limits: Limits) -> list[str]:
-    """The command prefix (root only) that mounts a tmpfs capped in size and inodes on each host folder of
-    `folders`, in a private mount namespace that lives as long as the program it then runs: bubblewrap's own
-    tmpfs option takes no inode cap, so its writable scratch folders are bound from these."""
-    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _SCRATCH, "sh", str(limits.scratch),
-            str(limits.inodes), *folders, "--"]
+def scratch_mounts(steps: list[Step], limits: Limits, tmp: str) -> dict[str, tuple[str, str, str]]:
+    """{sandbox path: (file system, options, host folder under `tmp`)} of what `scratch_command` mounts
+    beforehand for bubblewrap as root, which has no option for these caps: each writable tmpfs of `steps`
+    capped in size and inodes, and a devpts capped at `Limits.pty_count` ptys (none when that is 0)."""
+    mounts = {}
+    for i, step in enumerate(steps):
+        if step[:2] == ("tmpfs", "1777"):
+            options = f"size={limits.scratch},nr_inodes={limits.inodes},mode=1777,nosuid,nodev"
+            mounts[step[-1]] = ("tmpfs", options, f"{tmp}/scratch-{i}")
+        elif step[0] == "devpts" and int(step[1]) > 0:
+            mounts[step[-1]] = ("devpts", f"newinstance,ptmxmode=0666,mode=0600,max={step[1]},nosuid,noexec",
+                                f"{tmp}/pts")
+    return mounts
+
+
+def scratch_command(mounts: dict[str, tuple[str, str, str]]) -> list[str]:
+    """The command prefix (root only) that makes each of `mounts` (`scratch_mounts`) on its host folder, in a
+    private mount namespace that lives as long as the program it then runs (bubblewrap binds them in)."""
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _SCRATCH, "sh",
+            *[part for mount in mounts.values() for part in mount], "--"]
 
 
 def _open_copies(files: dict[str, bytes], folder: Path) -> dict[str, int]:
@@ -346,16 +402,17 @@ def run(argv: list[str], files: dict[str, bytes], answers: Path, limits: Limits,
                 (Path(tmp) / "root").mkdir()
                 command = namespaces.unshare_command(spec, environment()["PYTHONPATH"])
             elif os.geteuid() == 0:
-                scratch = {s[-1]: f"{tmp}/scratch-{i}" for i, s in enumerate(steps) if s[:2] == ("tmpfs", "1777")}
-                for folder in scratch.values():
+                scratch = scratch_mounts(steps, limits, tmp)
+                for _, _, folder in scratch.values():
                     os.mkdir(folder)
-                command = scratch_command(list(scratch.values()), limits) + bwrap_command(
-                    steps, argv, environment(env), uid, fds[""], scratch)
+                command = scratch_command(scratch) + bwrap_command(
+                    steps, argv, environment(env), uid, fds[""], {path: m[2] for path, m in scratch.items()})
             else:
                 command = bwrap_command(steps, argv, environment(env), uid, fds[""])
             folders, uncapped = cgroups.create(f"scalebook-{os.getpid()}-{secrets.token_hex(6)}", limits.memory,
                                               limits.processes, limits.cpus)
-            proc = subprocess.Popen(cgroups.join(folders) + command, stdin=subprocess.DEVNULL, stdout=err,
+            command = cgroups.join(folders) + namespaces.keyring_command() + command
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err,
                                     stderr=subprocess.STDOUT, pass_fds=(*fds.values(), lifeline),
                                     start_new_session=True)
             try:
