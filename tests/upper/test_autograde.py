@@ -471,10 +471,11 @@ print(int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text(
 
 
 @pytest.mark.slow
-def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path):
+@pytest.mark.parametrize("item, count", [("{}", 11_000_000), ('"ab"', 6_500_000)])
+def test_a_32_mib_notebook_costs_the_grader_only_its_bytes(tmp_path, item, count):
     subs = tmp_path / "subs"
     subs.mkdir()
-    junk = ",".join(["{}"] * 11_000_000)  # eleven million objects: about 700 MiB once parsed
+    junk = ",".join([item] * count)  # eleven million objects, or six million short strings: 500-700 MiB parsed
     text = '{"cells": [], "metadata": {"junk": [' + junk + ']}, "nbformat": 4, "nbformat_minor": 5}'
     assert 30 * 2**20 < len(text) <= submissions.MAX_NOTEBOOK
     (subs / "ada__01_rooflines.ipynb").write_text(text)

@@ -8,9 +8,9 @@ import csv
 import json
 from pathlib import Path
 
-from scalebook.course.grader import autograde
+from scalebook.course.grader import autograde, strictjson
 from scalebook.course.grader.autograde import grade
-from scalebook.course.grader.gradebook import MAX_CONTAINERS, MAX_REASONING, feedback_name, reasoning_cells
+from scalebook.course.grader.gradebook import MAX_REASONING, feedback_name, reasoning_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISE = ROOT / "exercises" / "01_rooflines.ipynb"
@@ -45,10 +45,11 @@ def test_a_notebook_that_is_not_one_has_no_reasoning():
 
 def test_a_notebook_of_millions_of_objects_is_not_parsed_for_reasoning(monkeypatch):
     """Parsing eleven million empty objects would cost the grader's own process 700-900 MiB: past
-    MAX_CONTAINERS objects and lists the reasoning is not read (the notebook is still graded)."""
+    `strictjson.MAX_PARSE` bytes, counted before parsing, the reasoning is not read (the notebook is still graded)."""
     parsed = []
     monkeypatch.setattr(json, "loads", lambda *a, **k: parsed.append(1))
-    crowded = b'{"cells": [], "metadata": {"junk": [' + b",".join([b"{}"] * (MAX_CONTAINERS + 1)) + b"]}}"
+    crowded = b'{"cells": [], "metadata": {"junk": [' + b",".join([b"{}"] * 700_000) + b"]}}"
+    assert strictjson.cost(crowded) > strictjson.MAX_PARSE
     assert reasoning_cells(crowded, _possible()) == {} and parsed == []
 
 

@@ -19,7 +19,6 @@ import contextlib
 import csv
 import hashlib
 import io
-import json
 import os
 import re
 import threading
@@ -29,15 +28,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...tables import Table
+from . import strictjson
 from .submissions import Result, Submission
 
 __all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name", "reasoning_cells",
            "MAX_REASONING"]
 
 MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teacher; the rest is cut
-# JSON containers ('{', '[') a notebook may hold for the grader to parse it for reasoning: a real notebook has a few
-# thousand; eleven million empty ones would cost the grader's own process 700-900 MiB to parse.
-MAX_CONTAINERS = 500_000
 _STUB = "*Write your reasoning here.*"  # what `course.handouts.strip_solutions` leaves in a reasoning cell
 _CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
 
@@ -125,12 +122,11 @@ def reasoning_cells(content: bytes, possible: dict[str, int]) -> dict[str, str]:
     """The reasoning a submitted notebook gives per question of `possible`: the text of the Markdown cells
     that follow the code cell checking it (`sb.check("QID", ...)`) up to the next heading, the unedited stub
     left out, at most `MAX_REASONING` characters each. The JSON is read as data, never run; a notebook
-    that cannot be read, or holds more than `MAX_CONTAINERS` objects and lists, has no reasoning ({})."""
-    if content.count(b"{") + content.count(b"[") > MAX_CONTAINERS:
-        return {}
+    that cannot be read, or whose parse would cost the grader more than `strictjson.MAX_PARSE` bytes (counted
+    before parsing: `strictjson.cost`), has no reasoning ({})."""
     try:
-        cells = json.loads(content).get("cells", [])
-    except (ValueError, AttributeError, RecursionError):
+        cells = strictjson.parse(content).get("cells", [])
+    except (ValueError, AttributeError):
         return {}
     found: dict[str, list[str]] = {}
     qid = None
