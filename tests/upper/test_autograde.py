@@ -610,3 +610,18 @@ def test_the_sandboxes_of_a_run_share_the_hosts_tables_by_its_job_count(tmp_path
                         seen.append(limits) or submissions.Result(s, "graded"))
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, jobs=3, limits=sandbox.Limits(files=300))
     assert [(limits.jobs, limits.files) for limits in seen] == [(3, 300)]
+
+
+@pytest.mark.slow
+def test_outputs_of_cells_that_did_not_run_do_not_count(tmp_path):
+    """nbclient does not run a code cell tagged `skip-execution` (NotebookClient.skip_cells_with_tag,
+    https://nbclient.readthedocs.io/en/latest/reference/config_options.html): an error output saved in it was
+    never raised by this run, and is not reported as a crash (nor is the cell run); the cell that did raise is."""
+    nb = json.loads(hostile.notebook("1 / 0", "raise ValueError('a cell marked not to run')"))
+    nb["cells"][1]["metadata"]["tags"] = ["skip-execution"]
+    nb["cells"][1]["outputs"] = [{"output_type": "error", "ename": "ValueError", "evalue": "pre-filled",
+                                  "traceback": []}]
+    (tmp_path / "ada__01_rooflines.ipynb").write_text(json.dumps(nb))
+    [found] = find_submissions(tmp_path)
+    result = autograde.grade_one(found, ROOT, timeout=60, sandboxed=False)
+    assert result.status == "graded" and result.errors == ["cell 1: ZeroDivisionError: division by zero"]

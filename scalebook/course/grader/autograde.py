@@ -420,6 +420,9 @@ def _run_in_kernel(notebook: str, timeout: str) -> int:
         nb = nbformat.read(notebook, as_version=4)
     except Exception:  # noqa: BLE001 - whatever nbformat refuses is a corrupt notebook
         return 5
+    for cell in nb.cells:  # saved outputs were not made by this run; a cell nbclient skips would keep them
+        if cell.get("cell_type") == "code":
+            cell.outputs = []
     client = nbclient.NotebookClient(nb, timeout=math.ceil(float(timeout)), allow_errors=True, kernel_name="python3",
                                      resources={"metadata": {"path": str(Path(notebook).parent)}})
     try:
