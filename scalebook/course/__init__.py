@@ -1,5 +1,6 @@
 """The classroom: everything a course adds to the book, apart from the book's own calculators.
 
+    roster.py      the class list, imported from the platform's export: who each student is, who sent each upload
     variants.py    per-student inputs: `vary` marks a problem's inputs, `student_key` issues a key, `problem(qid)`
                    shows a student their own values
     key/           the answer key: every problem's reference solution (`@problem`), hidden from the grader's sandbox
@@ -23,14 +24,14 @@ from typing import TYPE_CHECKING
 from ..faces import face
 
 if TYPE_CHECKING:
-    from . import answers, commands, grader, gradescope, handouts, hints, key, mistakes, puzzles, variants
+    from . import answers, commands, grader, gradescope, handouts, hints, key, mistakes, puzzles, roster, variants
     from .answers import check
     from .grader.autograde import grade
     from .handouts import strip_solutions
     from .hints import hint
     from .variants import problem, student_key
 
-_MODULES = ("variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
+_MODULES = ("roster", "variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
             "commands")
 _TABLE = {
     "check": "answers", "problem": "variants", "student_key": "variants", "hint": "hints",

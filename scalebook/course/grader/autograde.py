@@ -43,6 +43,7 @@ from ...tables import Table
 from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, agrees, right_for_other_values
 from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
+from ..roster import Roster
 from ..variants import VARIANT, student_key, values_for
 from . import sandbox, strictjson
 from .gradebook import Gradebook, grader_error, reasoning_cells, summary
@@ -355,7 +356,8 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,
           sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
           secret: str | None = None, hint_cost: float = 0.0,
-          on_results: Callable[[list[Result]], None] | None = None) -> Table:
+          on_results: Callable[[list[Result]], None] | None = None,
+          roster: Roster | None = None) -> Table:
     """Grade every file in `folder`; write the CSV gradebook `out` (a row per file, a column per question) and
     `feedback/<student>-<hash>.md` beside it; return the summary (a row per student, a column per problem set).
 
@@ -365,6 +367,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     `secret`, each student is graded against their own variant (`scalebook.course.variants`); `hint_cost` (0 to 1)
     is the fraction of a question's points each hint taken costs; `on_results` is called with every file's
     result once the gradebook is written (the command line's exports: Gradescope, Canvas/Moodle).
+    With the course's `roster`, each file is filed under its sender's uid, or is a row `unmatched` saying why.
     """
     if not timeout > 0 or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")
@@ -374,7 +377,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     if not (root / "solutions").is_dir():
         raise ValueError(f"root={str(root)!r} has no solutions/ folder (run from the repository root)")
     folder, out = Path(folder), Path(out)
-    submissions = find_submissions(folder)
+    submissions = find_submissions(folder, roster)
     _check_out(out, folder, force)
     if sandboxed and (why := sandbox.available()):
         raise ValueError(f"sandboxed=True, but no sandbox works here: {why}. Pass --no-sandbox (sandboxed=False) "

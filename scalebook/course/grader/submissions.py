@@ -6,6 +6,9 @@ and its bytes, read safely.
 the student, and its files are `NN_slug.ipynb`; a file in it named like another student's
 (`mallory/alice__01_rooflines.ipynb`) is refused as misnamed, in Mallory's row. The walk looks two levels
 deep and no further (a folder inside a student's folder is a refused row); hidden entries are skipped.
+Whom a name names is `roster.sender`'s rule: with the course's roster, the uid of the one student it names
+(Canvas's and Moodle's download names too), or the row is `unmatched` with the reason; without a roster, the
+name normalised (`Dup`, `dup ` and `dup` are one student).
 **One file per student and problem set counts: the latest** (the newest modification time, ties broken by
 the path); each other one gets a row saying `superseded`, naming the file that counts, and is not run.
 
@@ -24,6 +27,8 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..roster import Roster, sender
 
 __all__ = ["Submission", "Result", "find_submissions", "read_once", "MAX_NOTEBOOK"]
 
@@ -95,23 +100,21 @@ def _entries(folder: Path) -> tuple[list[str], str]:
         return [], f"{err.strerror} (errno {err.errno})"
 
 
-def _found(path: Path, owner: str | None) -> Submission:
+def _found(path: Path, owner: str | None, roster: Roster | None = None) -> Submission:
     """The Submission of one entry: at the top of the submissions (`owner` None: its name names the
-    student) or in the folder of student `owner`."""
+    student) or in the folder `owner`. The student is who that name names (`roster.sender`: the roster's
+    uid, or the name normalised without a roster); a name that names no one makes the row `unmatched`."""
     kind, why, mtime = _lstat(path)
     if kind == "folder":
         kind, why = "folder refused", "a student's folder holds notebooks, not folders"
-    match = (_FLAT if owner is None else _IN_FOLDER).match(path.name)
-    if owner is not None:
-        student = owner
-    elif match:
-        student = match["student"]
-    else:
-        student = path.name.split("__")[0] if "__" in path.name else path.stem
+    student, rest, unmatched = sender(path.name if owner is None else owner, roster, folder=owner is not None)
+    match = _IN_FOLDER.match(path.name if owner is not None else rest)
     if kind == "file" and match is None:
         kind, why = (("misnamed", "in a student's folder, name the file NN_slug.ipynb (the folder names the "
                       "student)") if owner is not None and _FLAT.match(path.name) else
                      ("unrecognised", "name it <student>__NN_slug.ipynb, or NN_slug.ipynb in <student>/"))
+    elif kind == "file" and unmatched:
+        kind, why = "unmatched", unmatched
     return Submission(student, match["set"] if match else None, path, "" if kind == "file" else kind, why, mtime)
 
 
@@ -133,10 +136,11 @@ def _latest_counts(found: list[Submission], folder: Path) -> list[Submission]:
     return marked
 
 
-def find_submissions(folder: Path) -> list[Submission]:
+def find_submissions(folder: Path, roster: Roster | None = None) -> list[Submission]:
     """List every entry of `folder` and of its per-student folders (two levels, never deeper), each a
-    Submission; links, special files, hard links and misnamed files are marked refused, and all but the
-    latest file of a student and problem set superseded (the rules are in the module's docstring)."""
+    Submission of the student its name names (in `roster`, where there is one); links, special files, hard
+    links, misnamed files and names of no one are marked refused, and all but the latest file of a student
+    and problem set superseded (the rules are in the module's docstring)."""
     folder = Path(folder)
     if not folder.is_dir() or folder.is_symlink():
         raise ValueError(f"submissions={str(folder)!r} is not a folder")
@@ -148,12 +152,12 @@ def find_submissions(folder: Path) -> list[Submission]:
         path = folder / name
         kind, why, mtime = _lstat(path)
         if kind != "folder":
-            found.append(_found(path, None))
+            found.append(_found(path, None, roster))
             continue
         inner, why = _entries(path)
         if why:
             found.append(Submission(name, None, path, "unreadable folder", why, mtime))
-        found += [_found(path / n, name) for n in inner]
+        found += [_found(path / n, name, roster) for n in inner]
     return _latest_counts(found, folder)
 
 
