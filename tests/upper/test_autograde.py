@@ -625,3 +625,23 @@ def test_outputs_of_cells_that_did_not_run_do_not_count(tmp_path):
     [found] = find_submissions(tmp_path)
     result = autograde.grade_one(found, ROOT, timeout=60, sandboxed=False)
     assert result.status == "graded" and result.errors == ["cell 1: ZeroDivisionError: division by zero"]
+
+
+def test_no_two_students_share_a_feedback_file():
+    """Two names found in a minute (a birthday search over 114,222 names): their feedback files were one."""
+    first, second = "s" * 60 + "83162", "s" * 60 + "114221"
+    assert gradebook.feedback_name(first) != gradebook.feedback_name(second)
+
+
+def test_a_feedback_file_of_another_student_is_never_overwritten(tmp_path, monkeypatch):
+    monkeypatch.setattr(gradebook, "_NAME_HASH", 0, raising=False)  # no hash: 'a b' and 'a!b' share a name
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for student in ("a b", "a!b"):
+        (subs / f"{student}__notes.txt").write_text("junk")
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
+    assert rows["a b"]["status"] == "unrecognised" and rows["a!b"]["status"] == "grader error"
+    assert "is 'a b''s" in rows["a!b"]["detail"]
+    [feedback] = (tmp_path / "feedback").iterdir()
+    assert feedback.read_text(encoding="utf-8").startswith("# Feedback for a b\n")

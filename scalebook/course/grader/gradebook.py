@@ -78,10 +78,23 @@ def markdown(value: str) -> str:
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", clean(value))
 
 
-def feedback_name(student: str) -> str:
-    """A file name for a student's feedback: safe characters, plus a hash so 'a b' and 'a_b' differ."""
+# Hex characters of the hash in a feedback file's name: 80 bits, so that no one finds a name of their own that
+# shares a classmate's file (8 characters, 32 bits, fell to a birthday search in a minute).
+_NAME_HASH = 20
+
+
+def feedback_name(student: str, owners: dict[str, str] | None = None) -> str:
+    """A file name for a student's feedback (and reasoning): the name in safe characters, then a hash of the
+    whole of it (the roster's uid, where there is a roster), so 'a b' and 'a_b' differ. With `owners` ({file
+    name: student} of the files this run writes), a name that another student's file already has raises
+    ValueError instead: no student's file is ever overwritten with another's."""
     raw = student.encode("utf-8", "surrogatepass")
-    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', clean(student))[:60]}-{hashlib.sha256(raw).hexdigest()[:8]}.md"
+    digest = hashlib.sha256(raw).hexdigest()[:_NAME_HASH]
+    name = f"{re.sub(r'[^A-Za-z0-9_-]', '_', clean(student))[:60]}-{digest}.md"
+    if owners is not None and owners.setdefault(name, student) != student:
+        raise ValueError(f"the feedback file {name!r} is {clean(owners[name])!r}'s; "
+                         f"{clean(student)!r}'s would overwrite it, so it is not written")
+    return name
 
 
 _HINTS = {"right": "✓", "wrong": "✗ wrong — `sb.hint(...)` with the question's id gives a hint; compare units",
@@ -183,6 +196,7 @@ class Gradebook:
         self.results: list[Result | None] = [None] * len(submissions)
         self.submissions = submissions
         self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
+        self.owners: dict[str, str] = {}  # feedback file name: the student whose it is (`feedback_name`)
         self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
                         "total", "possible", "hints", "reasoning", "status", "sandbox", "detail"]
         self.feedback.mkdir(exist_ok=True)
@@ -216,7 +230,7 @@ class Gradebook:
         self.csv.flush()
         student = result.submission.student
         first = student not in self.started
-        with open(self.feedback / feedback_name(student), "w" if first else "a", encoding="utf-8") as f:
+        with open(self.feedback / feedback_name(student, self.owners), "w" if first else "a", encoding="utf-8") as f:
             f.write((_feedback_title(student) if first else "") + _feedback_section(result))
         self.started.add(student)
 
@@ -235,11 +249,14 @@ class Gradebook:
         for r in results:
             students.setdefault(r.submission.student, []).append(r)
         for student, mine in students.items():
-            _write_atomic(self.feedback / feedback_name(student),
-                          _feedback_title(student) + "".join(map(_feedback_section, mine)))
+            try:
+                name = feedback_name(student, self.owners)
+            except ValueError:  # another student's file: this student's rows say so
+                continue
+            _write_atomic(self.feedback / name, _feedback_title(student) + "".join(map(_feedback_section, mine)))
             graded = [r for r in mine if r.possible and r.status != "superseded"]
             if graded:
-                _write_atomic(self.reasoning / feedback_name(student),
+                _write_atomic(self.reasoning / name,
                               f"# Reasoning of {markdown(student)}\n\n" + "".join(map(_reasoning_section, graded)))
         return results
 
