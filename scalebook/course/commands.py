@@ -4,7 +4,8 @@
                     [--secret-file course.key] [--hint-cost 0.25] [--format csv|gradescope|lms]
     scalebook course keys --secret-file course.key alice bob ...     # each student's key for sb.setup(key=...)
     scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key] [--hint-cost 0.25]
-                                    [--visibility after_published]
+                                    [--visibility after_published] [--question-visibility 01.16=hidden]
+                                    [--roster roster.csv]
 
 The course secret lives in a file the teacher keeps (`--secret-file`); with it every student has their own
 inputs (`scalebook.course.variants`), without it everyone has the book's. `--format gradescope` writes one
@@ -82,9 +83,19 @@ def _keys(args: argparse.Namespace) -> str:
     return str(Table(rows, columns=["student", "key"], title="each student's key: sb.setup(student=..., key=...)"))
 
 
+def question_visibility(text: str) -> tuple[str, str]:
+    """One question's own visibility on Gradescope, `QID=WHEN` ('01.3=hidden'), for --question-visibility."""
+    qid, _, when = text.partition("=")
+    if when not in VISIBILITIES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not QID=WHEN with WHEN one of {', '.join(VISIBILITIES)}")
+    return qid.strip(), when
+
+
 def _zip(args: argparse.Namespace) -> str:
     path = autograder_zip(Path(args.out), args.problem_set, secret=read_secret(args.secret_file),
-                          hint_cost=args.hint_cost, visibility=args.visibility, timeout=args.timeout)
+                          hint_cost=args.hint_cost, visibility=args.visibility, timeout=args.timeout,
+                          questions=dict(args.question_visibility or []),
+                          roster=Path(args.roster) if args.roster else None)
     return f"wrote {path}: upload it as the autograder of {args.problem_set} on Gradescope"
 
 
@@ -120,6 +131,9 @@ def add_commands(sub: Any) -> None:
     gradescope.add_argument("--out", default="autograder.zip", type=new_file, help="zip to write")
     gradescope.add_argument("--visibility", default="visible", type=one_of(VISIBILITIES), metavar="WHEN",
                             help="when students see the tests: " + ", ".join(VISIBILITIES))
+    gradescope.add_argument("--question-visibility", action="append", type=question_visibility, metavar="QID=WHEN",
+                            help="one question's own visibility, e.g. 01.16=after_published (repeat per question)")
+    gradescope.add_argument("--roster", help="the course's roster.csv (default: roster.csv here, if any)")
     gradescope.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
     _course_options(gradescope)
     gradescope.set_defaults(run=_zip)
