@@ -9,6 +9,7 @@ JAX is imported only inside these functions.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import os
 import sys
@@ -73,6 +74,34 @@ def _request_cpu_devices(n: int) -> None:
     os.environ["XLA_FLAGS"] = " ".join([*flags, flag])
 
 
+def _cpu_runtime(n_cpu_devices: int) -> Runtime | None:
+    """The runtime, known without starting JAX where `JAX_PLATFORMS=cpu` fixes it (the grader's sandbox sets it):
+    JAX installed but not started yet, and its devices the CPU devices requested. JAX then starts when first used
+    (a second or more saved for a notebook that never uses it). None elsewhere."""
+    if "jax" in sys.modules or os.environ.get("JAX_PLATFORMS") != "cpu":
+        return None
+    try:
+        version = importlib.metadata.version("jax")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return Runtime(version, "cpu", n_cpu_devices, "cpu", chip_for_device_kind("cpu"), host())
+
+
+def _started_runtime(n_cpu_devices: int) -> Runtime:
+    """The runtime JAX reports once started (JAX is started here), or one without JAX where it is not installed."""
+    try:
+        import jax
+    except ImportError:
+        return Runtime(None, None, 0, "", None, host())
+    devices = jax.devices()
+    kind = devices[0].device_kind
+    info = Runtime(jax.__version__, jax.default_backend(), len(devices), kind, chip_for_device_kind(kind), host())
+    if info.emulated and len(devices) < n_cpu_devices:
+        print(f"note: JAX started before setup() and has {len(devices)} CPU device(s), not "
+              f"{n_cpu_devices}; restart the kernel and run setup() first.")
+    return info
+
+
 @checks(n_cpu_devices="count", quiet="flag")
 def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = None, key: str | None = None) -> Runtime:
     """Emulate `n_cpu_devices` CPU devices (unless JAX already started), detect the runtime, print a line.
@@ -89,18 +118,7 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = Non
         print(whose)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
-    try:
-        import jax
-    except ImportError:
-        info = Runtime(None, None, 0, "", None, host())
-    else:
-        devices = jax.devices()
-        kind = devices[0].device_kind
-        info = Runtime(jax.__version__, jax.default_backend(), len(devices), kind,
-                       chip_for_device_kind(kind), host())
-        if info.emulated and len(devices) < n_cpu_devices:
-            print(f"note: JAX started before setup() and has {len(devices)} CPU device(s), not "
-                  f"{n_cpu_devices}; restart the kernel and run setup() first.")
+    info = _cpu_runtime(n_cpu_devices) or _started_runtime(n_cpu_devices)
     if not quiet:
         print(info.summary())
     return info

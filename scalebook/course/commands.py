@@ -1,6 +1,6 @@
 """The teacher's commands: grading a class and setting up a course.
 
-    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs 2] [--force] [--no-sandbox]
+    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs N] [--force] [--no-sandbox]
                     [--secret-file course.key] [--hint-cost 0.25] [--format csv|gradescope|lms]
     scalebook course keys --secret-file course.key alice bob ...     # each student's key for sb.setup(key=...)
     scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key] [--hint-cost 0.25]
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..arguments import count, new_file, one_of, seconds
 from ..tables import Table
-from .grader.autograde import grade
+from .grader.autograde import cores, grade
 from .grader.gradebook import feedback_name
 from .grader.submissions import Result
 from .gradescope import VISIBILITIES, autograder_zip, lms_csv, results_json
@@ -112,7 +112,8 @@ def add_commands(sub: Any) -> None:
     grader.add_argument("--out", default="gradebook.csv", type=new_file,
                         help="CSV to write (feedback/ goes beside it)")
     grader.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
-    grader.add_argument("--jobs", type=count, default=1, help="notebooks graded at once (default 1)")
+    grader.add_argument("--jobs", type=count, default=None,
+                        help=f"notebooks graded at once (default: the CPUs this process may use, {cores()} here)")
     grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
     grader.add_argument("--no-sandbox", action="store_true",
                         help="run notebooks without a sandbox (trusted work only; every row says so)")

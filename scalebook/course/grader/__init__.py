@@ -6,6 +6,7 @@
     namespaces.py   the seccomp filter and the namespaces backend
     strictjson.py   JSON a submission wrote, read as the standard defines it, within a memory budget
     autograde.py    the run: each notebook in its sandbox, its answers set beside the key in the grader's process
+    runner.py       what a sandbox runs: the notebook's cells in one IPython shell, a time limit per cell
     gradebook.py    the CSV, each student's feedback and the class summary
 
 Each name loads its module on first use.
@@ -18,10 +19,10 @@ from typing import TYPE_CHECKING
 from ...faces import face
 
 if TYPE_CHECKING:
-    from . import autograde, cgroups, gradebook, namespaces, sandbox, strictjson, submissions
+    from . import autograde, cgroups, gradebook, namespaces, runner, sandbox, strictjson, submissions
     from .autograde import grade
 
-_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "gradebook")
+_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "runner", "gradebook")
 _TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
 
 __all__ = list(_TABLE)

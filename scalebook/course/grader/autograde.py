@@ -9,9 +9,9 @@ a notebook: the sandbox does, so a hostile 32 MiB file costs the grader its byte
 **How it runs.** Each notebook runs in its own sandbox (`sandbox.py`: bubblewrap or namespaces, nothing of
 the course or the grader visible, a cgroup capping its CPU share, memory and processes where the machine
 allows one, rlimits always, every process it started killed at the end; `sandbox.describe` says which caps
-apply, and every row's `sandbox` column repeats it), in a fresh kernel with a time limit per cell. Every
-`sb.check(qid, answer)` it reaches only hands its answer out, as plain JSON data; the grader compares it
-with the answer key (`scalebook.course.key`) in its own process, where the submission cannot reach. A
+apply, and every row's `sandbox` column repeats it), in a fresh IPython shell (`runner`) with a time limit
+per cell. Every `sb.check(qid, answer)` it reaches only hands its answer out, as plain JSON data; the grader
+compares it with the answer key (`scalebook.course.key`) in its own process, where the submission cannot reach. A
 question scores its points (the ★ count in its heading in `solutions/`) when its last recorded answer
 is right.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import re
 import resource
@@ -45,22 +44,20 @@ from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
 from ..roster import Roster
 from ..variants import VARIANT, student_key, values_for
-from . import sandbox, strictjson
+from . import runner, sandbox, strictjson
 from .gradebook import Gradebook, grader_error, reasoning_cells, summary
+from .runner import MAX_ERRORS
 from .submissions import Result, Submission, find_submissions, read_once
 
-__all__ = ["question_points", "read_answers", "grade_one", "grade", "main"]
+__all__ = ["question_points", "read_answers", "grade_one", "grade", "cores"]
 
-RUNNER = __name__  # `python -m RUNNER _run NOTEBOOK TIMEOUT` runs one notebook
 
 _HEADING = re.compile(r"^## Problem (\d+) (★+)", re.M)
 _QID = re.compile(rb'"qid"\s*:\s*"([0-9.]{1,16})"')
 _NOTEBOOK = "submission.ipynb"  # its name inside the sandbox, whatever the student called it
 MAX_ANSWERS = 4 * 2**20  # bytes of answer records read back from one submission
-MAX_ERRORS = 10  # crashed cells reported back per submission
 _MAX_CELLS = 100_000  # cells a notebook may number in a crash report
 _GRACE = 60  # seconds beyond the per-cell limit for starting the kernel and the whole notebook
-_EXITS = {0: "graded", 3: "timeout", 5: "corrupt"}  # the sandboxed child's exit codes; 6: not python
 
 
 def question_points(problem_set: str, root: Path) -> dict[str, int]:
@@ -213,25 +210,6 @@ def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str,
     return outcomes
 
 
-def _check_notebook(path: str) -> tuple[int, str]:
-    """In the sandboxed child, before any of it runs: (exit code, detail) for a file that is not a readable
-    Python notebook (5 corrupt, 6 another language), or (0, '')."""
-    try:
-        with open(path, "rb") as f:
-            notebook = json.loads(f.read().decode("utf-8"))
-        if not isinstance(notebook["cells"], list):
-            raise TypeError("cells")
-        meta = notebook.get("metadata") or {}
-        spec = meta.get("kernelspec") or {}
-        language = str(spec.get("language") or (meta.get("language_info") or {}).get("name") or "python")
-        name = str(spec.get("name") or language)
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, UnicodeDecodeError, MemoryError):
-        return 5, "not a readable notebook"
-    if not language.lower().startswith("python"):
-        return 6, name[:40].encode("unicode_escape").decode("ascii")  # one line of ASCII, whatever it holds
-    return 0, ""
-
-
 def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, timeout: float,
                      variant: str) -> sandbox.SandboxResult:
     """Run the notebook in a plain child process (--no-sandbox): a clean environment and rlimits, no isolation."""
@@ -244,7 +222,7 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, time
            "LANG": "C.UTF-8", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JAX_PLATFORMS": "cpu",
            "MPLBACKEND": "Agg", GRADE_ANSWERS: str(answers), VARIANT: variant}
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", RUNNER, "_run", str(notebook), str(timeout)],
+        proc = subprocess.Popen([sys.executable, "-m", runner.__name__, str(notebook), str(timeout)],
                                 env=env, cwd=notebook.parent, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=cap)
         try:
@@ -265,7 +243,7 @@ def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: 
         answers = Path(tmp) / "answers.jsonl"
         answers.touch()
         if sandboxed:
-            argv = ["python", "-m", RUNNER, "_run", f"{sandbox.HOME}/{_NOTEBOOK}", str(timeout)]
+            argv = ["python", "-m", runner.__name__, f"{sandbox.HOME}/{_NOTEBOOK}", str(timeout)]
             ran = sandbox.run(argv, {_NOTEBOOK: content}, answers, limits, timeout + _GRACE,
                               env={GRADE_ANSWERS: sandbox.ANSWERS, VARIANT: variant}, hide=hide)
         else:
@@ -276,7 +254,7 @@ def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: 
         with open(answers, "rb") as f:
             data = f.read(MAX_ANSWERS)
     last = (ran.output.strip().splitlines() or [""])[-1][:200]
-    status = "timeout" if ran.timed_out else _EXITS.get(ran.returncode, "error")
+    status = "timeout" if ran.timed_out else runner.EXITS.get(ran.returncode, "error")
     if ran.returncode == 6:
         return f"not python ({last[:40]})", b"", "only Python notebooks are graded"
     detail = {"graded": "", "corrupt": "not a readable notebook",
@@ -353,7 +331,13 @@ def _check_out(out: Path, folder: Path, force: bool) -> None:
             raise ValueError(f"{str(written)!r} holds earlier {kind}; pass force=True (--force) to overwrite it")
 
 
-def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int = 1,
+def cores() -> int:
+    """The CPUs this process may run on (its affinity, which a container or `taskset` narrows): how many notebooks
+    `grade` runs at once unless told."""
+    return len(os.sched_getaffinity(0))
+
+
+def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int | None = None,
           sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
           secret: str | None = None, hint_cost: float = 0.0,
           on_results: Callable[[list[Result]], None] | None = None,
@@ -361,14 +345,15 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     """Grade every file in `folder`; write the CSV gradebook `out` (a row per file, a column per question) and
     `feedback/<student>-<hash>.md` beside it; return the summary (a row per student, a column per problem set).
 
-    `timeout` is in seconds per cell; `jobs` notebooks run at once. Each runs in a sandbox (see `sandbox`);
-    without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`, which runs
-    the notebooks as plain processes (trusted work only) and says so in every row. With the course's
+    `timeout` is in seconds per cell; `jobs` notebooks run at once (default `cores()`). Each runs in a sandbox
+    (see `sandbox`); without one (`sandbox.available()` says why) grading is refused unless `sandboxed=False`,
+    which runs the notebooks as plain processes (trusted work only) and says so in every row. With the course's
     `secret`, each student is graded against their own variant (`scalebook.course.variants`); `hint_cost` (0 to 1)
     is the fraction of a question's points each hint taken costs; `on_results` is called with every file's
     result once the gradebook is written (the command line's exports: Gradescope, Canvas/Moodle).
     With the course's `roster`, each file is filed under its sender's uid, or is a row `unmatched` saying why.
     """
+    jobs = cores() if jobs is None else jobs
     if not timeout > 0 or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")
     if not (isinstance(hint_cost, (int, float)) and 0 <= hint_cost <= 1):
@@ -405,59 +390,3 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     title = (f"gradebook: {len(results)} file(s) of {students} student(s); a column per problem set (! = not fully "
              f"graded); every question, status and file in {out.name}, feedback/ beside it. Sandbox: {mode}")
     return summary(results, "\n".join(textwrap.wrap(title, 120)))
-
-
-def _run_in_kernel(notebook: str, timeout: str) -> int:
-    """Sandboxed child: check the notebook (`_check_notebook`), then execute every cell (errors allowed) with
-    a per-cell time limit; outputs are discarded. Exits 0, 3 (a cell timed out), 5 (corrupt), 6 (another
-    language, named on its last line) or 1 (the kernel failed)."""
-    import nbclient
-    import nbformat
-
-    sandbox.hold_lifeline()
-    code, detail = _check_notebook(notebook)
-    if code:
-        print(detail, file=sys.stderr)
-        return code
-    try:
-        nb = nbformat.read(notebook, as_version=4)
-    except Exception:  # noqa: BLE001 - whatever nbformat refuses is a corrupt notebook
-        return 5
-    for cell in nb.cells:  # saved outputs were not made by this run; a cell nbclient skips would keep them
-        if cell.get("cell_type") == "code":
-            cell.outputs = []
-    client = nbclient.NotebookClient(nb, timeout=math.ceil(float(timeout)), allow_errors=True, kernel_name="python3",
-                                     resources={"metadata": {"path": str(Path(notebook).parent)}})
-    try:
-        client.execute()
-    except nbclient.exceptions.CellTimeoutError:
-        return 3
-    except Exception as err:  # noqa: BLE001 - a kernel that dies is the submission's problem: its row says so
-        print(f"{type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
-        return 1
-    _report_errors(nb)
-    return 0
-
-
-def _report_errors(nb: Any) -> None:
-    """Sandboxed child: send the grader the error line of each code cell that raised (at most `MAX_ERRORS`), so
-    the student's feedback can show it."""
-    crashed = [(n, out) for n, c in enumerate(nb.cells, start=1) if c.get("cell_type") == "code"
-               for out in c.get("outputs", []) if out.get("output_type") == "error"][:MAX_ERRORS]
-    with open(os.environ[GRADE_ANSWERS], "a", encoding="utf-8") as channel:
-        for number, out in crashed:
-            line = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"[:200]
-            channel.write(json.dumps({"cell": number, "error": line}) + "\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m scalebook.course.grader.autograde _run NOTEBOOK TIMEOUT` is the process a sandbox runs."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 3 and argv[0] == "_run":
-        return _run_in_kernel(argv[1], argv[2])
-    print("usage: scalebook grade SUBMISSIONS_DIR --out gradebook.csv", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
