@@ -231,11 +231,12 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_cap
     (subs / "twice" / f"{PROBLEM_SET}.ipynb").write_text(notebook(*cells))
     (subs / f"twice__{PROBLEM_SET}.ipynb").write_text(notebook(*cells, "while True:\n    pass"))
     os.utime(subs / f"twice__{PROBLEM_SET}.ipynb", (1e9, 1e9))
-    (subs / f"vic__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))  # and its second name, a hard link
+    (subs / f"vic__{PROBLEM_SET}.ipynb").write_text(notebook(*cells))  # and its second name, a hard link (both run)
     os.link(subs / f"vic__{PROBLEM_SET}.ipynb", subs / f"linker__{PROBLEM_SET}.ipynb")
     nest(subs / "nested", 1100)  # deeper than any recursion
     nest(subs / "longpath", 20, "l" * 250)  # longer than the system's path limit
     return {**{f"{name}__{PROBLEM_SET}.ipynb": "corrupt" for name in NAMES},
+            f"\udcff\udcfe__{PROBLEM_SET}.ipynb": "unmatched",  # a name with undecodable bytes names no one
             f"cy/{PROBLEM_SET}.ipynb": "graded", f"di__{PROBLEM_SET}.ipynb": "corrupt",
             f"deep__{PROBLEM_SET}.ipynb": "corrupt", f"julia__{PROBLEM_SET}.ipynb": "not python (julia-1.9)",
             f"passwd__{PROBLEM_SET}.ipynb": "symlink refused", f"copycat__{PROBLEM_SET}.ipynb": "symlink refused",
@@ -244,8 +245,8 @@ def write_class(root: Path, subs: Path, out: Path, honest: list[str], memory_cap
             f"surrogate__{PROBLEM_SET}.ipynb": "graded",
             f"hebrew__{PROBLEM_SET}.ipynb": r"not python (\ud800\x1b]0;pwned\x07)",
             f"mallory/alice__{PROBLEM_SET}.ipynb": "misnamed", f"twice__{PROBLEM_SET}.ipynb": "superseded",
-            f"twice/{PROBLEM_SET}.ipynb": "graded", f"vic__{PROBLEM_SET}.ipynb": "hard link refused",
-            f"linker__{PROBLEM_SET}.ipynb": "hard link refused", "nested/a": "folder refused",
+            f"twice/{PROBLEM_SET}.ipynb": "graded", f"vic__{PROBLEM_SET}.ipynb": "graded",
+            f"linker__{PROBLEM_SET}.ipynb": "graded", "nested/a": "folder refused",
             f"longpath/{'l' * 250}": "folder refused"}
 
 

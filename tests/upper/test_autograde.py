@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Honest work in three problem sets (numbers; the key's inputs; JAX under the sandbox's caps): every
 # set's solutions run under nbval already, and the benchmark grades all of them in sandboxes.
 HONEST = ["01_rooflines", "06_training_llama", "10_jax"]
-CHEATERS = [*hostile.attacks(ROOT, ROOT, ROOT), "\udcff\udcfe"]
+CHEATERS = list(hostile.attacks(ROOT, ROOT, ROOT))
 
 
 def _digest(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
@@ -200,7 +200,9 @@ def test_every_file_found_gets_exactly_one_row(graded):
     for name, status in graded.expected.items():
         assert graded.rows[gradebook.cell(name)]["status"] == status, name
     assert {r["sandbox"] for r in graded.rows.values()} == {f"{sandbox.backend()}; {sandbox.describe(LIMITS)}"}
-    assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded"} == {""}
+    shared = {f"{name}__{hostile.PROBLEM_SET}.ipynb" for name in ("vic", "linker")}  # one file: graded, flagged
+    assert {r["detail"] for r in graded.rows.values() if r["status"] == "graded" and r["file"] not in shared} == {""}
+    assert all("hard links" in graded.rows[name]["detail"] for name in shared)
 
 
 @pytest.mark.slow
@@ -271,7 +273,7 @@ def test_no_process_survives_the_run(graded):
 @pytest.mark.slow
 def test_names_are_kept_but_cannot_run_in_a_spreadsheet(graded):
     students = {r["student"] for r in graded.rows.values()}
-    assert {"a b", "a_b", "'=1+2", "'@SUM(A1)", "'-2+3", "\\xff\\xfe"} <= students
+    assert {"a b", "a_b", "'=1+2", "'@sum(a1)", "'-2+3", "\\xff\\xfe"} <= students  # names compared case-folded
     assert not any(s and s[0] in "=+-@\t\r" for r in graded.rows.values() for s in r.values())
     feedback = sorted(p.name for p in (graded.out.parent / "feedback").iterdir())
     assert len(feedback) == len(students)  # 'a b' and 'a_b' (and the rest) each have their own file
@@ -362,9 +364,47 @@ def test_submissions_are_found_flat_or_per_student_and_links_are_refused(tmp_pat
     (tmp_path / "03_sharding.ipynb").write_text("{}")
     found = {(s.student, s.problem_set, s.refused) for s in find_submissions(tmp_path)}
     assert found == {("eve", "02_tpus", ""), ("eve", None, "folder refused"), ("fay", "03_sharding", ""),
-                     ("gus", "03_sharding", "symlink refused"), ("hal", "03_sharding", "hard link refused"),
-                     ("ivy", "03_sharding", "hard link refused"), ("mallory", None, "misnamed"),
-                     ("03_sharding", None, "unrecognised")}
+                     ("gus", "03_sharding", "symlink refused"), ("hal", "03_sharding", ""),
+                     ("ivy", "03_sharding", ""), ("mallory", None, "misnamed"), ("03_sharding", None, "unrecognised")}
+
+
+def test_a_hard_link_to_a_classmates_notebook_flags_both_and_refuses_neither(tmp_path, monkeypatch):
+    """A hard link has no original: both names are one inode, with one owner, one set of times, one content, so
+    nothing tells who made it. Refusing both (as a one-name rule does) fails the student whose work was taken;
+    so each name is graded as its student's and both rows name the other, for the teacher to judge, as for any
+    copy. A file with a name outside the submissions (the course's own solutions, say) is no one's own work: refused."""
+    subs, elsewhere = tmp_path / "subs", tmp_path / "course"
+    subs.mkdir()
+    elsewhere.mkdir()
+    (subs / "vic__01_rooflines.ipynb").write_text(hostile.notebook("1"))
+    os.link(subs / "vic__01_rooflines.ipynb", subs / "linker__01_rooflines.ipynb")
+    (elsewhere / "01_rooflines.ipynb").write_text(hostile.notebook("2"))
+    os.link(elsewhere / "01_rooflines.ipynb", subs / "thief__01_rooflines.ipynb")
+    monkeypatch.setattr(autograde, "_execute", lambda *args: ("graded", b"", ""))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
+    rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
+    assert rows["vic"]["status"] == rows["linker"]["status"] == "graded"
+    assert "linker__01_rooflines.ipynb" in rows["vic"]["detail"] and "vic__" in rows["linker"]["detail"]
+    assert rows["thief"]["status"] == "hard link refused" and "outside" in rows["thief"]["detail"]
+
+
+@pytest.mark.parametrize("swap", ["a link", "a classmate's folder"])
+def test_a_folder_swapped_after_the_listing_never_gets_a_classmates_notebook_graded(tmp_path, monkeypatch, swap):
+    """Every component below the submissions folder is opened relative to the folder above it, without following
+    a link (openat with O_NOFOLLOW | O_DIRECTORY), and the file must be the one listed (its inode)."""
+    for student in ("ada", "eve"):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / "01_rooflines.ipynb").write_text(hostile.notebook(f"# {student}'s own work"))
+    eve = next(s for s in find_submissions(tmp_path) if s.student == "eve")
+    (tmp_path / "eve").rename(tmp_path / ".eve-was-here")
+    if swap == "a link":
+        (tmp_path / "eve").symlink_to(tmp_path / "ada", target_is_directory=True)
+    else:
+        (tmp_path / "ada").rename(tmp_path / "eve")
+    ran: list[bytes] = []
+    monkeypatch.setattr(autograde, "_execute", lambda content, *args: ran.append(content) or ("graded", b"", ""))
+    result = autograde.grade_one(eve, ROOT, sandboxed=False)
+    assert ran == [] and result.status in ("symlink refused", "replaced"), (result.status, result.detail)
 
 
 def test_one_file_per_student_and_set_counts_the_latest(tmp_path):

@@ -286,7 +286,7 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         except ValueError as err:
             return Result(submission, "unknown problem set", detail=str(err))
         zero = dict.fromkeys(possible, 0)
-        status, detail, content = read_once(submission.path)
+        status, detail, content = read_once(submission)
         if not status and not content.lstrip()[:1] == b"{":
             status, detail = "corrupt", "not a readable notebook"
         if status:
@@ -295,6 +295,7 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         values = key.values(submission.student, possible)
         variant = json.dumps({"student": submission.student, "values": values})
         status, data, detail = _execute(content, limits or sandbox.Limits(), timeout, sandboxed, variant, hide)
+        detail = "; ".join(filter(None, (detail, submission.why)))  # with the note for the teacher, if any
         last, hints, errors = _records(data)
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
         advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
