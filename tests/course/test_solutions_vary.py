@@ -36,8 +36,6 @@ STUDENTS = ("Ada Lovelace", "Grace Hopper", "Edsger Dijkstra")
 CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
 SETUP = "sb.setup(quiet=True)"
 CHECKED = re.compile(r"""sb\.check\(\s*["']([^"']+)["']""")
-# Problem sets whose solution code still types the book's inputs: expected to fail (strictly) until fixed.
-NOT_YET = {"08_serving_llama", "09_profiling", "12_gpus", "14_moe"}
 
 
 def code_cells(path: Path) -> list[str]:
@@ -113,11 +111,7 @@ def test_the_harness_names_the_student_and_counts_an_answer_for_the_books_values
     assert variants.enrolled() is None  # the run leaves the session in self-study
 
 
-NOT_YET_FIXED = pytest.mark.xfail(strict=True, reason="its solution code types the book's inputs")
-
-
-@pytest.mark.parametrize("path", [pytest.param(path, marks=[NOT_YET_FIXED] * (path.stem in NOT_YET))
-                                  for path in SOLUTIONS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_the_solution_notebook_is_right_for_every_student(path: Path):
     wrong = {}
     for student in STUDENTS:
