@@ -7,6 +7,8 @@
     strictjson.py   JSON a submission wrote, read as the standard defines it, within a memory budget
     autograde.py    the run: each notebook in its sandbox, its answers set beside the key in the grader's process
     runner.py       what a sandbox runs: the notebook's cells in one IPython shell, a time limit per cell
+    reasoning.py    the reasoning students wrote, whole, the handout's text left out: a page per problem set
+    integrity.py    flags: answers or code another student's, or another student named
     gradebook.py    the CSV, each student's feedback and the class summary
 
 Each name loads its module on first use.
@@ -19,10 +21,22 @@ from typing import TYPE_CHECKING
 from ...faces import face
 
 if TYPE_CHECKING:
-    from . import autograde, cgroups, gradebook, namespaces, runner, sandbox, strictjson, submissions
+    from . import (
+        autograde,
+        cgroups,
+        gradebook,
+        integrity,
+        namespaces,
+        reasoning,
+        runner,
+        sandbox,
+        strictjson,
+        submissions,
+    )
     from .autograde import grade
 
-_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "runner", "gradebook")
+_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "runner", "reasoning",
+            "integrity", "gradebook")
 _TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
 
 __all__ = list(_TABLE)

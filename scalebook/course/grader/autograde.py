@@ -44,8 +44,8 @@ from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
 from ..roster import Roster
 from ..variants import VARIANT, student_key, values_for
-from . import runner, sandbox, strictjson
-from .gradebook import Gradebook, grader_error, reasoning_cells, summary
+from . import integrity, reasoning, runner, sandbox, strictjson
+from .gradebook import Gradebook, grader_error, summary
 from .runner import MAX_ERRORS
 from .submissions import Result, Submission, find_submissions, read_once
 
@@ -271,11 +271,12 @@ def _scored(possible: dict[str, int], outcomes: dict[str, str], hints: dict[str,
 
 def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxed: bool = True,
               limits: sandbox.Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = (),
-              hint_cost: float = 0.0) -> Result:
+              hint_cost: float = 0.0, handout: frozenset[str] = frozenset()) -> Result:
     """Grade one submission; never raises: anything that goes wrong becomes the row's status. `hide` names
     host folders its sandbox must not see (the course root, the submissions, the gradebook's folder). The
     student the file's name names is the one whose variant (`key`'s secret) it is graded against, whatever
-    the notebook claims; `hint_cost` is the fraction of a question's points each hint taken costs."""
+    the notebook claims; `hint_cost` is the fraction of a question's points each hint taken costs. `handout`
+    holds the text of the handout's cells (`reasoning.handout`): the student's own cells are the others."""
     try:
         if submission.refused:
             return Result(submission, submission.refused, detail=submission.why)
@@ -299,11 +300,29 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         last, hints, errors = _records(data)
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
         advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
+        cells = reasoning.notebook_cells(content)
+        answers = {q: last[q][1] for q in possible if last.get(q) not in (None, ...)}
         return Result(submission, status, outcomes, _scored(possible, outcomes, hints, hint_cost), possible, detail,
                       {q: n for q, n in hints.items() if q in possible}, advice, errors,
-                      reasoning_cells(content, possible))
+                      reasoning.capture(cells, possible, handout), integrity.work(cells, handout, answers))
     except Exception as err:  # noqa: BLE001 - the error boundary: one file never stops the class's grading
         return grader_error(submission, err)
+
+
+def _flag(results: list[Result], key: _Key, roster: Roster | None) -> None:
+    """Add what `integrity` finds to each result's flags, with the key's view of each student's inputs."""
+    def differ(qid: str, a: str, b: str) -> bool:
+        return key.values(a, [qid])[qid] != key.values(b, [qid])[qid]
+
+    integrity.flag(results, differ, lambda qid, answer: key.judge(qid, answer) == "right", roster,
+                   reasoning.naming(roster))
+
+
+def _handouts(submissions: list[Submission], root: Path) -> dict[str, frozenset[str]]:
+    """{problem set: its handout's cell texts (`reasoning.handout`)} of each set the submissions claim that the
+    course has."""
+    sets = {s.problem_set for s in submissions if s.problem_set and not s.refused}
+    return {name: reasoning.handout(root, name) for name in sets if (root / "solutions" / f"{name}.md").is_file()}
 
 
 def _questions(submissions: list[Submission], root: Path) -> set[str]:
@@ -374,20 +393,26 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode)
     key = _Key(secret, {s.student for s in submissions if s.student})
     hide = tuple(str(p.resolve()) for p in (root, folder, out.parent))
+    given = _handouts(submissions, root)
 
     def one(index: int) -> None:
         try:
-            result = grade_one(submissions[index], root, timeout, sandboxed, limits, key, hide, hint_cost)
+            result = grade_one(submissions[index], root, timeout, sandboxed, limits, key, hide, hint_cost,
+                               given.get(submissions[index].problem_set or "", frozenset()))
         except Exception as err:  # noqa: BLE001 - grade_one never raises; should it, the row says so
             result = grader_error(submissions[index], err)
         book.record(index, result)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, range(len(submissions))))
+    _flag([r for r in book.results if r], key, roster)
     results = book.finish()
+    reasoning.write_pages(results, out.parent / "reasoning", roster)
     if on_results:
         on_results(results)
     students = len({r.submission.student for r in results})
+    flagged = sum(bool(r.flags) for r in results)
     title = (f"gradebook: {len(results)} file(s) of {students} student(s); a column per problem set (! = not fully "
-             f"graded); every question, status and file in {out.name}, feedback/ beside it. Sandbox: {mode}")
+             f"graded); every question, status and file in {out.name}, feedback/ and reasoning/ beside it. Sandbox: "
+             f"{mode}" + (f". Integrity: {flagged} file(s) flagged (the flags column)" if flagged else ""))
     return summary(results, "\n".join(textwrap.wrap(title, 120)))

@@ -7,10 +7,8 @@ row's status. Text that comes from a submission (names, kernel names, error line
 it goes: control and bidirectional characters and undecodable bytes shown as escapes everywhere (`clean`),
 a leading `= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped in the feedback (`markdown`).
 
-The "write your reasoning" cells are graded by hand: `reasoning_cells` reads them from the submitted notebook's
-JSON (as data, never run), each under the id of the problem whose `sb.check` cell precedes it, and `finish`
-writes them to `reasoning/<student>-<hash>.md` beside the CSV, capped at `MAX_REASONING` characters per problem
-and escaped; the CSV's `reasoning` column is left empty for the teacher's points.
+The "write your reasoning" cells are graded by hand, from one page per problem set (`reasoning.py`); the CSV's
+`reasoning` column is left for the teacher's points. The `flags` column says what `integrity.py` found.
 """
 
 from __future__ import annotations
@@ -28,15 +26,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...tables import Table
-from . import strictjson
 from .submissions import Result, Submission
 
-__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name", "reasoning_cells",
-           "MAX_REASONING"]
-
-MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teacher; the rest is cut
-_STUB = "*Write your reasoning here.*"  # what `course.handouts.strip_solutions` leaves in a reasoning cell
-_CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
+__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name"]
 
 
 def grader_error(submission: Submission, err: BaseException, where: str = "") -> Result:
@@ -123,55 +115,6 @@ def _line(r: Result, qid: str) -> str:
     return text + (f" ({taken} hint{'s' * (taken > 1)} taken)" if taken else "")
 
 
-def _source(cell_: Any) -> str:
-    """A notebook cell's source as text ('' when the JSON holds anything else there)."""
-    source = cell_.get("source", "") if isinstance(cell_, dict) else ""
-    if isinstance(source, list) and all(isinstance(line, str) for line in source):
-        return "".join(source)
-    return source if isinstance(source, str) else ""
-
-
-def reasoning_cells(content: bytes, possible: dict[str, int]) -> dict[str, str]:
-    """The reasoning a submitted notebook gives per question of `possible`: the text of the Markdown cells
-    that follow the code cell checking it (`sb.check("QID", ...)`) up to the next heading, the unedited stub
-    left out, at most `MAX_REASONING` characters each. The JSON is read as data, never run; a notebook
-    that cannot be read, or whose parse would cost the grader more than `strictjson.MAX_PARSE` bytes (counted
-    before parsing: `strictjson.cost`), has no reasoning ({})."""
-    try:
-        cells = strictjson.parse(content).get("cells", [])
-    except (ValueError, AttributeError):
-        return {}
-    found: dict[str, list[str]] = {}
-    qid = None
-    for cell_ in cells if isinstance(cells, list) else []:
-        kind, text = (cell_.get("cell_type") if isinstance(cell_, dict) else None), _source(cell_)
-        if kind == "code":
-            qid = next((q for q in reversed(_CHECKED.findall(text)) if q in possible), qid)
-        elif kind == "markdown" and text.lstrip().startswith("#"):
-            qid = None
-        elif kind == "markdown" and qid and text.strip() and text.strip() != _STUB:
-            found.setdefault(qid, []).append(text.strip())
-    return {q: _capped("\n\n".join(texts)) for q, texts in found.items()}
-
-
-def _capped(text: str) -> str:
-    """`text` cut to `MAX_REASONING` characters, saying so."""
-    if len(text) <= MAX_REASONING:
-        return text
-    return text[:MAX_REASONING] + f"\n\n[cut: {len(text) - MAX_REASONING} more characters not kept]"
-
-
-def _reasoning_section(r: Result) -> str:
-    """One result's reasoning, a subsection per question (every line escaped), for grading by hand."""
-    name = r.submission.problem_set or markdown(r.submission.path.name)
-    lines = [f"## {name} ({markdown(r.submission.path.name)})", ""]
-    for q in r.possible:
-        text = r.reasoning.get(q)
-        body = [markdown(line) for line in text.splitlines()] if text else ["*(no reasoning written)*"]
-        lines += [f"### {q}", "", *body, ""]
-    return "\n".join(lines) + "\n"
-
-
 def _feedback_title(student: str) -> str:
     return f"# Feedback for {markdown(student)}\n\n"
 
@@ -198,7 +141,7 @@ class Gradebook:
         self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
         self.owners: dict[str, str] = {}  # feedback file name: the student whose it is (`feedback_name`)
         self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
-                        "total", "possible", "hints", "reasoning", "status", "sandbox", "detail"]
+                        "total", "possible", "hints", "reasoning", "status", "sandbox", "detail", "flags"]
         self.feedback.mkdir(exist_ok=True)
         self.reasoning.mkdir(exist_ok=True)
         _write_atomic(out, ",".join(self.columns) + "\r\n")
@@ -211,7 +154,7 @@ class Gradebook:
                 "file": cell(str(r.submission.path.relative_to(self.folder))), **r.points, "total": r.total,
                 "possible": sum(r.possible.values()), "hints": sum(r.hints.values()), "status": cell(r.status),
                 "sandbox": self.mode,
-                "detail": cell(r.detail)}
+                "detail": cell(r.detail), "flags": cell("; ".join(r.flags))}
 
     def record(self, index: int, result: Result) -> None:
         """Store one result and append its row and its feedback section; a failure to write them becomes
@@ -254,10 +197,6 @@ class Gradebook:
             except ValueError:  # another student's file: this student's rows say so
                 continue
             _write_atomic(self.feedback / name, _feedback_title(student) + "".join(map(_feedback_section, mine)))
-            graded = [r for r in mine if r.possible and r.status != "superseded"]
-            if graded:
-                _write_atomic(self.reasoning / name,
-                              f"# Reasoning of {markdown(student)}\n\n" + "".join(map(_reasoning_section, graded)))
         return results
 
 

@@ -38,6 +38,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..roster import Roster, sender
 
@@ -85,6 +86,8 @@ class Result:
     advice: dict[str, str] = field(default_factory=dict)  # per wrong answer: the likely mistake and a hint
     errors: list[str] = field(default_factory=list)  # the error line of each crashed cell ('cell 4: NameError: ...')
     reasoning: dict[str, str] = field(default_factory=dict)  # per question: the reasoning cells' text, for the teacher
+    work: Any = None  # what integrity compares of the notebook (`integrity.Work`), once it ran
+    flags: list[str] = field(default_factory=list)  # what integrity found (`integrity.flag`), for the teacher
 
     @property
     def total(self) -> float:
