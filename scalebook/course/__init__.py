@@ -11,6 +11,7 @@
     puzzles.py     design puzzles: open problems whose answer is a training layout
     grader/        grading a class: submissions, the sandbox and its caps, the run, the gradebook
     gradescope.py  Gradescope's autograder zip and the run inside it
+    exports.py     a gradebook as Canvas and Moodle import it, and as Gradescope's results
     commands.py    the teacher's commands (`scalebook grade`, `scalebook course ...`)
 
 Students call `sb.setup`, `sb.problem`, `sb.hint` and `sb.check` from the top face; this face is the teacher's.
@@ -24,7 +25,20 @@ from typing import TYPE_CHECKING
 from ..faces import face
 
 if TYPE_CHECKING:
-    from . import answers, commands, grader, gradescope, handouts, hints, key, mistakes, puzzles, roster, variants
+    from . import (
+        answers,
+        commands,
+        exports,
+        grader,
+        gradescope,
+        handouts,
+        hints,
+        key,
+        mistakes,
+        puzzles,
+        roster,
+        variants,
+    )
     from .answers import check
     from .grader.autograde import grade
     from .handouts import strip_solutions
@@ -32,7 +46,7 @@ if TYPE_CHECKING:
     from .variants import problem, student_key
 
 _MODULES = ("roster", "variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
-            "commands")
+            "exports", "commands")
 _TABLE = {
     "check": "answers", "problem": "variants", "student_key": "variants", "hint": "hints",
     "strip_solutions": "handouts", "grade": "grader.autograde",

@@ -1,31 +1,33 @@
 """The teacher's commands: grading a class and setting up a course.
 
-    scalebook grade SUBMISSIONS_DIR --out gradebook.csv [--timeout 120] [--jobs N] [--force] [--no-sandbox]
-                    [--secret-file course.key] [--hint-cost 0.25] [--format csv|gradescope|lms]
+    scalebook grade SUBMISSIONS_DIR --out grades/gradebook.csv [--timeout 120] [--jobs N] [--force] [--no-sandbox]
+                    [--secret-file course.key] [--hint-cost 0.25] [--student ada ...] [--course DIR]
+                    [--format csv|canvas|moodle|gradescope]
+    scalebook course export --gradebook grades/gradebook.csv --to canvas|moodle|gradescope --out canvas.csv
+                            [--roster roster.csv] [--assignment 05="Problem set 5 (48213)" ...] [--course DIR]
     scalebook course keys --secret-file course.key alice bob ...     # each student's key for sb.setup(key=...)
     scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key] [--hint-cost 0.25]
                                     [--visibility after_published] [--question-visibility 01.16=hidden]
                                     [--roster roster.csv]
 
 The course secret lives in a file the teacher keeps (`--secret-file`); with it every student has their own
-inputs (`scalebook.course.variants`), without it everyone has the book's. `--format gradescope` writes one
-`results.json` per graded file (`gradescope/<file>.json` beside the gradebook); `--format lms` writes a CSV
-with a row per student for Canvas or Moodle (`<gradebook>-lms.csv`).
+inputs (`scalebook.course.variants`), without it everyone has the book's. `course export` turns a gradebook into
+what Canvas, Moodle or Gradescope imports (`exports.py`), without grading again; `grade --format` does the same
+with the gradebook it has just written (`<gradebook>-canvas.csv`, `-moodle.csv`, or `gradescope/` beside it).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from ..arguments import count, new_file, one_of, seconds
 from ..tables import Table
-from .grader.autograde import cores, grade
-from .grader.gradebook import feedback_name
-from .grader.submissions import Result
-from .gradescope import VISIBILITIES, autograder_zip, lms_csv, results_json
+from . import exports
+from .grader.autograde import cores, course_root, grade
+from .gradescope import VISIBILITIES, autograder_zip
+from .roster import Roster, find_roster
 from .variants import student_key
 
 __all__ = ["add_commands", "read_secret"]
@@ -52,29 +54,63 @@ def fraction(text: str) -> float:
     return value
 
 
-def _export(results: list[Result], out: Path, fmt: str) -> str:
-    """Write the export `fmt` of `results` beside the gradebook `out`; return what was written."""
-    if fmt == "lms":
-        return str(lms_csv(results, out.with_name(f"{out.stem}-lms.csv")))
-    if fmt == "gradescope":
-        folder = out.parent / "gradescope"
-        folder.mkdir(exist_ok=True)
-        for r in results:
-            if r.possible:
-                name = f"{feedback_name(r.submission.student)[:-3]}-{r.submission.problem_set}.json"
-                (folder / name).write_text(json.dumps(results_json(r), indent=1), encoding="utf-8")
-        return f"{folder}/"
-    return ""
+def gradebook_path(text: str) -> str:
+    """A CSV to write: not a folder (its own folder is created if missing)."""
+    if not text or Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
+    return text
+
+
+def assignment(text: str) -> tuple[str, str]:
+    """One problem set's assignment on the platform, `SET=TITLE` ('05=Problem set 5 (48213)'), for --assignment."""
+    key, _, title = text.partition("=")
+    if not key.strip() or not title.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not SET=TITLE, e.g. 05='Problem set 5 (48213)'")
+    return key.strip(), title.strip()
+
+
+def _roster(path: str | None, root: str | None) -> Roster | None:
+    """The roster at `path` (the course's roster.csv, or a platform's export), else the course's own, else None."""
+    if path:
+        try:
+            return Roster.read(path)
+        except ValueError:
+            return Roster.from_export(path)
+    try:
+        return find_roster(course_root(Path(root) if root else None))
+    except ValueError:
+        return None
+
+
+def _export(platform: str, gradebook: Path, out: Path, args: argparse.Namespace) -> str:
+    """Write `platform`'s export of the gradebook `gradebook` to `out`; say what was written and what was left out."""
+    roster = _roster(getattr(args, "roster", None), args.course)
+    if platform == "gradescope":
+        done = exports.gradescope(gradebook, roster, out, Path(args.course) if args.course else None)
+    else:
+        done = getattr(exports, platform)(gradebook, roster, out, dict(getattr(args, "assignment", None) or []))
+    return "\n".join([f"wrote {done.path} ({platform})", *(f"  note: {n}" for n in done.notes)])
 
 
 def _grade(args: argparse.Namespace) -> str:
-    written: list[str] = []
     out = Path(args.out)
-    table = grade(Path(args.submissions), out, timeout=args.timeout, jobs=args.jobs, sandboxed=not args.no_sandbox,
-                  force=args.force, secret=read_secret(args.secret_file), hint_cost=args.hint_cost,
-                  on_results=lambda results: written.append(_export(results, out, args.format)))
-    extra = f" and {written[0]}" if written and written[0] else ""
-    return f"{table}\n\nwrote {args.out}{extra} and feedback/ beside it"
+    table = grade(Path(args.submissions), out, root=Path(args.course) if args.course else None, timeout=args.timeout,
+                  jobs=args.jobs, sandboxed=not args.no_sandbox, force=args.force,
+                  secret=read_secret(args.secret_file), hint_cost=args.hint_cost, students=args.student)
+    lines = [str(table), "", f"wrote {args.out}, feedback/ and reasoning/ beside it; the reasoning points you give go "
+                             f"in {out.stem}-manual.csv, which no regrade writes over"]
+    if args.format == "lms":
+        lines.append("--format lms is gone (its file imported in neither Canvas nor Moodle): --format canvas or "
+                     "moodle writes what each imports; here is canvas")
+    platform = {"lms": "canvas"}.get(args.format, args.format)
+    if platform != "csv":
+        target = out.parent / "gradescope" if platform == "gradescope" else out.with_name(f"{out.stem}-{platform}.csv")
+        lines.append(_export(platform, out, target, args))
+    return "\n".join(lines)
+
+
+def _course_export(args: argparse.Namespace) -> str:
+    return _export(args.to, Path(args.gradebook), Path(args.out), args)
 
 
 def _keys(args: argparse.Namespace) -> str:
@@ -105,21 +141,30 @@ def _course_options(parser: argparse.ArgumentParser) -> None:
                         help="fraction of a question's points each hint taken costs (default 0)")
 
 
+def _course_folder(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--course", metavar="DIR",
+                        help="the course's folder, holding solutions/ (default: here, else this package's checkout)")
+
+
 def add_commands(sub: Any) -> None:
     """Add `grade` and `course` to the `scalebook` command's subparsers `sub`."""
     grader = sub.add_parser("grade", help="grade a folder of submitted exercise notebooks into a CSV gradebook")
     grader.add_argument("submissions", help="folder of <student>__NN_slug.ipynb files or per-student folders")
-    grader.add_argument("--out", default="gradebook.csv", type=new_file,
-                        help="CSV to write (feedback/ goes beside it)")
+    grader.add_argument("--out", default="gradebook.csv", type=gradebook_path,
+                        help="CSV to write (its folder is created; feedback/ and reasoning/ go beside it)")
     grader.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
     grader.add_argument("--jobs", type=count, default=None,
                         help=f"notebooks graded at once (default: the CPUs this process may use, {cores()} here)")
-    grader.add_argument("--force", action="store_true", help="overwrite an existing gradebook at --out")
+    grader.add_argument("--force", action="store_true",
+                        help="overwrite an existing gradebook at --out (its manual points are kept)")
+    grader.add_argument("--student", action="append", metavar="NAME",
+                        help="regrade this student's files only, into the gradebook at --out (repeat per student)")
     grader.add_argument("--no-sandbox", action="store_true",
                         help="run notebooks without a sandbox (trusted work only; every row says so)")
-    grader.add_argument("--format", default="csv", type=one_of(["csv", "gradescope", "lms"]), metavar="FORMAT",
-                        help="also write: gradescope (a results.json per file) or lms (a row per student)")
+    grader.add_argument("--format", default="csv", type=one_of(["csv", *exports.PLATFORMS, "lms"]), metavar="FORMAT",
+                        help="also write what canvas, moodle or gradescope imports, from the gradebook written")
     _course_options(grader)
+    _course_folder(grader)
     grader.set_defaults(run=_grade)
     course = sub.add_parser("course", help="set up a course: students' keys, Gradescope's autograder zip")
     what = course.add_subparsers(dest="course_command", required=True)
@@ -138,3 +183,14 @@ def add_commands(sub: Any) -> None:
     gradescope.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
     _course_options(gradescope)
     gradescope.set_defaults(run=_zip)
+    export = what.add_parser("export", help="turn a gradebook into what Canvas, Moodle or Gradescope imports")
+    export.add_argument("--gradebook", required=True, help="the gradebook CSV `scalebook grade` wrote")
+    export.add_argument("--to", required=True, type=one_of(exports.PLATFORMS), metavar="PLATFORM",
+                        help="canvas, moodle or gradescope")
+    export.add_argument("--out", required=True, type=gradebook_path,
+                        help="the CSV to write (gradescope: a folder); its folder is created")
+    export.add_argument("--roster", help="the course's roster.csv or the platform's export (default: the course's)")
+    export.add_argument("--assignment", action="append", type=assignment, metavar="SET=TITLE",
+                        help="the platform's assignment for a problem set, e.g. 05='Problem set 5 (48213)'")
+    _course_folder(export)
+    export.set_defaults(run=_course_export)

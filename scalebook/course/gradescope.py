@@ -38,13 +38,11 @@ in a sandbox (`grader.sandbox`) or not at all: where none can start (no bubblewr
 CAP_SYS_ADMIN), results.json says so and awards nothing, since a notebook run without one could read the answer
 key and the course secret.
 
-**Canvas and Moodle.** `lms_csv(results, path)` writes one row per student: the total, a column per problem
-set and one per question, which both import as a gradebook (matched on the student column).
+Canvas's and Moodle's imports, and Gradescope's results from a gradebook, are `exports.py`'s.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -58,12 +56,12 @@ from typing import Any
 from ..units import closest
 from .grader import sandbox
 from .grader.autograde import _Key, grade_one, question_points
-from .grader.gradebook import cell, clean
+from .grader.gradebook import clean
 from .grader.submissions import Result, Submission
 from .roster import ROSTER_FILE, Roster
 
 __all__ = ["VISIBILITIES", "UV", "results_json", "choose_notebook", "pinned_requirements", "run", "autograder_zip",
-           "lms_csv", "main"]
+           "main"]
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's, least visible first
 UV = "0.13.9"  # the uv (https://docs.astral.sh/uv/) setup.sh installs: it brings the grader's own Python
@@ -359,27 +357,6 @@ def autograder_zip(out: Path, problem_set: str, root: Path | None = None, secret
         for path in _package_files(_PACKAGE):
             archive.write(path, f"course/scalebook/{path.relative_to(_PACKAGE)}")
     return Path(out)
-
-
-def lms_csv(results: list[Result], path: Path) -> Path:
-    """Write one row per student (the total, an empty `reasoning` column for the points the teacher gives the
-    reasoning by hand, a column per problem set, one per question) for Canvas or Moodle to import; a student's
-    latest graded file of each set counts (superseded and refused rows are left out)."""
-    counted = [r for r in results if r.submission.problem_set and r.possible and r.status != "superseded"]
-    sets = sorted({r.submission.problem_set for r in counted})
-    qids = sorted({q for r in counted for q in r.possible}, key=lambda q: [int(x) for x in q.split(".")])
-    rows: dict[str, dict[str, Any]] = {}
-    for r in counted:
-        row = rows.setdefault(r.submission.student, {"student": cell(r.submission.student), "total": 0,
-                                                      "reasoning": ""})
-        row[r.submission.problem_set] = r.total
-        row["total"] += r.total
-        row.update({q: r.points.get(q, 0) for q in r.possible})
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["student", "total", "reasoning", *sets, *qids], restval=0)
-        writer.writeheader()
-        writer.writerows(rows[s] for s in sorted(rows))
-    return Path(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,6 @@ here from the system's python3 (3.11 on this machine) with the very distribution
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -40,7 +39,7 @@ import pytest
 from scalebook import cli
 from scalebook.course.grader.autograde import _Key, question_points
 from scalebook.course.grader.submissions import Result, Submission
-from scalebook.course.gradescope import UV, VISIBILITIES, autograder_zip, choose_notebook, lms_csv, results_json, run
+from scalebook.course.gradescope import UV, VISIBILITIES, autograder_zip, choose_notebook, results_json, run
 from scalebook.course.key import get_problem
 from scalebook.course.roster import Roster, Student
 from scalebook.course.variants import student_key
@@ -114,17 +113,6 @@ def test_each_question_carries_its_own_visibility():
     assert [t["visibility"] for t in results["tests"]] == ["visible", "after_published", "hidden"]
     with pytest.raises(ValueError, match="visibility of 01.3='later'"):
         results_json(_result(), "visible", {"01.3": "later"})
-
-
-def test_the_lms_csv_has_a_row_per_student_and_a_column_per_set_and_question(tmp_path):
-    second = _result("bo")
-    second.points = {"01.1": 1, "01.2": 1, "01.3": 2}
-    path = lms_csv([_result(), second, _result("=cmd")], tmp_path / "lms.csv")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["student", "total", "reasoning", SET, "01.1", "01.2", "01.3"]
-    assert {r["reasoning"] for r in rows} == {""}  # the teacher's points for the reasoning, given by hand
-    assert [(r["student"], r["total"]) for r in rows] == [("'=cmd", "1"), ("ada", "1"), ("bo", "4")]
 
 
 def _upload(folder: Path, *names: str) -> Path:

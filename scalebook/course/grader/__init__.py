@@ -10,6 +10,7 @@
     reasoning.py    the reasoning students wrote, whole, the handout's text left out: a page per problem set
     integrity.py    flags: answers or code another student's, or another student named
     gradebook.py    the CSV, each student's feedback and the class summary
+    manual.py       the teacher's own points for the reasoning, in a file no regrade writes
 
 Each name loads its module on first use.
 """
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         cgroups,
         gradebook,
         integrity,
+        manual,
         namespaces,
         reasoning,
         runner,
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from .autograde import grade
 
 _MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "runner", "reasoning",
-            "integrity", "gradebook")
+            "integrity", "gradebook", "manual")
 _TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
 
 __all__ = list(_TABLE)

@@ -33,23 +33,24 @@ import sys
 import tempfile
 import textwrap
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ...tables import Table
+from ...units import closest
 from ..answers import GRADE_ANSWERS, MAX_DEPTH, MAX_RECORD, agrees, right_for_other_values
 from ..hints import MAX_HINTS, hint_text
 from ..mistakes import likely_mistake
 from ..roster import Roster
 from ..variants import VARIANT, student_key, values_for
 from . import integrity, reasoning, runner, sandbox, strictjson
-from .gradebook import Gradebook, grader_error, summary
+from .gradebook import Gradebook, check_out, grader_error, summary
 from .runner import MAX_ERRORS
 from .submissions import Result, Submission, find_submissions, read_once
 
-__all__ = ["question_points", "read_answers", "grade_one", "grade", "cores"]
+__all__ = ["question_points", "read_answers", "grade_one", "grade", "course_root", "cores"]
 
 
 _HEADING = re.compile(r"^## Problem (\d+) (★+)", re.M)
@@ -336,19 +337,30 @@ def _questions(submissions: list[Submission], root: Path) -> set[str]:
     return qids
 
 
-def _check_out(out: Path, folder: Path, force: bool) -> None:
-    """Refuse an output path that is a folder, lies in the submissions, or would overwrite a gradebook or its
-    feedback without `force`."""
-    if out.is_dir():
-        raise ValueError(f"out={str(out)!r} is a folder; give the path of the CSV file to write")
-    if out.resolve().is_relative_to(folder.resolve()):
-        raise ValueError(f"out={str(out)!r} lies inside the submissions folder; write the gradebook elsewhere")
-    if (out.exists() or out.is_symlink()) and not force:
-        raise ValueError(f"out={str(out)!r} exists; pass force=True (--force) to overwrite that gradebook")
-    for kind in ("feedback", "reasoning"):
-        written = out.parent / kind
-        if written.is_dir() and any(written.iterdir()) and not force:
-            raise ValueError(f"{str(written)!r} holds earlier {kind}; pass force=True (--force) to overwrite it")
+def course_root(root: Path | None = None) -> Path:
+    """The course's folder, the one holding `solutions/` (the problem sets and their points): `root` when given, else
+    the current folder, else the checkout this package runs from, so the grader runs from anywhere."""
+    if root is not None:
+        if not (Path(root) / "solutions").is_dir():
+            raise ValueError(f"root={str(root)!r} has no solutions/ folder: give the course's folder (--course), "
+                             "the one holding solutions/")
+        return Path(root)
+    for place in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        if (place / "solutions").is_dir():
+            return place
+    raise ValueError(f"neither the current folder ({Path.cwd()}) nor this package's checkout holds solutions/: "
+                     "give the course's folder with --course (root=...)")
+
+
+def _regraded(submissions: list[Submission], students: Collection[str], folder: Path) -> list[Submission]:
+    """The submissions of `students` only; ValueError naming a student with no file in `folder`."""
+    found = {s.student for s in submissions}
+    for name in students:
+        if name not in found:
+            near = closest(name, sorted(found))
+            raise ValueError(f"student={name!r} has no file in {str(folder)!r}"
+                             + (f"; closest: {', '.join(map(repr, near))}" if near else ""))
+    return [s for s in submissions if s.student in set(students)]
 
 
 def cores() -> int:
@@ -360,7 +372,7 @@ def cores() -> int:
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int | None = None,
           sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
           secret: str | None = None, hint_cost: float = 0.0,
-          on_results: Callable[[list[Result]], None] | None = None,
+          on_results: Callable[[list[Result]], None] | None = None, students: Collection[str] | None = None,
           roster: Roster | None = None) -> Table:
     """Grade every file in `folder`; write the CSV gradebook `out` (a row per file, a column per question) and
     `feedback/<student>-<hash>.md` beside it; return the summary (a row per student, a column per problem set).
@@ -370,7 +382,13 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     which runs the notebooks as plain processes (trusted work only) and says so in every row. With the course's
     `secret`, each student is graded against their own variant (`scalebook.course.variants`); `hint_cost` (0 to 1)
     is the fraction of a question's points each hint taken costs; `on_results` is called with every file's
-    result once the gradebook is written (the command line's exports: Gradescope, Canvas/Moodle).
+    result once the gradebook is written.
+
+    `root` is the course's folder (`course_root`: by default here, else this package's checkout). `out`'s folder is
+    created. The gradebook is written whole or not at all: until the run ends the earlier one stays as it was, and a
+    run stopped at any moment (Ctrl-C) leaves it so. `students` regrades those students' files only, into the
+    gradebook already at `out` (the other students' rows kept); the teacher's manual points (`manual.py`) are never
+    written over.
     With the course's `roster`, each file is filed under its sender's uid, or is a row `unmatched` saying why.
     """
     jobs = cores() if jobs is None else jobs
@@ -378,19 +396,20 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
         raise ValueError(f"timeout must be positive and jobs at least 1, got timeout={timeout!r}, jobs={jobs!r}")
     if not (isinstance(hint_cost, (int, float)) and 0 <= hint_cost <= 1):
         raise ValueError(f"hint_cost={hint_cost!r} must be a fraction of a question's points, 0 to 1")
-    root = Path(root) if root else Path.cwd()
-    if not (root / "solutions").is_dir():
-        raise ValueError(f"root={str(root)!r} has no solutions/ folder (run from the repository root)")
+    root = course_root(root)
     folder, out = Path(folder), Path(out)
     submissions = find_submissions(folder, roster)
-    _check_out(out, folder, force)
+    earlier = check_out(out, folder, force, students is not None)
+    if students is not None:
+        submissions = _regraded(submissions, students, folder)
     if sandboxed and (why := sandbox.available()):
         raise ValueError(f"sandboxed=True, but no sandbox works here: {why}. Pass --no-sandbox (sandboxed=False) "
                          "only to grade work you trust.")
     limits = dataclasses.replace(limits or sandbox.Limits(), jobs=jobs)  # `jobs` sandboxes share the host's tables
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
-    book = Gradebook(out, folder, submissions, _questions(submissions, root), mode)
+    book = Gradebook(out, folder, submissions, _questions(submissions, root), mode,
+                     earlier if students is not None else None)
     key = _Key(secret, {s.student for s in submissions if s.student})
     hide = tuple(str(p.resolve()) for p in (root, folder, out.parent))
     given = _handouts(submissions, root)
@@ -403,10 +422,16 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
             result = grader_error(submissions[index], err)
         book.record(index, result)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         list(pool.map(one, range(len(submissions))))
-    _flag([r for r in book.results if r], key, roster)
-    results = book.finish()
+        pool.shutdown()
+        _flag([r for r in book.results if r], key, roster)
+        results = book.finish()
+    except BaseException:  # Ctrl-C included: the earlier gradebook stays as it was
+        pool.shutdown(wait=False, cancel_futures=True)
+        book.abandon()
+        raise
     reasoning.write_pages(results, out.parent / "reasoning", roster)
     if on_results:
         on_results(results)

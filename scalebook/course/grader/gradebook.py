@@ -1,14 +1,19 @@
 """What grading writes: the CSV gradebook (a row per file, a column per question), each student's feedback
 in Markdown, and the terminal's summary (a row per student, a column per problem set).
 
-Rows are appended to the CSV and the feedback as results arrive (constant cost per row), and both are
-rewritten once, atomically and in order, by `Gradebook.finish`; a failure to write one row becomes that
-row's status. Text that comes from a submission (names, kernel names, error lines) is escaped for each place
-it goes: control and bidirectional characters and undecodable bytes shown as escapes everywhere (`clean`),
-a leading `= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped in the feedback (`markdown`).
+Rows are appended to a file beside the CSV (`.<name>.partial`) and to the feedback as results arrive
+(constant cost per row), and `Gradebook.finish` writes the CSV once, in order, through a temporary file and a
+rename: until then the earlier gradebook stays whole where it was, and a run stopped at any moment (Ctrl-C)
+leaves it so (`Gradebook.abandon` removes the partial rows); a failure to write one row becomes that row's status.
+A regrade of some students only (`kept`) keeps the other students' rows as they were.
 
-The "write your reasoning" cells are graded by hand, from one page per problem set (`reasoning.py`); the CSV's
-`reasoning` column is left for the teacher's points. The `flags` column says what `integrity.py` found.
+Text that comes from a submission (names, kernel names, error lines) is escaped for each place it goes:
+control and bidirectional characters and undecodable bytes shown as escapes everywhere (`clean`), a leading
+`= + - @` quoted in the CSV (`cell`), Markdown and HTML syntax escaped in the feedback (`markdown`).
+
+The "write your reasoning" cells are graded by hand, from one page per problem set (`reasoning.py`). The
+points the teacher gives that reasoning live in their own file (`manual.py`), which no regrade writes; the CSV's
+`reasoning` column shows them, per student and problem set. The `flags` column says what `integrity.py` found.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...tables import Table
+from .manual import COLUMNS, manual_path, read_manual, set_points, typed_in_gradebook, write_template
 from .submissions import Result, Submission
 
-__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name"]
+__all__ = ["Gradebook", "summary", "grader_error", "clean", "cell", "markdown", "feedback_name", "read_rows",
+           "is_qid", "points_cell", "check_out"]
 
 
 def grader_error(submission: Submission, err: BaseException, where: str = "") -> Result:
@@ -122,34 +129,127 @@ def _feedback_title(student: str) -> str:
 def _write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: readers see the old or the new file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C included: no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+_QID_COLUMN = re.compile(r"^\d+(\.\d+)+$")
+_REQUIRED = ("student", "problem set", "file", "total", "possible", "reasoning", "status")
+
+
+def is_qid(column: str) -> bool:
+    """Whether a gradebook column is a question's ('01.2')."""
+    return bool(_QID_COLUMN.match(column))
+
+
+def _qid_order(qid: str) -> list[int]:
+    return [int(x) for x in qid.split(".")]
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of the gradebook CSV `path` as `scalebook grade` wrote them (every cell text); ValueError naming the
+    file when it is not one (a column missing)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"gradebook={str(path)!r} is not a gradebook `scalebook grade` wrote: it has no "
+                             f"{', '.join(repr(c) for c in missing)} column")
+        return list(reader)
+
+
+def points_cell(points: float | None) -> str:
+    """Points as a CSV cell: '' for none, whole numbers without a decimal point."""
+    return "" if points is None else f"{points:g}" if float(points).is_integer() else f"{round(points, 3)}"
+
+
+def _merged(earlier: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a regrade of some students: `earlier`'s rows in order, each regraded student's (`fresh`) rows in
+    place of their earlier ones, students new to the gradebook at the end."""
+    mine: dict[str, list[dict[str, Any]]] = {}
+    for row in fresh:
+        mine.setdefault(row["student"], []).append(row)
+    rows: list[dict[str, Any]] = []
+    placed: set[str] = set()
+    for row in earlier:
+        student = row["student"]
+        if student not in mine:
+            rows.append(row)
+        elif student not in placed:
+            placed.add(student)
+            rows += mine[student]
+    return rows + [r for r in fresh if r["student"] not in placed]
+
+
+def _earlier_rows(out: Path) -> list[dict[str, str]]:
+    """The rows of the gradebook already at `out` ([] when there is none, or it is not a gradebook)."""
+    try:
+        return read_rows(out)
+    except (OSError, ValueError):
+        return []
+
+
+def check_out(out: Path, folder: Path, force: bool, regrade: bool = False) -> list[dict[str, str]]:
+    """Refuse an output path that is a folder, lies in the submissions, or would overwrite a gradebook or its
+    feedback without `force` (or, for a `regrade` of some students, has no gradebook to join), and a rewrite that
+    would lose reasoning points typed into the gradebook itself rather than its manual-points file. Return the
+    earlier gradebook's rows."""
+    if out.is_dir():
+        raise ValueError(f"out={str(out)!r} is a folder; give the path of the CSV file to write")
+    if out.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"out={str(out)!r} lies inside the submissions folder; write the gradebook elsewhere")
+    earlier = _earlier_rows(out)
+    if regrade and not earlier:
+        raise ValueError(f"out={str(out)!r} is no gradebook: regrading some students (--student) rewrites their rows "
+                         "in the gradebook a full run wrote")
+    if (out.exists() or out.is_symlink()) and not (force or regrade):
+        raise ValueError(f"out={str(out)!r} exists; pass force=True (--force) to overwrite that gradebook")
+    for kind in ("feedback", "reasoning"):
+        written = out.parent / kind
+        if written.is_dir() and any(written.iterdir()) and not (force or regrade):
+            raise ValueError(f"{str(written)!r} holds earlier {kind}; pass force=True (--force) to overwrite it")
+    lost = typed_in_gradebook(earlier, read_manual(manual_path(out)))
+    if lost:
+        raise ValueError(f"out={str(out)!r} holds reasoning points typed into the gradebook itself "
+                         f"({'; '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}), which a regrade would lose: "
+                         f"move them to {manual_path(out).name} beside it (columns {', '.join(COLUMNS)}) first")
+    return earlier
 
 
 class Gradebook:
-    """The CSV and the feedback files: each result appended as it arrives (constant cost per row), and
-    everything rewritten once, atomically and in order, by `finish`."""
+    """The CSV and the feedback files: each result appended as it arrives (constant cost per row) to a file beside
+    the CSV, and the CSV written once, atomically and in order, by `finish` (the earlier one whole until then)."""
 
-    def __init__(self, out: Path, folder: Path, submissions: list[Submission], qids: set[str], mode: str) -> None:
+    def __init__(self, out: Path, folder: Path, submissions: list[Submission], qids: set[str], mode: str,
+                 kept: list[dict[str, str]] | None = None) -> None:
         """Start the gradebook `out` (and `feedback/` beside it) of `submissions` in `folder`: a column per
-        question of `qids`, and `mode` (the sandbox and its caps) in every row."""
+        question of `qids`, and `mode` (the sandbox and its caps) in every row. `kept` are the earlier gradebook's
+        rows when only some students are regraded: the others' rows stay as they were."""
         self.out, self.folder, self.mode = out, folder, mode
+        self.partial = out.with_name(f".{out.name}.partial")
         self.feedback, self.reasoning = out.parent / "feedback", out.parent / "reasoning"
         self.lock = threading.Lock()
         self.results: list[Result | None] = [None] * len(submissions)
         self.submissions = submissions
+        self.kept = kept or []
         self.started: set[str] = set()  # students whose feedback this run has begun (earlier files are replaced)
         self.owners: dict[str, str] = {}  # feedback file name: the student whose it is (`feedback_name`)
-        self.columns = ["student", "problem set", "file", *sorted(qids, key=lambda q: [int(x) for x in q.split(".")]),
+        qids = qids | {c for row in self.kept[:1] for c in row if is_qid(c)}
+        self.columns = ["student", "problem set", "file", *sorted(qids, key=_qid_order),
                         "total", "possible", "hints", "reasoning", "status", "sandbox", "detail", "flags"]
         self.feedback.mkdir(exist_ok=True)
         self.reasoning.mkdir(exist_ok=True)
-        _write_atomic(out, ",".join(self.columns) + "\r\n")
-        self.csv: TextIO = open(out, "a", newline="", encoding="utf-8")  # closed by finish
+        _write_atomic(self.partial, ",".join(self.columns) + "\r\n")
+        self.csv: TextIO = open(self.partial, "a", newline="", encoding="utf-8")  # closed by finish or abandon
         self.writer = csv.DictWriter(self.csv, fieldnames=self.columns, restval="")
 
     def row(self, r: Result) -> dict[str, Any]:
-        """The CSV row of one result, every text cell escaped; `reasoning` is left for the teacher's points."""
+        """The CSV row of one result, every text cell escaped; `reasoning` is filled by `finish` from the
+        teacher's manual points."""
         return {"student": cell(r.submission.student), "problem set": r.submission.problem_set or "",
                 "file": cell(str(r.submission.path.relative_to(self.folder))), **r.points, "total": r.total,
                 "possible": sum(r.possible.values()), "hints": sum(r.hints.values()), "status": cell(r.status),
@@ -177,17 +277,33 @@ class Gradebook:
             f.write((_feedback_title(student) if first else "") + _feedback_section(result))
         self.started.add(student)
 
+    def abandon(self) -> None:
+        """Stop without a gradebook: the rows written so far are removed and the earlier gradebook stays as it was."""
+        with self.lock:
+            self.csv.close()
+            self.partial.unlink(missing_ok=True)
+
     def finish(self) -> list[Result]:
-        """Rewrite the CSV (every file's row, in order) and each student's feedback, atomically; return the
-        results (a file no result came for is a grader error)."""
-        self.csv.close()
+        """Write the CSV (every file's row, in order; the kept rows of students not regraded; each row's
+        `reasoning` the teacher's manual points) through a temporary file and a rename, then each student's feedback;
+        create the manual-points file if there is none; return the results (a file no result came for is a grader
+        error)."""
+        with self.lock:
+            self.csv.close()
         results = [r or Result(s, "grader error", detail="no result came back")
                    for r, s in zip(self.results, self.submissions)]
+        manual = read_manual(manual_path(self.out))
+        rows = _merged(self.kept, [self.row(r) for r in results])
+        for row in rows:
+            row["reasoning"] = points_cell(set_points(manual, row["student"], row["problem set"]))
         text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=self.columns, restval="")
+        writer = csv.DictWriter(text, fieldnames=self.columns, restval="", extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(self.row(r) for r in results)
+        writer.writerows(rows)
         _write_atomic(self.out, text.getvalue())
+        self.partial.unlink(missing_ok=True)
+        write_template(manual_path(self.out), [(cell(r.submission.student), q) for r in results
+                                               if r.status != "superseded" for q in r.possible if q in r.reasoning])
         students: dict[str, list[Result]] = {}
         for r in results:
             students.setdefault(r.submission.student, []).append(r)
