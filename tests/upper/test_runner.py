@@ -1,6 +1,7 @@
 """The process a sandbox runs for one notebook (`runner`): every code cell in one IPython shell, a limit per cell
-kept by a parent the notebook did not start, each crashed cell's error line sent to the grader; and JAX left
-unstarted until a cell uses it (`runtime.setup` under `JAX_PLATFORMS=cpu`, as in the sandbox)."""
+kept by a parent the notebook did not start, each crashed cell's error line sent to the grader; JAX left unstarted
+until a cell uses it (`runtime.setup` under `JAX_PLATFORMS=cpu`, as in the sandbox); and as many notebooks at once
+as the grader may use CPUs. How fast a class grades is measured by benchmarks/grade_class.py, not tested."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from pathlib import Path
 import hostile
 import pytest
 
+from scalebook.cli import _parser
 from scalebook.course.answers import GRADE_ANSWERS
-from scalebook.course.grader import runner
+from scalebook.course.grader import autograde, runner, submissions
 
 
 def _write(tmp_path: Path, text: str) -> str:
@@ -113,3 +115,16 @@ def test_setup_under_a_cpu_only_jax_leaves_jax_unstarted_and_reports_what_jax_wo
     ran = subprocess.run([sys.executable, "-c", SETUP], env={**os.environ, "JAX_PLATFORMS": "cpu"},
                          capture_output=True, text=True, timeout=120)
     assert ran.stdout.split() == ["False", "True", "8"], ran.stderr[-2000:]
+
+
+def test_jobs_default_to_the_cpus_this_process_may_use(tmp_path, monkeypatch):
+    """`os.sched_getaffinity(0)`: the CPUs a container or `taskset` leaves this process, not the machine's count."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada__01_rooflines.ipynb").write_text("junk")
+    seen = []
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})
+    monkeypatch.setattr(autograde, "grade_one", lambda s, root, timeout, sandboxed, limits, *rest:
+                        seen.append(limits.jobs) or submissions.Result(s, "graded"))
+    autograde.grade(subs, tmp_path / "g.csv", root=Path(__file__).resolve().parents[2], sandboxed=False)
+    assert seen == [3] and _parser().parse_args(["grade", str(subs)]).jobs is None

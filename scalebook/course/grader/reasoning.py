@@ -38,7 +38,7 @@ __all__ = ["MAX_REASONING", "notebook_cells", "handout", "capture", "naming", "w
 MAX_REASONING = 4000  # characters of one problem's reasoning kept for the teacher; the rest is cut
 _HEADING = re.compile(r"\s*## Problem (\d+) ★")
 _CHECKED = re.compile(r"""\bcheck\(\s*["']([0-9]{1,3}(?:\.[0-9]{1,3}){1,2})["']""")
-_SECTION = re.compile(r"^<!-- student ([0-9a-f]*) -->$", re.M)  # opens a student's section of a page
+_SECTION = re.compile(r"^<!-- student ((?:[0-9a-f]{2})*) -->$", re.M)  # opens a student's section of a page
 
 Cells = list[tuple[str, str]]  # (cell type, source) of each cell of a notebook
 
