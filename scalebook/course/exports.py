@@ -95,6 +95,10 @@ def _scores(gradebook: Path) -> _Scores:
     found = _Scores(sets, {s: max(_number(r["possible"]) for r in counted if r["problem set"] == s) for s in sets})
     for row in counted:
         student, problem_set = row["student"], row["problem set"]
+        if row["status"] == "unmatched":
+            found.notes.append(f"{student}, {problem_set}: an upload the roster matched to no student "
+                               f"({row.get('detail', '')}); left out")
+            continue
         if row["status"] in UNSCORED:
             score = None
             found.notes.append(f"{student}, {problem_set}: left blank, the gradebook says {row['status']!r} "

@@ -229,6 +229,15 @@ def test_a_row_the_grader_could_not_grade_is_blank_and_named_never_a_zero(gradeb
     assert "ada, 01_rooflines: left blank, the gradebook says 'grader error'" in done.notes[0]
 
 
+def test_an_upload_the_roster_matched_to_nobody_is_named_not_exported(gradebook, canvas_roster, tmp_path):
+    text = gradebook.read_text(encoding="utf-8").replace("grace,03_sharding", "gracie,03_sharding")
+    gradebook.write_text(text.replace(",graded,none", ",unmatched,none", 3), encoding="utf-8")
+    done = exports.canvas(gradebook, canvas_roster, tmp_path / "c.csv")
+    assert [r[5:] for r in _rows(done.path.read_text(encoding="utf-8"))[2:]] == [["", ""], ["", ""], ["", ""]]
+    assert [n.split(":")[0] for n in done.notes] == ["ada, 01_rooflines", "grace, 01_rooflines", "gracie, 03_sharding"]
+    assert all("an upload the roster matched to no student" in n for n in done.notes)
+
+
 def test_the_teachers_reasoning_points_are_added_to_the_set(gradebook, canvas_roster, tmp_path):
     manual = gradebook.with_name("gradebook-manual.csv")
     assert manual.read_text(encoding="utf-8").splitlines() == ["student,qid,points,note", "ada,01.2,,"]
