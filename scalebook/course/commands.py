@@ -5,13 +5,16 @@
                     [--format csv|canvas|moodle|gradescope]
     scalebook course export --gradebook grades/gradebook.csv --to canvas|moodle|gradescope --out canvas.csv
                             [--roster roster.csv] [--assignment 05="Problem set 5 (48213)" ...] [--course DIR]
-    scalebook course keys --secret-file course.key alice bob ...     # each student's key for sb.setup(key=...)
+    scalebook course roster EXPORT.csv --out roster.csv [--force]  # the class list, from Canvas, Moodle or Gradescope
+    scalebook course keys --secret-file course.key [--roster roster.csv] [--out keys.csv]  # a key per student
     scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key] [--hint-cost 0.25]
                                     [--visibility after_published] [--question-visibility 01.16=hidden]
-                                    [--roster roster.csv]
+                                    [--roster roster.csv] [--course DIR]
 
 The course secret lives in a file the teacher keeps (`--secret-file`); with it every student has their own
-inputs (`scalebook.course.variants`), without it everyone has the book's. `course export` turns a gradebook into
+inputs (`scalebook.course.variants`), without it everyone has the book's. The roster (`roster.py`, the course
+folder's `roster.csv` or `--roster`) says who the students are: keys are issued per roster entry and the grader
+files every upload under one of them, or reports it unmatched. `course export` turns a gradebook into
 what Canvas, Moodle or Gradescope imports (`exports.py`), without grading again; `grade --format` does the same
 with the gradebook it has just written (`<gradebook>-canvas.csv`, `-moodle.csv`, or `gradescope/` beside it).
 """
@@ -19,6 +22,8 @@ with the gradebook it has just written (`<gradebook>-canvas.csv`, `-moodle.csv`,
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +82,10 @@ def _roster(path: str | None, root: str | None) -> Roster | None:
         except ValueError:
             return Roster.from_export(path)
     try:
-        return find_roster(course_root(Path(root) if root else None))
+        folder = course_root(Path(root) if root else None)
     except ValueError:
         return None
+    return find_roster(folder)  # a roster.csv that cannot be read is an error, never a class without a roster
 
 
 def _export(platform: str, gradebook: Path, out: Path, args: argparse.Namespace) -> str:
@@ -96,7 +102,8 @@ def _grade(args: argparse.Namespace) -> str:
     out = Path(args.out)
     table = grade(Path(args.submissions), out, root=Path(args.course) if args.course else None, timeout=args.timeout,
                   jobs=args.jobs, sandboxed=not args.no_sandbox, force=args.force,
-                  secret=read_secret(args.secret_file), hint_cost=args.hint_cost, students=args.student)
+                  secret=read_secret(args.secret_file), hint_cost=args.hint_cost, students=args.student,
+                  roster=_roster(args.roster, args.course))
     lines = [str(table), "", f"wrote {args.out}, feedback/ and reasoning/ beside it; the reasoning points you give go "
                              f"in {out.stem}-manual.csv, which no regrade writes over"]
     if args.format == "lms":
@@ -113,10 +120,38 @@ def _course_export(args: argparse.Namespace) -> str:
     return _export(args.to, Path(args.gradebook), Path(args.out), args)
 
 
+def _import_roster(args: argparse.Namespace) -> str:
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ValueError(f"out={args.out!r} exists; pass --force to import over that roster (the uids of students "
+                         "still on the export stay as they were)")
+    roster = Roster.from_export(args.export)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    roster.write(out)
+    rows = [{"uid": s.uid, "name": s.name, "email": s.email, "section": s.section} for s in roster.students]
+    title = f"{len(roster.students)} students from a {roster.source} export; wrote {out}"
+    return str(Table(rows, columns=["uid", "name", "email", "section"], title=title))
+
+
 def _keys(args: argparse.Namespace) -> str:
     secret = read_secret(args.secret_file)
-    rows = [{"student": s, "key": student_key(secret, s)} for s in args.students]
-    return str(Table(rows, columns=["student", "key"], title="each student's key: sb.setup(student=..., key=...)"))
+    roster = _roster(args.roster, args.course)
+    if roster is not None and args.students:
+        raise ValueError(f"students={args.students!r}: this course has a roster ({args.roster or 'roster.csv'}), and "
+                         "keys derive from its uids; run `scalebook course keys --secret-file ... --roster roster.csv` "
+                         "without names")
+    if roster is None and not args.students:
+        raise ValueError("name the students, or give --roster roster.csv (`scalebook course roster` makes one)")
+    rows = ([{"uid": s.uid, "name": s.name, "email": s.email, "key": student_key(secret, s.uid)}
+             for s in roster.students] if roster else
+            [{"uid": n, "key": student_key(secret, n)} for n in args.students])
+    if args.out:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # keys are as private as the secret
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return str(Table(rows, columns=list(rows[0]), title="each student's key: sb.setup(student=<uid>, key=<key>)"))
 
 
 def question_visibility(text: str) -> tuple[str, str]:
@@ -128,10 +163,10 @@ def question_visibility(text: str) -> tuple[str, str]:
 
 
 def _zip(args: argparse.Namespace) -> str:
-    path = autograder_zip(Path(args.out), args.problem_set, secret=read_secret(args.secret_file),
-                          hint_cost=args.hint_cost, visibility=args.visibility, timeout=args.timeout,
-                          questions=dict(args.question_visibility or []),
-                          roster=Path(args.roster) if args.roster else None)
+    path = autograder_zip(Path(args.out), args.problem_set, root=Path(args.course) if args.course else None,
+                          secret=read_secret(args.secret_file), hint_cost=args.hint_cost, visibility=args.visibility,
+                          timeout=args.timeout, questions=dict(args.question_visibility or []),
+                          roster=_roster(args.roster, args.course))
     return f"wrote {path}: upload it as the autograder of {args.problem_set} on Gradescope"
 
 
@@ -163,6 +198,8 @@ def add_commands(sub: Any) -> None:
                         help="run notebooks without a sandbox (trusted work only; every row says so)")
     grader.add_argument("--format", default="csv", type=one_of(["csv", *exports.PLATFORMS, "lms"]), metavar="FORMAT",
                         help="also write what canvas, moodle or gradescope imports, from the gradebook written")
+    grader.add_argument("--roster", help="the course's roster.csv (default: the course folder's, if any): each file "
+                                         "is filed under the student it names, or reported unmatched")
     _course_options(grader)
     _course_folder(grader)
     grader.set_defaults(run=_grade)
@@ -170,8 +207,17 @@ def add_commands(sub: Any) -> None:
     what = course.add_subparsers(dest="course_command", required=True)
     keys = what.add_parser("keys", help="each student's key (give it to them for sb.setup(student=, key=))")
     keys.add_argument("--secret-file", required=True, help="file whose first line is the course secret")
-    keys.add_argument("students", nargs="+", help="the students' names, as their files will name them")
+    keys.add_argument("--roster", help="the course's roster.csv (default: the course folder's, if any)")
+    keys.add_argument("--out", type=new_file, help="also write the keys to this CSV (readable by you alone)")
+    keys.add_argument("students", nargs="*", help="without a roster: the students' names, as their files name them")
+    _course_folder(keys)
     keys.set_defaults(run=_keys)
+    roster = what.add_parser("roster", help="import the class list: Canvas's gradebook export, Moodle's "
+                                            "participants export or a Gradescope roster")
+    roster.add_argument("export", help="the CSV the platform exported")
+    roster.add_argument("--out", default="roster.csv", help="the course's roster to write (default: roster.csv)")
+    roster.add_argument("--force", action="store_true", help="import over an existing roster")
+    roster.set_defaults(run=_import_roster)
     gradescope = what.add_parser("gradescope-zip", help="build Gradescope's autograder zip for one problem set")
     gradescope.add_argument("problem_set", help="the problem set, e.g. 01_rooflines (run in the repository)")
     gradescope.add_argument("--out", default="autograder.zip", type=new_file, help="zip to write")
@@ -179,9 +225,11 @@ def add_commands(sub: Any) -> None:
                             help="when students see the tests: " + ", ".join(VISIBILITIES))
     gradescope.add_argument("--question-visibility", action="append", type=question_visibility, metavar="QID=WHEN",
                             help="one question's own visibility, e.g. 01.16=after_published (repeat per question)")
-    gradescope.add_argument("--roster", help="the course's roster.csv (default: roster.csv here, if any)")
+    gradescope.add_argument("--roster", help="the course's roster.csv or the platform's export (default: the "
+                                             "course folder's roster.csv, if any)")
     gradescope.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
     _course_options(gradescope)
+    _course_folder(gradescope)
     gradescope.set_defaults(run=_zip)
     export = what.add_parser("export", help="turn a gradebook into what Canvas, Moodle or Gradescope imports")
     export.add_argument("--gradebook", required=True, help="the gradebook CSV `scalebook grade` wrote")

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from scalebook import cli
 from scalebook.course.grader.submissions import find_submissions
 from scalebook.course.roster import Roster, Student, find_roster, normalise, read_upload_name, sender
+from scalebook.course.variants import student_key
 
 # Canvas, Grades > Export > Export Entire Gradebook
 # (https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-export-grades-in-the-Gradebook/ta-p/809), as Canvas's
@@ -301,3 +303,37 @@ def test_grading_with_a_roster_writes_an_unmatched_row_with_its_reason(canvas, t
     [row] = list(csv.DictReader(out.open(encoding="utf-8")))
     assert row["status"] == "unmatched" and "no student of the roster is 'mallory'" in row["detail"]
 
+
+# --- the teacher's commands -------------------------------------------------------------------------------------
+
+
+def test_the_roster_command_imports_an_export_and_keys_are_issued_per_roster_entry(tmp_path, capsys):
+    secret = tmp_path / "course.key"
+    secret.write_text("a long course secret\n", encoding="utf-8")
+    assert cli.main(["course", "roster", str(export(tmp_path, CANVAS)), "--out", str(tmp_path / "roster.csv")]) == 0
+    assert "4 students" in capsys.readouterr().out
+    keys = tmp_path / "keys.csv"
+    assert cli.main(["course", "keys", "--secret-file", str(secret), "--roster", str(tmp_path / "roster.csv"),
+                     "--out", str(keys)]) == 0
+    shown = capsys.readouterr().out
+    rows = list(csv.DictReader(keys.open(encoding="utf-8")))
+    assert [r["uid"] for r in rows] == ["jsmith", "aoster", "alee", "canvas-12399"]
+    assert all(r["key"] == student_key("a long course secret", r["uid"]) and r["key"] in shown for r in rows)
+
+
+def test_keys_by_name_still_work_without_a_roster_and_are_refused_in_a_course_with_one(tmp_path, capsys):
+    (tmp_path / "solutions").mkdir()  # the course folder: the one holding solutions/
+    secret = tmp_path / "course.key"
+    secret.write_text("a long course secret\n", encoding="utf-8")
+    argv = ["course", "keys", "--secret-file", str(secret), "--course", str(tmp_path), "alice"]
+    assert cli.main(argv) == 0
+    assert student_key("a long course secret", "alice") in capsys.readouterr().out
+    Roster([Student("a1", "Alice")]).write(tmp_path / "roster.csv")
+    assert cli.main(argv) == 2
+    assert "keys derive from its uids" in capsys.readouterr().err
+
+
+def test_the_roster_command_refuses_a_bad_export_in_one_line(tmp_path, capsys):
+    assert cli.main(["course", "roster", str(export(tmp_path, "a,b\n1,2\n")), "--out", str(tmp_path / "r.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "export=" in err and not (tmp_path / "r.csv").exists()
