@@ -40,8 +40,8 @@ def _moe_dispatch(cluster: GpuCluster, tokens: int = TOKENS_PER_GPU) -> float:
 
 
 @problem("12.1", title="Integer work per cycle on an A100 tensor core", unit="ops/cycle", hints=(
-    "Peak ops/s is spread over 4 tensor cores per SM and the clock: divide.",
-    "peak {dtype} ops/s of a {chip} / (4 × SMs × boost clock).",
+    "Peak ops/s is spread over the tensor cores (one per SM subpartition, four per SM) and the clock: divide.",
+    "⟦o = c.peak_flops(dtype) / (c.cores * 4 * c.clock_hz)⟧ with the boost clock and ⟦c = sb.get_chip(chip)⟧.",
 ))
 def a100_tensor_core_int8_ops_per_cycle(chip: str = vary("a100", choices=("a100", "h100", "h200")),
                                         dtype: str = vary("int8", choices=("int8", "bf16"))) -> float:
@@ -50,8 +50,10 @@ def a100_tensor_core_int8_ops_per_cycle(chip: str = vary("a100", choices=("a100"
 
 
 @problem("12.2", title="Adding two vectors on an H200", unit="s", hints=(
-    "One FLOP per 12 bytes (two reads, one write of fp32): memory-bound.",
-    "12 bytes · {n} / HBM bandwidth of a {chip}.",
+    "One FLOP per element against two fp32 reads and one write: memory-bound.",
+    "The longer clock: ⟦t = max(n / (c.cores * 4 * lanes * c.clock_hz), 12 * n / c.hbm_bandwidth)⟧ with ⟦c = "
+    "sb.get_chip(chip)⟧ and ⟦lanes = 16 if chip in ('a100', 'v100') else 32⟧ fp32 lanes per subpartition (Volta and "
+    "Ampere have half).",
 ))
 def h200_vector_add(n: int = vary(2**28, 2**24, 2**31, step=2**22),
                     chip: str = vary("h200", choices=("h200", "h100", "a100", "v100"))) -> float:
@@ -61,7 +63,8 @@ def h200_vector_add(n: int = vary(2**28, 2**24, 2**31, step=2**22),
 
 @problem("12.3", title="Gathering a weight matrix inside an A100 node", unit="s", hints=(
     "Inside a node every GPU sends through the NVSwitches at its NVLink egress bandwidth.",
-    "2 · {D} · {F} bytes × 7/8 / 3e11 B/s (A100 NVLink egress).",
+    "An AllGather over the node moves (n − one)/n of the array at each GPU's egress: ⟦t = V * (n - 1) / n / W⟧ with "
+    "⟦V = 2 * D * F⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('a100').nvlink_bandwidth⟧.",
 ))
 def a100_node_all_gather(
         D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(28672, 8192, 65536, step=1024)) -> float:
@@ -70,8 +73,11 @@ def a100_node_all_gather(
 
 
 @problem("12.4", title="A gradient AllReduce across an H200 SuperPod", unit="s", hints=(
-    "Across nodes the InfiniBand NICs (400 Gb/s per GPU) bind, not NVLink.",
-    "2 × 2 · {params} bytes / (per-GPU NIC bandwidth) over {gpus} GPUs.",
+    "Across nodes the network binds, not NVLink: each node's NICs carry its share of the ring.",
+    "An AllReduce is twice a gather, and each level it crosses (the NVLink node, then the network's leaf and spine) "
+    "moves (D − one)/D of the array for the D units it joins, at its bandwidth per unit; the slowest level binds: "
+    "⟦t = 2 * V * max((l.degree - 1) / (l.degree * l.bandwidth) for l in sb.GpuCluster('h200', "
+    "gpus=gpus).span(gpus))⟧ with the bf16 gradients ⟦V = 2 * params⟧.",
 ))
 def h200_pod_gradient_all_reduce(
         params: float = vary(7e9, 1e9, 7e10), gpus: int = vary(1024, 128, 1024, step=128)) -> float:
@@ -81,7 +87,9 @@ def h200_pod_gradient_all_reduce(
 
 @problem("12.5", title="The same AllReduce with SHARP", unit="s", hints=(
     "In-network reduction sends each byte up once and back once: about half the traffic of a ring.",
-    "≈ 2 · {params} bytes / NIC bandwidth per GPU over {gpus} GPUs (SHARP).",
+    "With SHARP each level a collective crosses moves the array once at its bandwidth per unit, and the slowest "
+    "binds: ⟦t = max(V / l.bandwidth for l in sb.GpuCluster('h200', gpus=gpus).span(gpus) if l.degree > 1)⟧ with ⟦V "
+    "= 2 * params⟧.",
 ))
 def h200_pod_sharp_all_reduce(
         params: float = vary(7e9, 1e9, 7e10), gpus: int = vary(1024, 128, 1024, step=128)) -> float:
@@ -90,8 +98,11 @@ def h200_pod_sharp_all_reduce(
 
 
 @problem("12.6", title="A ragged top-8 dispatch across 32 H800 nodes", unit="s", hints=(
-    "Most of each token's 8 copies leave the node: the NICs bind.",
-    "{tokens} · 8 · 7168 bytes × (share leaving the node) / NIC bandwidth, {gpus} GPUs.",
+    "Most of each token's copies leave the node: the NICs bind.",
+    "At each level of U units, a token's copies leave its unit once for each distinct unit among its experts' "
+    "(`ragged_fill`): ⟦t = max(V * (l.units - 1) / l.units ** 2 * sb.collectives.ragged_fill(l.units, 8) / "
+    "l.bandwidth for l in sb.GpuCluster('h800', gpus=gpus).span(gpus) if l.degree > 1)⟧ with the fp8 tokens of "
+    "every GPU, ⟦V = gpus * tokens * 7168⟧.",
 ))
 def h800_ragged_dispatch(tokens: int = vary(TOKENS_PER_GPU, 512, 16384, step=512),
                          gpus: int = vary(256, 64, 512, step=64)) -> float:
@@ -100,8 +111,12 @@ def h800_ragged_dispatch(tokens: int = vary(TOKENS_PER_GPU, 512, 16384, step=512
 
 
 @problem("12.7", title="An FSDP gather that stays sharded over 32 GPUs", unit="s", hints=(
-    "Each group gathers only its 1/32 slice over GPUs in different nodes: the NICs bind.",
-    "2 · {D} · {F} / 32 bytes × 31/32 / NIC bandwidth per GPU.",
+    "Each group gathers only its slice over GPUs in different nodes: the NICs bind.",
+    "The array stays sharded over an inner axis of thirty-two GPUs, so a unit holding fewer of a group moves that "
+    "fraction of it; each level it crosses (the NVLink node, then the network's leaf and spine) moves (D − one)/D "
+    "of the array for the D units it joins, at its bandwidth per unit; the slowest level binds: ⟦t = max(V * min(Y, "
+    "l.below) / Y * (l.degree - 1) / (l.degree * l.bandwidth) for l in sb.GpuCluster('b200', gpus=1024).span(1024, "
+    "Y))⟧ with ⟦V = 2 * D * F⟧ and ⟦Y = 32⟧.",
 ))
 def b200_inner_sharded_all_gather(
         D: int = vary(D_405B, 4096, 32768, step=1024), F: int = vary(F_405B, 16384, 65536, step=1024)) -> float:
@@ -111,9 +126,10 @@ def b200_inner_sharded_all_gather(
 
 
 @problem("12.8", title="Data parallelism for a sparse MoE on a GB200 SuperPod", unit="tokens", hints=(
-    "Gradients of all E experts cross the NICs, but each token does only k experts' FLOPs: the threshold grows "
-    "by E / k.",
-    "C / W_nic × (72-way model parallel) × {E} / {k}.",
+    "Gradients of all E experts cross the network, but each token does only k experts' FLOPs: the threshold grows "
+    "by E / k; a replica filling a whole rack sends through the rack's egress.",
+    "⟦B = C / W * E / k⟧ tokens per GPU with ⟦C = sb.get_chip('gb200').peak_flops('bf16')⟧ and one rack's egress ⟦W "
+    "= sb.hardware.gpu.get_cluster('gb200-superpod').node_egress⟧.",
 ))
 def gb200_moe_dp_batch(E: int = vary(256, 16, 512, step=16), k: int = vary(8, 1, 16)) -> float:
     """Tokens per GPU above which data parallelism across the 8 NVL72 racks of a GB200 SuperPod is
@@ -123,7 +139,8 @@ def gb200_moe_dp_batch(E: int = vary(256, 16, 512, step=16), k: int = vary(8, 1,
 
 @problem("12.9", title="How wide tensor parallelism can go in an NVL72 rack", unit="GPUs", hints=(
     "TP moves activations over NVLink each layer; it stays compute-bound while F / Y beats C / W_nvlink.",
-    "Y < {F} / (C / W_nvlink) of a GB200.",
+    "⟦Y = F * W / C⟧ with ⟦C = sb.get_chip('gb200').peak_flops('bf16')⟧ and ⟦W = "
+    "sb.get_chip('gb200').nvlink_bandwidth⟧.",
 ))
 def gb200_rack_tp_limit(F: int = vary(F_405B, 8192, 65536, step=1024)) -> float:
     """Largest compute-bound tensor-parallel degree for an MLP of width F inside a GB200 NVL72."""
@@ -132,7 +149,9 @@ def gb200_rack_tp_limit(F: int = vary(F_405B, 8192, 65536, step=1024)) -> float:
 
 @problem("12.10", title="The smallest batch for a Megatron-style layout on 2048 H200s", unit="tokens", hints=(
     "Model parallelism divides the weights each DP replica syncs, so each GPU needs fewer tokens.",
-    "{gpus} × C / (W_nic × 8 · {pp}).",
+    "Each replica spans pp whole nodes, and a node's egress carries its share of the gradients: ⟦B = gpus * C / (W "
+    "* pp)⟧ with ⟦C = sb.get_chip('h200').peak_flops('bf16')⟧ and ⟦W = sb.GpuCluster('h200', "
+    "gpus=gpus).node_egress⟧.",
 ))
 def h200_megatron_min_batch(gpus: int = vary(2048, 256, 4096, step=256), pp: int = vary(4, 1, 16)) -> float:
     """Global batch (tokens) above which 8-way TP x pp-way PP with DP over the rest of `gpus` H200s is
@@ -142,9 +161,11 @@ def h200_megatron_min_batch(gpus: int = vary(2048, 256, 4096, step=256), pp: int
 
 
 @problem("12.11", title="Pipeline sends for LLaMA 3.1-405B", unit="s", hints=(
-    "Each microbatch's activations cross every stage boundary; on the critical path, count the sends one "
-    "microbatch waits for plus the pipeline's length.",
-    "(({microbatches} + {stages} - 2) sends) × ({tokens} / {microbatches}) · 16384 · 2 bytes / node bandwidth.",
+    "Each microbatch's activations cross every stage boundary; on the critical path, count the sends one microbatch "
+    "waits for plus the pipeline's length.",
+    "⟦t = (microbatches + stages - 2) * tokens / microbatches * D * 2 / W⟧: the sends on the last microbatch's "
+    "path, each one microbatch of bf16 activations over a node's egress, with ⟦D = 16384⟧ and ⟦W = "
+    "sb.GpuCluster('h200', gpus=1024).node_egress⟧.",
 ))
 def h200_pipeline_comms(tokens: int = vary(2**19, 2**17, 2**21, step=2**16), stages: int = vary(16, 4, 32, step=4),
                         microbatches: int = vary(64, 16, 256, step=16)) -> float:
@@ -155,7 +176,12 @@ def h200_pipeline_comms(tokens: int = vary(2**19, 2**17, 2**21, step=2**16), sta
 
 @problem("12.12", title="One MoE dispatch: an NVL72 rack against eight H100 nodes", unit="x", hints=(
     "In the rack every byte moves over NVLink; across H100 nodes most bytes take the far slower NICs.",
-    "(H100 dispatch over {gpus} GPUs) / (GB200 dispatch over {gpus} GPUs in one NVLink domain).",
+    "Price each dispatch level by level (at U units a token's copies leave its unit once per distinct unit among "
+    "its experts', `ragged_fill`) and divide: ⟦r = h100 / gb200⟧ with ⟦h100 = max(V * (l.units - 1) / l.units ** 2 "
+    "* sb.collectives.ragged_fill(l.units, 8) / l.bandwidth for l in sb.GpuCluster('h100', gpus=gpus).span(gpus) if "
+    "l.degree > 1)⟧, ⟦gb200 = max(V * (l.units - 1) / l.units ** 2 * sb.collectives.ragged_fill(l.units, 8) / "
+    "l.bandwidth for l in sb.GpuCluster('gb200', gpus=gpus).span(gpus) if l.degree > 1)⟧ and the fp8 tokens of "
+    "every GPU, ⟦V = gpus * 4096 * 7168⟧.",
 ))
 def nvl72_vs_h100_dispatch(gpus: int = vary(64, 16, 72, step=8)) -> float:
     """How many times longer the top-8 dispatch of problem 12.6's tokens over `gpus` GPUs takes on H100 nodes
@@ -166,8 +192,9 @@ def nvl72_vs_h100_dispatch(gpus: int = vary(64, 16, 72, step=8)) -> float:
 # --- the book's own problems (How To Scale Your Model, ch. 12, its quizzes and pop quizzes) ------------------------
 
 @problem("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0, hints=(
-    "An SM has 4 subpartitions of 32 fp32 lanes each.",
-    "SMs of a {chip} × 4 × 32.",
+    "An SM has four subpartitions, each with its own fp32 lanes.",
+    "⟦n = sb.get_chip(chip).cores * 4 * lanes⟧ with ⟦lanes = 16 if chip in ('a100', 'v100') else 32⟧ fp32 lanes per "
+    "subpartition (Volta and Ampere have half).",
 ))
 def book_h100_cuda_cores(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
     """fp32 lanes of `chip`: SMs x 4 subpartitions x 32 lanes."""
@@ -176,7 +203,7 @@ def book_h100_cuda_cores(chip: str = vary("h100", choices=("h100", "h200", "a100
 
 @problem("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte", hints=(
     "Peak intensity is peak FLOP/s over HBM bandwidth.",
-    "C_bf16 / W_hbm of a {chip} (dense peak).",
+    "⟦I = sb.get_chip(chip).peak_flops('bf16') / sb.get_chip(chip).hbm_bandwidth⟧ (dense peak).",
 ))
 def book_h100_peak_intensity(
         chip: str = vary("h100", choices=("h100", "h200", "a100", "b200", "mi300x", "gb200", "v100"))) -> float:
@@ -186,7 +213,8 @@ def book_h100_peak_intensity(
 
 @problem("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s", hints=(
     "A thin matmul is memory-bound: count the bytes of all three arrays.",
-    "2 · ({B}·{D} + {D}·{F} + {B}·{F}) bytes / 8e12 B/s.",
+    "The longer clock: ⟦t = max(2 * B * D * F / C, 2 * (B * D + D * F + B * F) / W)⟧ with ⟦C = "
+    "sb.get_chip('b200').peak_flops('fp16')⟧ and ⟦W = sb.get_chip('b200').hbm_bandwidth⟧.",
 ))
 def book_b200_thin_matmul(B: int = vary(64, 8, 128, step=8), D: int = vary(4096, 1024, 16384, step=1024),
                           F: int = vary(8192, 1024, 32768, step=1024)) -> float:
@@ -196,7 +224,7 @@ def book_b200_thin_matmul(B: int = vary(64, 8, 128, step=8), D: int = vary(4096,
 
 @problem("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz", hints=(
     "Each CUDA core does one fused multiply-add (two FLOPs) per cycle.",
-    "{flops} / (2 × 18,944).",
+    "⟦f = flops / (2 * sb.get_chip('b200').cores * 4 * 32)⟧: two FLOPs per cycle on every fp32 lane of every SM.",
 ))
 def book_b200_clock(flops: float = vary(80e12, 40e12, 120e12)) -> float:
     """Clock at which the B200's 18,944 CUDA cores deliver `flops` FLOP/s of fp32, an FMA counted as two FLOPs."""
@@ -204,8 +232,9 @@ def book_b200_clock(flops: float = vary(80e12, 40e12, 120e12)) -> float:
 
 
 @problem("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s", hints=(
-    "Two reads and one write of 4 bytes per element: memory-bound.",
-    "12 · {n} / 3.35e12 B/s.",
+    "Two reads and one write of fp32 per element: memory-bound.",
+    "The longer clock: ⟦t = max(n / (c.cores * 4 * 32 * c.clock_hz), 12 * n / c.hbm_bandwidth)⟧ with ⟦c = "
+    "sb.get_chip('h100')⟧.",
 ))
 def book_h100_vector_add(n: int = vary(2**30, 2**24, 2**32, step=2**22)) -> float:
     """Roofline time of fp32[n] + fp32[n] on an H100 (12 bytes per element through HBM)."""
@@ -214,7 +243,7 @@ def book_h100_vector_add(n: int = vary(2**30, 2**24, 2**32, step=2**22)) -> floa
 
 @problem("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s", hints=(
     "Inside the node each GPU sends at its full NVLink egress through the switches.",
-    "2 · {B} · {F} bytes × 7/8 / 4.5e11 B/s.",
+    "⟦t = V * (n - 1) / n / W⟧ with ⟦V = 2 * B * F⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
 ))
 def book_node_all_gather(
         B: int = vary(4096, 512, 16384, step=512), F: int = vary(65536, 8192, 131072, step=8192)) -> float:
@@ -224,7 +253,8 @@ def book_node_all_gather(
 
 @problem("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s", hints=(
     "The leaf switches take one cable per GPU from each node of the scalable unit.",
-    "32 nodes × 8 GPUs × NIC bandwidth per GPU (the leaf level of `GpuCluster('h100', gpus=1024).levels_table()`).",
+    "⟦w = nodes * sb.GpuCluster('h100', gpus=1024).node_egress⟧ with the unit's ⟦nodes = 32⟧: each node brings its "
+    "NICs' egress.",
 ))
 def book_su_bandwidth() -> float:
     """Bytes/s the leaf switches of one 32-node scalable unit of the H100 SuperPod take from its nodes."""
@@ -233,8 +263,8 @@ def book_su_bandwidth() -> float:
 
 
 @problem("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s", hints=(
-    "Small arrays inside one node: NVLink egress, plus a few µs of latency.",
-    "2 · {B} · {D} bytes × 7/8 / 4.5e11 B/s (+ latency).",
+    "Small arrays inside one node: NVLink egress (the ideal model has no latency term).",
+    "⟦t = V * (n - 1) / n / W⟧ with ⟦V = 2 * B * D⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
 ))
 def book_pq1_all_gather(
         B: int = vary(1024, 128, 8192, step=128), D: int = vary(16384, 2048, 32768, step=1024)) -> float:
@@ -244,7 +274,9 @@ def book_pq1_all_gather(
 
 @problem("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s", hints=(
     "Per level: within each node over NVLink, then between the two nodes over the NICs; the slower level binds.",
-    "max over levels of (bytes each level moves / its bandwidth) for {nbytes} bytes.",
+    "Each level it crosses (the NVLink node, then the network's leaf and spine) moves (D − one)/D of the array for "
+    "the D units it joins, at its bandwidth per unit; the slowest level binds: ⟦t = max(nbytes * (l.degree - 1) / "
+    "(l.degree * l.bandwidth) for l in sb.GpuCluster('h100', gpus=16).span(16))⟧.",
 ))
 def book_two_node_all_gather(nbytes: float = vary(1e9, 1e8, 1e10)) -> float:
     """AllGather of `nbytes` bytes over 16 H100s in two nodes, in the per-level form (the node's NVLink binds)."""
@@ -252,8 +284,11 @@ def book_two_node_all_gather(nbytes: float = vary(1e9, 1e8, 1e10)) -> float:
 
 
 @problem("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s", hints=(
-    "Each GPU reduces only its 1/256 shard; SHARP sends it up once and down once.",
-    "2 · {D} · {F} / 256 bytes over the spine's bandwidth per GPU (SHARP).",
+    "Each GPU reduces only its shard; SHARP sends it up once and down once, and only the spine joins GPUs of one "
+    "reduction.",
+    "The array stays sharded over an inner axis of ⟦Y = 256⟧ GPUs; with SHARP each level a reduction crosses moves "
+    "its share once at its bandwidth per unit: ⟦t = max(V * min(Y, l.below) / Y / l.bandwidth for l in "
+    "sb.GpuCluster('h100', gpus=1024, sharp=True).span(1024, Y) if l.degree > 1)⟧ with ⟦V = 2 * D * F⟧.",
 ))
 def book_spine_all_reduce(
         D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536, step=1024)) -> float:
@@ -262,8 +297,9 @@ def book_spine_all_reduce(
 
 
 @problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens", hints=(
-    "Across nodes the gradient AllReduce crosses the NICs: compare the GPU's FLOP/s with its NIC bandwidth.",
-    "tokens per GPU > C / W_nic of a {chip} node.",
+    "Across nodes the gradient AllReduce crosses the network: compare the GPU's FLOP/s with what it can send.",
+    "Each GPU sends at the smaller of its NVLink egress and its node's network egress: ⟦B = "
+    "c.chip.peak_flops('bf16') / min(c.gpu_bandwidth, c.node_egress)⟧ with ⟦c = sb.GpuCluster(chip, gpus=1024)⟧.",
 ))
 def book_b200_dp_batch(chip: str = vary("b200", choices=("b200", "h100", "h200", "a100"))) -> float:
     """Tokens per GPU that keep plain data parallelism compute-bound across the nodes of a `chip` SuperPod."""
@@ -272,7 +308,7 @@ def book_b200_dp_batch(chip: str = vary("b200", choices=("b200", "h100", "h200",
 
 @problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s", hints=(
     "Total training FLOPs over the cluster's achieved FLOP/s.",
-    "6 · matmul params · {tokens} / ({gpus} · 990e12 · {mfu}).",
+    "⟦t = 6 * sb.get_model('llama3-70b').matmul_params() * tokens / (gpus * C * mfu)⟧ with the book's ⟦C = 990e12⟧.",
 ))
 def book_llama70_training_time(tokens: float = vary(15e12, 1e12, 3e13), gpus: int = vary(4096, 512, 16384, step=512),
                                mfu: float = vary(0.45, 0.3, 0.6)) -> float:
@@ -281,9 +317,8 @@ def book_llama70_training_time(tokens: float = vary(15e12, 1e12, 3e13), gpus: in
 
 
 @problem("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens", hints=(
-    "Model-parallel GPUs share their tokens: count tokens per data-parallel replica, then per GPU of it times "
-    "the model-parallel degree.",
-    "{seqs} · 4096 / ({gpus} / 16) replicas.",
+    "Model-parallel GPUs share their tokens: the batch is split over every GPU, whatever the layout.",
+    "⟦t = seqs * 4096 / gpus⟧: the batch's tokens (sequences of the run's length) over every GPU.",
 ))
 def book_megatron_70b_tokens(
         seqs: int = vary(384, 64, 2048, step=64), gpus: int = vary(768, 256, 4096, step=256)) -> float:
@@ -295,7 +330,8 @@ def book_megatron_70b_tokens(
 # --- December-2026 chips (issue #31): Blackwell Ultra and an Infinity Fabric mesh, after the book's problems ---
 @problem("12.26", title="A thin fp8 matmul on a B300", unit="s", hints=(
     "Thin: memory-bound; fp8 is one byte per value.",
-    "({B}·{D} + {D}·{F} + {B}·{F}) bytes / 8e12 B/s.",
+    "The longer clock: ⟦t = max(2 * B * D * F / C, (B * D + D * F + B * F) / W)⟧ with ⟦C = "
+    "sb.get_chip('b300').peak_flops('fp8')⟧ and ⟦W = sb.get_chip('b300').hbm_bandwidth⟧.",
 ))
 def b300_thin_fp8_matmul(B: int = vary(128, 16, 256, step=16), D: int = vary(8192, 2048, 16384, step=1024),
                          F: int = vary(28672, 8192, 65536, step=1024)) -> float:
@@ -304,8 +340,9 @@ def b300_thin_fp8_matmul(B: int = vary(128, 16, 256, step=16), D: int = vary(819
 
 
 @problem("12.27", title="A gradient AllReduce inside one GB300 NVL72 rack", unit="s", hints=(
-    "All 72 GPUs share one NVLink domain: a ring AllReduce at NVLink egress.",
-    "2 × {nbytes} × 71/72 / 9e11 B/s.",
+    "All the rack's GPUs share one NVLink domain: a ring AllReduce at NVLink egress.",
+    "Twice a gather: ⟦t = 2 * nbytes * (n - 1) / n / W⟧ with ⟦n = 72⟧ and ⟦W = "
+    "sb.get_chip('gb300').nvlink_bandwidth⟧.",
 ))
 def gb300_rack_all_reduce(nbytes: float = vary(1.4e10, 1e9, 1e11)) -> float:
     """AllReduce of `nbytes` bytes (bf16 gradients) over the 72 GPUs of one GB300 NVL72 rack."""
@@ -313,8 +350,11 @@ def gb300_rack_all_reduce(nbytes: float = vary(1.4e10, 1e9, 1e11)) -> float:
 
 
 @problem("12.28", title="Four-way tensor parallelism: an Infinity Fabric mesh against NVSwitch", unit="x", hints=(
-    "A switchless mesh gives a group of g GPUs only g - 1 of each GPU's links; NVSwitch gives all of its egress.",
-    "(1 GB over {gpus} MI355X using {gpus} - 1 links each) / (1 GB over {gpus} B300 at full NVLink egress).",
+    "A switchless mesh gives a group of g GPUs only the links to its g − one peers; NVSwitch gives all of a GPU's "
+    "egress.",
+    "The same gather, so only the bandwidths differ: ⟦r = W_b300 / W_mi355x⟧ with the MI355X's links to the group, "
+    "⟦W_mi355x = min(E, E / 7 * (gpus - 1))⟧, ⟦E = sb.get_chip('mi355x').nvlink_bandwidth⟧ over its seven links, "
+    "and ⟦W_b300 = sb.get_chip('b300').nvlink_bandwidth⟧.",
 ))
 def mesh_against_switch_tp4(gpus: int = vary(4, choices=(2, 4, 8))) -> float:
     """How many times longer a 1 GB AllGather over `gpus` GPUs takes in an MI355X node (a switchless mesh: gpus - 1
@@ -325,7 +365,8 @@ def mesh_against_switch_tp4(gpus: int = vary(4, choices=(2, 4, 8))) -> float:
 
 @problem("12.29", title="Book Q1.2: the CUDA cores' fp32 rate", unit="FLOP/s", hints=(
     "One operation per lane per cycle: lanes times the clock (the spec sheet counts a fused multiply-add twice).",
-    "SMs × 4 × 32 lanes of a {chip} × its {clock} clock.",
+    "⟦f = c.cores * 4 * lanes * (c.clock_hz if clock == 'boost' else c.base_clock_hz)⟧ with ⟦c = sb.get_chip(chip)⟧ "
+    "and ⟦lanes = 16 if chip in ('a100', 'v100') else 32⟧ fp32 lanes per subpartition (Volta and Ampere have half).",
 ))
 def book_cuda_core_flops(chip: str = vary("h100", choices=("h100", "h200", "a100", "v100")),
                          clock: str = vary("base", choices=("base", "boost"))) -> float:
@@ -335,7 +376,8 @@ def book_cuda_core_flops(chip: str = vary("h100", choices=("h100", "h200", "a100
 
 @problem("12.30", title="Book Q1.4: the wider matmul on a B200", unit="s", hints=(
     "At a larger batch the matmul's FLOPs grow faster than its bytes: check which clock is longer.",
-    "max(2 · {B} · {D} · {F} / 2.25e15, 2 · ({B}·{D} + {D}·{F} + {B}·{F}) / 8e12).",
+    "⟦t = max(2 * B * D * F / C, 2 * (B * D + D * F + B * F) / W)⟧ with ⟦C = "
+    "sb.get_chip('b200').peak_flops('fp16')⟧ and ⟦W = sb.get_chip('b200').hbm_bandwidth⟧.",
 ))
 def book_b200_wide_matmul(B: int = vary(512, 256, 4096, step=256), D: int = vary(4096, 1024, 16384, step=1024),
                           F: int = vary(8192, 2048, 32768, step=1024)) -> float:
@@ -345,7 +387,7 @@ def book_b200_wide_matmul(B: int = vary(512, 256, 4096, step=256), D: int = vary
 
 @problem("12.31", title="Book Q1.5: the fast memory on an H100's chip", unit="B", hints=(
     "Every SM has its own shared memory (SMEM/L1) and its own register file: add them over the SMs.",
-    "SMs of a {chip} × (SMEM + registers per SM).",
+    "⟦b = c.cores * (c.smem_bytes + c.register_bytes)⟧ with ⟦c = sb.get_chip(chip)⟧.",
 ))
 def book_on_chip_bytes(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
     """Bytes of shared memory and registers across all of `chip`'s SMs."""
@@ -354,8 +396,9 @@ def book_on_chip_bytes(chip: str = vary("h100", choices=("h100", "h200", "a100",
 
 @problem("12.32", title="Book Q5.2 (1): the fewest H100s for LLaMA 3-70B's weights and optimizer", unit="GPUs",
          rtol=0.0, hints=(
-    "bf16 weights (2 bytes) and fp32 Adam moments (8 bytes) per parameter; divide by one GPU's HBM and round up.",
-    "ceil(10 · params of {model} / HBM of a {chip}).",
+    "bf16 weights and fp32 Adam moments per parameter; divide by one GPU's HBM and round up.",
+    "⟦n = ceil(10 * sb.get_model(model).param_count() / sb.get_chip(chip).hbm_bytes)⟧: two bytes of weight and "
+    "eight of moments per parameter.",
 ))
 def book_fewest_gpus(model: str = vary("llama3-70b", choices=("llama3-70b", "llama3-8b", "llama2-13b", "llama3-405b")),
                      chip: str = vary("h100", choices=("h100", "h200", "b200", "a100"))) -> int:
@@ -365,7 +408,7 @@ def book_fewest_gpus(model: str = vary("llama3-70b", choices=("llama3-70b", "lla
 
 @problem("12.33", title="Book Q2.1: what an 8-GPU node carries", unit="B/s", hints=(
     "Compare what the GPUs can send with what the NVSwitches can take: the smaller bounds the node.",
-    "min(8 × NVLink egress per GPU, NVSwitches × their bandwidth) for a {chip} node.",
+    "⟦w = min(8 * c.gpu_bandwidth, c.nvswitches * c.nvswitch_bandwidth)⟧ with ⟦c = sb.GpuCluster(chip, gpus=8)⟧.",
 ))
 def book_node_bandwidth(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
     """Bytes/s one 8-GPU `chip` node's NVLink fabric carries, one way."""
@@ -374,7 +417,7 @@ def book_node_bandwidth(chip: str = vary("h100", choices=("h100", "h200", "a100"
 
 @problem("12.34", title="Book Q2.2: the bisection bandwidth of that node", unit="B/s", hints=(
     "Across a cut into two halves, each GPU of one half sends at its full egress, in both directions.",
-    "4 GPUs × NVLink egress of a {chip} × 2 directions.",
+    "⟦w = 8 / 2 * sb.get_chip(chip).nvlink_bandwidth * 2⟧: half the node's GPUs, each way.",
 ))
 def book_node_bisection(chip: str = vary("h100", choices=("h100", "h200", "a100", "b200"))) -> float:
     """Bytes/s across a cut of one 8-GPU `chip` node into two halves, both directions."""
@@ -383,8 +426,9 @@ def book_node_bisection(chip: str = vary("h100", choices=("h100", "h200", "a100"
 
 
 @problem("12.35", title="Book PQ2: an AllToAll of activations inside one 8xH100 node", unit="s", hints=(
-    "Inside a node every GPU reaches every other through the NVSwitches: each sends (N-1)/N of its shard at egress.",
-    "V = 2·{B}·{N} bytes; V·7/8 / 8 GPUs / 450e9 B/s.",
+    "Inside a node every GPU reaches every other through the NVSwitches: each sends all but its own N-th of its "
+    "shard at egress.",
+    "⟦t = V / n * (n - 1) / n / W⟧ with ⟦V = 2 * B * N⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
 ))
 def book_node_all_to_all(B: int = vary(16384, 1024, 65536, step=1024), N: int = vary(8192, 1024, 16384, step=1024)
                          ) -> float:
@@ -393,8 +437,10 @@ def book_node_all_to_all(B: int = vary(16384, 1024, 65536, step=1024), N: int = 
 
 
 @problem("12.36", title="Book PQ3: an AllGather over one scalable unit of 256 H100s", unit="s", hints=(
-    "Gathered over all 256 GPUs of an SU, each node's 400 GB/s to its leaf switches is the bottleneck.",
-    "2·{D}·{F} bytes × 31/32 nodes / 400e9 B/s per node.",
+    "Gathered over all the GPUs of a scalable unit, each node's link to its leaf switches is the bottleneck.",
+    "Each level it crosses (the NVLink node, then the network's leaf and spine) moves (D − one)/D of the array for "
+    "the D units it joins, at its bandwidth per unit; the slowest level binds: ⟦t = max(V * (l.degree - 1) / "
+    "(l.degree * l.bandwidth) for l in sb.GpuCluster('h100', gpus=256).span(256))⟧ with ⟦V = 2 * D * F⟧.",
 ))
 def book_su_all_gather(D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536, step=1024)
                        ) -> float:
@@ -404,7 +450,8 @@ def book_su_all_gather(D: int = vary(8192, 2048, 16384, step=1024), F: int = var
 
 @problem("12.37", title="Book Q4.2: what SHARP saves an AllReduce inside one node", unit="x", hints=(
     "With SHARP the NVSwitches add: each GPU sends its bytes up once and gets the sum back once.",
-    "(2 × ({gpus} - 1)/{gpus} × V / W) without SHARP against V / W with it.",
+    "Without SHARP an AllReduce is twice a gather, (g − one)/g of the array each way; with it, the array once: ⟦r = "
+    "2 * (gpus - 1) / gpus⟧.",
 ))
 def book_sharp_speedup(gpus: int = vary(8, choices=(2, 4, 8))) -> float:
     """How many times faster a 1 GB AllReduce over `gpus` H100s of one node runs when the switches reduce (SHARP)."""
@@ -413,8 +460,9 @@ def book_sharp_speedup(gpus: int = vary(8, choices=(2, 4, 8))) -> float:
 
 
 @problem("12.38", title="Book Q4.3: a SHARP AllReduce of a weight split over an inner axis", unit="s", hints=(
-    "Each GPU of the node holds a shard of F: only 2DF/Y bytes are reduced, once up and once down at egress.",
-    "2·{D}·{F} / {Y} bytes / 450e9 B/s.",
+    "Each GPU of the node holds a shard of F: only that part is reduced, once up and once down at egress.",
+    "⟦t = 2 * D * F / Y / sb.get_chip('h100').nvlink_bandwidth⟧: with SHARP the bf16 shard crosses each GPU's "
+    "egress once.",
 ))
 def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: int = vary(32768, 8192, 65536,
                                step=1024), Y: int = vary(4, choices=(1, 2, 4, 8))) -> float:
@@ -424,10 +472,11 @@ def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: i
 
 @problem("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s",
          hints=(
-             "Each node switch takes its node's B/M bytes up once; the spine takes B in and sends B(M-1) out, the rest"
-             " of the array to every node.",
-             "{nbytes} · ({nodes} - 1) / ({nodes} · 400e9 B/s): each node's NICs receive what the other nodes hold.",
-         ))
+    "Each node switch takes its node's share up once; the spine takes every node's share and sends each node the "
+    "rest.",
+    "The leaf level joins the nodes: ⟦t = nbytes * (nodes - 1) / (nodes * W)⟧ with a node's egress ⟦W = "
+    "sb.GpuCluster('h100', gpus=8 * nodes).node_egress⟧.",
+))
 def book_su_spine_all_gather(nbytes: float = vary(1e9, 1e8, 1e10),
                              nodes: int = vary(32, choices=(2, 4, 8, 16, 32))) -> float:
     """Seconds the spine level takes in an AllGather of `nbytes` bytes over `nodes` 8-GPU H100 nodes of one SU."""

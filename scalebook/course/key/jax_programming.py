@@ -18,8 +18,10 @@ S_MOE, D_MOE, E_MOE, N_MOE = 256, 64, 16, 8
 
 
 @problem("10.1", title="The mean of one shard", unit="value", hints=(
-    "Work out which rows and columns shard (x=1, y=2) holds: rows split 2 ways over X, columns 4 ways over Y.",
-    "Rows 4..7 and columns 8..11 of 16·r + c: mean = 16 · mean(rows) + mean(columns).",
+    "Work out which rows and columns the shard holds: rows split two ways over X, columns four ways over Y.",
+    "Element (r, c) holds sixteen times r plus c, so the shard's mean is ⟦mean = 16 * sum(rows) / len_rows + "
+    "sum(cols) / len_cols⟧ over its rows ⟦rows = range(4, 8)⟧ and columns ⟦cols = range(8, 12)⟧, with ⟦len_rows = "
+    "4⟧ and ⟦len_cols = 4⟧.",
 ))
 def shard_mean() -> float:
     """Mean of shard (x=1, y=2) of A = arange(8·16).reshape(8, 16) laid out A[S_X, D_Y] on a 2x4 mesh.
@@ -32,8 +34,8 @@ def shard_mean() -> float:
 
 
 @problem("10.2", title="A ReduceScatter's bytes per device", unit="bytes", hints=(
-    "A ReduceScatter over Y leaves each device 1/Y of the reduced axis, still split over X.",
-    "(B / X) · (F / Y) · 4 bytes with B = 64, F = 256, X = 2, Y = 4.",
+    "A ReduceScatter over Y leaves each device one Y-th of the reduced axis, still split over X.",
+    "⟦b = (B / X) * (F / Y) * 4⟧ bytes (fp32) with ⟦B = 64⟧, ⟦F = 256⟧, ⟦X = 2⟧ and ⟦Y = 4⟧.",
 ))
 def reduce_scatter_bytes() -> float:
     """Result bytes per device of psum_scatter of Out[B_X, F] over Y in float32, B=64, F=256, X=2, Y=4."""
@@ -41,8 +43,9 @@ def reduce_scatter_bytes() -> float:
 
 
 @problem("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes", hints=(
-    "In a unidirectional collective matmul each device forwards one chunk per step, Y - 1 steps.",
-    "(Y - 1) · (B / X) · (D / Y) · 2 bytes with B = 1024, D = 2048, X = 2, Y = 4.",
+    "In a unidirectional collective matmul each device forwards one chunk per step, for all but one of the Y steps.",
+    "⟦b = (Y - 1) * chunk⟧ with the bf16 chunk ⟦chunk = (B / X) * (D / Y) * 2⟧, ⟦B = 1024⟧, ⟦D = 2048⟧, ⟦X = 2⟧ and "
+    "⟦Y = 4⟧.",
 ))
 def ring_bytes() -> float:
     """bf16 A[B_X, D_Y]: Y - 1 steps, each passing on one [B/X, D/Y] chunk (book example shapes)."""
@@ -52,7 +55,8 @@ def ring_bytes() -> float:
 
 @problem("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes", hints=(
     "A bidirectional ring sends half of each chunk each way.",
-    "(B / X) · (D / Y) · 2 bytes / 2 with B = 1024, D = 2048, X = 2, Y = 4.",
+    "⟦b = chunk / 2⟧ with the bf16 chunk ⟦chunk = (B / X) * (D / Y) * 2⟧, ⟦B = 1024⟧, ⟦D = 2048⟧, ⟦X = 2⟧ and ⟦Y = "
+    "4⟧.",
 ))
 def bidirectional_step_bytes() -> float:
     """Half of each bf16 [B/X, D/Y] chunk goes each way, so one direction of a link carries half a chunk."""
@@ -61,7 +65,8 @@ def bidirectional_step_bytes() -> float:
 
 @problem("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction", hints=(
     "Compare the collective matmul's saving with the whole communication overhead of plain jit.",
-    "(311 µs - 244 µs) / (311 µs - 224 µs).",
+    "⟦f = (jit - collective) / (jit - baseline)⟧ with the measured ⟦jit = 311e-6⟧, ⟦collective = 244e-6⟧ and the "
+    "no-communication ⟦baseline = 224e-6⟧ seconds.",
 ))
 def hidden_fraction() -> float:
     """Share of jit's extra time over the no-communication baseline that the collective matmul removes."""
@@ -70,7 +75,7 @@ def hidden_fraction() -> float:
 
 @problem("10.6", title="The MoE all-to-all buffer", unit="bytes", hints=(
     "The send buffer has a slot per local token for every destination device.",
-    "N · (S / N) · D · 4 bytes with S = 256, D = 64, N = 8.",
+    "⟦b = N * (S / N) * D * 4⟧ bytes (fp32) with ⟦S = 256⟧, ⟦D = 64⟧ and ⟦N = 8⟧.",
 ))
 def moe_buffer_bytes() -> float:
     """Per-device float32 send buffer [N, S/N, D]: one slot per local token for every destination device."""
@@ -78,8 +83,8 @@ def moe_buffer_bytes() -> float:
 
 
 @problem("10.7", title="Padding in the capacity-free MoE", unit="fraction", hints=(
-    "Each device processes N · S/N rows, but only S/N of them are its real tokens.",
-    "(S / N) / (N · S / N) with S = 256, N = 8.",
+    "Each device processes N · S / N rows, but only S / N of them are its real tokens.",
+    "⟦f = (S / N) / (N * S / N)⟧ with ⟦S = 256⟧ and ⟦N = 8⟧.",
 ))
 def moe_useful_fraction() -> float:
     """Share of the rows each device's grouped matmul processes that are real tokens (S/N of N · S/N)."""
@@ -88,7 +93,7 @@ def moe_useful_fraction() -> float:
 
 @problem("10.8", title="Rows per host on a multi-host slice", unit="rows", hints=(
     "Each process (host) loads the rows for its own chips only.",
-    "1024 rows / (64 chips / 4 chips per host).",
+    "⟦r = rows / (chips / per_host)⟧ with ⟦rows = 1024⟧, ⟦chips = 8 * 8⟧ and ⟦per_host = 4⟧.",
 ))
 def rows_per_process() -> float:
     """Global batch 1024 sharded over the 64 chips of a slice with 4 chips per host: rows each process loads."""

@@ -21,7 +21,8 @@ DS = "deepseek-v3"
 
 @problem("14.1", title="What token choice drops at capacity factor 1", unit="fraction", hints=(
     "Each expert's load is binomial; whatever lands beyond its capacity is dropped.",
-    "E[max(0, load - capacity)] / assignments with {T} tokens, top-{k} of {E} experts, capacity factor {cf}.",
+    "An expert's load X is Binomial(T, k / E), its capacity cf · T · k / E rounded up; it drops E[max(X − C, zero)] "
+    "of its mean load. Sum that tail (or let the package do it): ⟦f = sb.moe.dropped_fraction(T, E, k, cf)⟧.",
 ))
 def token_choice_drops(T: int = vary(2048, 256, 8192, step=256), E: int = vary(64, 8, 256, step=8),
                        k: int = vary(2, 1, 8), cf: float = vary(1.0, 0.8, 2.0)) -> float:
@@ -31,7 +32,8 @@ def token_choice_drops(T: int = vary(2048, 256, 8192, step=256), E: int = vary(6
 
 @problem("14.2", title="What expert choice leaves unserved", unit="fraction", hints=(
     "Each expert picks its own tokens; a token is unserved if no expert picks it.",
-    "(1 - c / {T})^{E} with c = {cf} · {T} · {k} / {E} tokens per expert.",
+    "An expert fills ⟦c = min(T, ceil(cf * T * k / E))⟧ slots from the T tokens, so a token escapes one expert with "
+    "probability one minus c / T and all of them with ⟦u = (1 - c / T) ** E⟧.",
 ))
 def expert_choice_misses(T: int = vary(2048, 256, 8192, step=256), E: int = vary(64, 8, 256, step=8),
                          k: int = vary(2, 1, 8), cf: float = vary(1.0, 0.8, 2.0)) -> float:
@@ -41,7 +43,7 @@ def expert_choice_misses(T: int = vary(2048, 256, 8192, step=256), E: int = vary
 
 @problem("14.3", title="Experts a batch of 16 touches", unit="experts", hints=(
     "An expert is missed only if every token's k choices avoid it.",
-    "{E} · (1 - (1 - {k} / {E})^{B}).",
+    "⟦e = E * (1 - (1 - k / E) ** B)⟧.",
 ))
 def experts_touched(B: int = vary(16, 1, 256), E: int = vary(256, 16, 512, step=16), k: int = vary(8, 1, 16)) -> float:
     """Distinct experts of one MoE layer that B tokens route to (top-k of E, uniform)."""
@@ -50,7 +52,9 @@ def experts_touched(B: int = vary(16, 1, 256), E: int = vary(256, 16, 512, step=
 
 @problem("14.4", title="Bytes a batch-1 decode step reads", unit="B", hints=(
     "A small batch reads the shared weights plus only the experts its tokens route to.",
-    "fp8: (all params - routed experts) + expected experts touched by {B} tokens × one expert's params.",
+    "In fp8 (one byte per weight): everything but the routed experts, plus the share of them the batch touches, ⟦b "
+    "= P - R + R * min(m.E, max(1, touched)) / m.E⟧ with ⟦touched = m.E * (1 - (1 - m.k / m.E) ** B)⟧, ⟦P = "
+    "m.param_count()⟧, ⟦R = m.components()['MoE routed experts'][0]⟧ and ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def batch_one_reads(B: int = vary(1, 1, 64)) -> float:
     """fp8 bytes of weights one DeepSeek-V3 decode step of B sequences reads: all but the routed experts, plus those
@@ -61,7 +65,8 @@ def batch_one_reads(B: int = vary(1, 1, 64)) -> float:
 @problem("14.5", title="An MLA cache under DP x TP", unit="B", hints=(
     "MLA's latent cache is shared by all heads: TP cannot split it, so each TP rank holds its replica's whole "
     "cache.",
-    "{seqs} / (64 / 8) sequences × {T} tokens × 61 · 576 bytes per token.",
+    "⟦b = seqs / (64 / 8) * T * m.kv_bytes_per_token(1)⟧: each of the eight TP groups' sequences, whole on every "
+    "rank, one byte per cached value, with ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def kv_dp_tp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8192, 1024, 32768, step=1024)) -> float:
     """KV bytes per GPU: `seqs` sequences of T tokens (fp8 cache) on 64 GPUs as 8 replicas of TP = 8."""
@@ -70,7 +75,7 @@ def kv_dp_tp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8192, 10
 
 @problem("14.6", title="The same cache under attention-DP", unit="B", hints=(
     "Under attention-DP each GPU keeps only its own sequences' caches.",
-    "{seqs} / 64 sequences × {T} tokens × 61 · 576 bytes per token.",
+    "⟦b = seqs / 64 * T * m.kv_bytes_per_token(1)⟧ with ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def kv_attention_dp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8192, 1024, 32768, step=1024)) -> float:
     """KV bytes per GPU for `seqs` sequences of T tokens when each GPU runs attention for its own share."""
@@ -78,8 +83,13 @@ def kv_attention_dp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8
 
 
 @problem("14.7", title="One MoE layer's AllToAlls on a TPU7x cube", unit="s", hints=(
-    "Each token's D-wide activation goes to k experts and comes back: an AllToAll each way over the cube.",
-    "AllToAll of {T} · 8 · D bytes (fp8 out) plus {T} · 8 · D · 2 bytes (bf16 back) over a TPU7x 4x4x4.",
+    "Each token's D-wide activation goes to its k experts' chips and comes back: an AllToAll each way over the "
+    "cube.",
+    "Each AllToAll is the longer of its bandwidth term and its latency: ⟦t = max(V / r, lat) + max(2 * V / r, lat)⟧ "
+    "with the fp8 tokens, one copy per distinct chip among each token's experts, ⟦V = T * m.D * "
+    "sb.collectives.ragged_fill(64, m.k)⟧ (the bf16 outputs back are twice that); a quarter crosses each ring's "
+    "middle both ways, sixteen rings side by side per axis: ⟦r = 4 * 2 * sb.get_chip('tpu7x').ici_bandwidth * 16⟧; "
+    "three wrapped axes of two hops each, ⟦lat = 6e-6⟧; ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def tpu7x_dispatch(T: int = vary(4096, 512, 32768, step=512)) -> float:
     """Dispatch (fp8) and combine (bf16) of T DeepSeek-V3 tokens over a TPU7x 4x4x4, one EP group of 64."""
@@ -88,7 +98,9 @@ def tpu7x_dispatch(T: int = vary(4096, 512, 32768, step=512)) -> float:
 
 @problem("14.8", title="The same AllToAlls in a GB200 NVL72", unit="s", hints=(
     "In one NVLink domain every GPU reaches every other through the switches at its full NVLink bandwidth.",
-    "({T} · 8 · D · (1 + 2) bytes) × (71/72) / 72 GPUs / W_nvlink.",
+    "Dispatch (fp8) and combine (bf16) each send all but a GPU's own share, one copy per distinct GPU among a "
+    "token's experts: ⟦t = (1 + 2) * T * m.D / n * (n - 1) / n * sb.collectives.ragged_fill(n, m.k) / W⟧ with ⟦n = "
+    "72⟧, ⟦W = sb.get_chip('gb200').nvlink_bandwidth⟧ and ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def nvl72_dispatch(T: int = vary(4608, 576, 36864, step=576)) -> float:
     """Dispatch (fp8) and combine (bf16) of T DeepSeek-V3 tokens over the 72 GPUs of one NVLink domain."""
@@ -96,9 +108,11 @@ def nvl72_dispatch(T: int = vary(4608, 576, 36864, step=576)) -> float:
 
 
 @problem("14.9", title="DeepSeek-V3 on 64 TPU7x, attention-DP", unit="tokens/s", hints=(
-    "The step reads each chip's experts and its own sequences' caches, and does the active FLOPs; take the "
-    "larger clock.",
-    "({per_chip} sequences per chip) / step time, with context {T}, fp8 everywhere, 64 TPU7x.",
+    "The step reads each chip's experts and its own sequences' caches, and does the active FLOPs; the dispatch "
+    "hides under the reads.",
+    "Tokens per second per chip are its sequences over the step: ⟦r = per_chip / t⟧ with ⟦t = "
+    "sb.moe.decode_step('deepseek-v3', 'tpu7x', 64, 64 * per_chip, T, compute_dtype='fp8').time⟧; read its `t_kv`, "
+    "`t_params`, `t_math` and `t_ici` to see which term sets it.",
 ))
 def tpu7x_tokens_per_chip(
         per_chip: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1024, 32768, step=1024)) -> float:
@@ -108,8 +122,9 @@ def tpu7x_tokens_per_chip(
 
 
 @problem("14.10", title="DeepSeek-V3 on a GB200 NVL72, attention-DP", unit="tokens/s", hints=(
-    "The same model on 72 GPUs: more HBM bandwidth per chip, and 4 expert slots per GPU.",
-    "({per_chip} sequences per GPU) / step time, with context {T}, fp8 everywhere, 72 GB200.",
+    "The same model on a rack of GPUs: more HBM bandwidth per chip, and several expert slots per GPU.",
+    "⟦r = per_chip / t⟧ with ⟦t = sb.moe.decode_step('deepseek-v3', 'gb200', 72, 72 * per_chip, T, "
+    "compute_dtype='fp8').time⟧; compare its terms with the TPU7x's.",
 ))
 def nvl72_tokens_per_gpu(
         per_chip: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1024, 32768, step=1024)) -> float:

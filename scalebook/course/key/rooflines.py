@@ -20,9 +20,11 @@ TILE_EDGES = (128, 256, 512, 1024, 2048, 4096)
 
 
 @problem("01.1", title="Two clocks: the no-overlap bound", unit="s", hints=(
-    "Two clocks: the math time (FLOPs over peak FLOP/s) and the HBM time (bytes over bandwidth). With no "
-    "overlap, one waits for the other.",
-    "T = {flops} / 9.2e14 FLOP/s + {nbytes} / 1.6e12 B/s (the v6e's bf16 peak and HBM bandwidth).",
+    "Two clocks: the math time (FLOPs over peak FLOP/s) and the HBM time (bytes over bandwidth). With no overlap, "
+    "one waits for the other.",
+    "Without overlap the two clocks add instead of hiding one behind the other: ⟦t = flops / C + nbytes / W⟧, with "
+    "the v6e's bf16 peak ⟦C = sb.get_chip('v6e').peak_flops('bf16')⟧ and its HBM bandwidth ⟦W = "
+    "sb.get_chip('v6e').hbm_bandwidth⟧.",
 ))
 def no_overlap_time(flops: float = vary(3e12, 1e12, 1e13), nbytes: float = vary(2.4e9, 5e8, 8e9)) -> float:
     """A v6e step of `flops` FLOPs that moves `nbytes` bytes through HBM, with nothing overlapped."""
@@ -30,9 +32,10 @@ def no_overlap_time(flops: float = vary(3e12, 1e12, 1e13), nbytes: float = vary(
 
 
 @problem("01.2", title="Intensity of a residual add", unit="FLOPs/byte", hints=(
-    "Intensity is FLOPs over bytes moved; an elementwise add does one FLOP per element and moves every "
-    "array once, whatever the shape.",
-    "{B}·{D} FLOPs over three arrays of {B}·{D} elements, 2 bytes each (bf16): the shape cancels.",
+    "Intensity is FLOPs over bytes moved; an elementwise add does one FLOP per element and moves every array once, "
+    "whatever the shape.",
+    "Per element: one FLOP against three arrays moved (two read, one written) of w bytes each, so the shape "
+    "cancels: ⟦I = 1 / (3 * w)⟧ with ⟦w = sb.units.dtype_bytes(dtype)⟧.",
 ))
 def residual_add_intensity(B: int = vary(4096, 512, 16384, step=512), D: int = vary(D_LLAMA, 1024, 16384, step=1024),
                            dtype: str = vary("bf16", choices=("bf16", "int8"))) -> float:
@@ -41,9 +44,11 @@ def residual_add_intensity(B: int = vary(4096, 512, 16384, step=512), D: int = v
 
 
 @problem("01.3", title="A fused softmax over the vocabulary", unit="s", hints=(
-    "5 FLOPs per element against 4 bytes per element (read and write bf16): far below an H100's critical "
+    "A softmax does a handful of FLOPs per logit but must read and write every logit: far below an H100's critical "
     "intensity, so only the memory clock matters.",
-    "T = 2 · 2 bytes · {T} · {V} / 3.35e12 B/s (read once, write once, H100 HBM).",
+    "Take the longer clock, which is the memory one: ⟦t = max(flops / C, nbytes / W)⟧ with ⟦flops = 5 * T * V⟧ "
+    "(exponent, sum, divide: a few FLOPs per logit), ⟦nbytes = 2 * 2 * T * V⟧ (each bf16 logit read once and "
+    "written once), ⟦C = sb.get_chip('h100').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('h100').hbm_bandwidth⟧.",
 ))
 def softmax_time(T: int = vary(8192, 1024, 32768, step=1024), V: int = vary(V_LLAMA, 32000, 262144, step=256)) -> float:
     """Softmax of bf16[T, V] logits on an H100: 5 FLOPs per element, read once, written once."""
@@ -52,10 +57,13 @@ def softmax_time(T: int = vary(8192, 1024, 32768, step=1024), V: int = vary(V_LL
 
 
 @problem("01.4", title="An unfused activation after a matmul", unit="fraction", hints=(
-    "The matmul is compute-bound at this batch; the separate activation pass is memory-bound (read and "
-    "write the [B, F] output).",
-    "(4 · {B} · F / 8.2e11 B/s) / (2 · {B} · {D} · F / 1.97e14 FLOP/s), F = 28672: B cancels, so it is "
-    "about 2 · C / (W · {D}).",
+    "The matmul is compute-bound at this batch; the separate activation pass is memory-bound (read and write the "
+    "[B, F] output).",
+    "Each is a roofline on the v5e; the ratio is ⟦r = t_act / t_mm⟧ with the activation pass reading and writing "
+    "the bf16 [B, F] output, ⟦t_act = 2 * 2 * B * F / W⟧, and the matmul's longer clock ⟦t_mm = max(2 * B * D * F / "
+    "C, 2 * (B * D + D * F + B * F) / W)⟧, where ⟦F = 28672⟧, ⟦C = sb.get_chip('v5e').peak_flops('bf16')⟧ and ⟦W = "
+    "sb.get_chip('v5e').hbm_bandwidth⟧. At large B the B cancels: the ratio tends to twice the critical intensity "
+    "over D.",
 ))
 def unfused_activation_overhead(B: int = vary(2048, 1024, 8192, step=256),
                                 D: int = vary(D_LLAMA, 2048, 16384, step=1024)) -> float:
@@ -66,9 +74,10 @@ def unfused_activation_overhead(B: int = vary(2048, 1024, 8192, step=256),
 
 
 @problem("01.5", title="Critical intensity across four chips", unit="FLOPs/byte", hints=(
-    "Critical intensity is peak FLOP/s over HBM bandwidth (C / W); compute it for each chip and keep the "
-    "largest.",
-    "max of C / W over {first}, {second}, {third} and {fourth} (`sb.get_chip(name)` gives C and W).",
+    "Critical intensity is peak FLOP/s over HBM bandwidth (C / W); compute it for each chip and keep the largest.",
+    "For each chip divide its bf16 peak by its HBM bandwidth and keep the largest: ⟦I = "
+    "max(sb.get_chip(c).peak_flops('bf16') / sb.get_chip(c).hbm_bandwidth for c in (first, second, third, "
+    "fourth))⟧.",
 ))
 def highest_critical_intensity(
         first: str = vary("v6e", choices=("v6e", "v5e", "v5p", "v4", "v3", "v2")),
@@ -81,7 +90,9 @@ def highest_critical_intensity(
 
 @problem("01.6", title="Weight-only fp8 on a B200: critical batch", unit="tokens", hints=(
     "For B much smaller than D and F, the weights' bytes dominate the memory clock; compute uses bf16 peak.",
-    "2·B·D·F / C > D·F · (bytes per weight) / W  →  B > (C / W) · (bytes per weight) / 2 on a {chip}.",
+    "The math clock (two FLOPs per weight per token, at the bf16 peak) passes the weights' clock (w bytes per "
+    "weight, at HBM bandwidth) at ⟦B = C / W * w / 2⟧, with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = "
+    "sb.get_chip(chip).hbm_bandwidth⟧ and ⟦w = sb.units.dtype_bytes('fp8')⟧.",
 ))
 def fp8_weight_critical_batch(
         chip: str = vary("b200", choices=("b200", "h100", "h200", "a100", "gb200", "mi300x", "mi325x", "mi355x")),
@@ -91,9 +102,10 @@ def fp8_weight_critical_batch(
 
 
 @problem("01.7", title="Exact crossover batch of a LLaMA-70B MLP matmul", unit="tokens", hints=(
-    "Count every byte, not just the weights: 2BD + 2DF + 2BF bytes against 2BDF FLOPs; set the two "
-    "clocks equal and solve for B.",
-    "B = 1 / (W / C - 1/{D} - 1/{F}) with C / W of the H100 (9.89e14 / 3.35e12).",
+    "Count every byte, not just the weights: the input, the weights and the output, all bf16, against the matmul's "
+    "FLOPs; set the two clocks equal and solve for B.",
+    "Both clocks are linear in B; equal, they give ⟦B = 1 / (W / C - 1 / D - 1 / F)⟧ with the H100's ⟦C = "
+    "sb.get_chip('h100').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('h100').hbm_bandwidth⟧.",
 ))
 def llama_crossover_batch(D: int = vary(D_LLAMA, 4096, 16384, step=512),
                           F: int = vary(F_LLAMA, 14336, 57344, step=1024)) -> float:
@@ -102,9 +114,11 @@ def llama_crossover_batch(D: int = vary(D_LLAMA, 4096, 16384, step=512),
 
 
 @problem("01.8", title="A matmul at 80% of peak", unit="s", hints=(
-    "At this size the matmul is compute-bound; real kernels reach only a fraction of peak, so divide by "
-    "the achieved FLOP/s.",
-    "T = 2 · {B} · 8192 · 28672 / ({efficiency} · 2.25e15 FLOP/s), if the memory clock is shorter.",
+    "At this size the matmul is compute-bound; real kernels reach only a fraction of peak, so divide by the "
+    "achieved FLOP/s.",
+    "The longer clock wins, and here it is the math at the achieved rate: ⟦t = max(2 * B * D * F / (efficiency * "
+    "C), 2 * (B * D + D * F + B * F) / W)⟧ with ⟦D = 8192⟧, ⟦F = 28672⟧, ⟦C = "
+    "sb.get_chip('b200').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('b200').hbm_bandwidth⟧.",
 ))
 def practical_matmul_time(B: int = vary(16384, 4096, 65536, step=1024),
                           efficiency: float = vary(0.8, 0.5, 0.95)) -> float:
@@ -113,9 +127,11 @@ def practical_matmul_time(B: int = vary(16384, 4096, 65536, step=1024),
 
 
 @problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D", hints=(
-    "The link is the memory here: each GPU computes on its half of D and must send its partial sums; "
-    "compare the math clock with the NVLink clock.",
-    "B·D·F / C > 2·B·F / W_nvlink  →  D > 2 · C / W_nvlink on a {chip} (`nvlink_bandwidth`).",
+    "The link is the memory here: each GPU computes on its half of D and must send its partial sums; compare the "
+    "math clock with the NVLink clock.",
+    "Each GPU does B·D·F FLOPs on its half and sends its bf16 partial sums [B, F]; the math outlasts the send once "
+    "D exceeds ⟦D_min = 2 * C / W⟧, with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = "
+    "sb.get_chip(chip).nvlink_bandwidth⟧.",
 ))
 def split_matmul_min_width(
         chip: str = vary("h100", choices=("h100", "h200", "b200", "a100", "v100", "gb200", "h800"))) -> float:
@@ -130,10 +146,12 @@ def split_matmul_min_width(
 
 @problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge",
          rtol=0.0, hints=(
-    "Each tile of the output re-reads rows of A and columns of B from HBM; bigger tiles mean fewer "
-    "re-reads, so intensity grows with the tile edge b.",
-    "Intensity ≈ t·b / (2t + 1) with t = 8192 / b; find the smallest power of two b where it exceeds the "
-    "{chip}'s C / W.",
+    "Each tile of the output re-reads rows of A and columns of B from HBM; bigger tiles mean fewer re-reads, so "
+    "intensity grows with the tile edge b.",
+    "With square tiles of edge b on an n-wide matmul, a tile row is t = n / b tiles long and the intensity is t·b / "
+    "(twice t plus one); take the first power of two that beats the chip's C / W: ⟦b = next(b for b in (2 ** i for "
+    "i in range(7, 13)) if n / (2 * n / b + 1) >= C / W)⟧ with ⟦n = 8192⟧, ⟦C = "
+    "sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = sb.get_chip(chip).hbm_bandwidth⟧.",
 ))
 def smallest_compute_bound_tile(
         chip: str = vary("h100", choices=("h100", "a100", "h200", "b200", "v5e", "v6e", "v5p", "mi300x"))) -> int:
@@ -144,7 +162,9 @@ def smallest_compute_bound_tile(
 
 @problem("01.11", title="Weights streamed from the host over PCIe", unit="tokens", hints=(
     "The weights now cross PCIe, not HBM: PCIe bandwidth is the W of this roofline.",
-    "2·B·D·F / C > D·F · {weight_dtype} bytes / W_pcie  →  B > C · (bytes per weight) / (2 · W_pcie).",
+    "The critical batch with PCIe as the memory: ⟦B = C / W * w / 2⟧ with the H200's ⟦C = "
+    "sb.get_chip('h200').peak_flops('bf16')⟧, ⟦W = sb.get_chip('h200').pcie_bandwidth⟧ and ⟦w = "
+    "sb.units.dtype_bytes(weight_dtype)⟧ bytes per weight.",
 ))
 def host_offload_critical_batch(weight_dtype: str = vary("int8", choices=("int8", "fp8", "bf16"))) -> float:
     """Batch above which an H200 matmul is compute-bound when weights stream from host DRAM over PCIe."""
@@ -156,8 +176,10 @@ def host_offload_critical_batch(weight_dtype: str = vary("int8", choices=("int8"
 
 
 @problem("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens", hints=(
-    "With int8 everything both the FLOP/s (int8 peak) and the bytes per value (1) change.",
-    "2·B·D·F / C_int8 > D·F / W  →  B > C_int8 / (2 W) on a {chip}.",
+    "With int8 everything both the FLOP/s (the int8 peak) and the bytes per value change.",
+    "Two int8 operations per weight per token against one byte per weight: ⟦B = C / W * w / 2⟧ with ⟦C = "
+    "sb.get_chip(chip).peak_flops('int8')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and ⟦w = "
+    "sb.units.dtype_bytes('int8')⟧.",
 ))
 def book_int8_critical_batch(
         chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4", "v3", "tpu7x", "h100", "a100"))) -> float:
@@ -166,8 +188,10 @@ def book_int8_critical_batch(
 
 
 @problem("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens", hints=(
-    "Compute stays bf16 (bf16 peak), but the weights that dominate the bytes are 1 byte each.",
-    "2·B·D·F / C_bf16 > D·F · 1 byte / W  →  B > C_bf16 / (2 W) on a {chip}.",
+    "Compute stays bf16 (the bf16 peak), but the weights that dominate the bytes are int8.",
+    "Two bf16 FLOPs per weight per token against one byte per weight: ⟦B = C / W * w / 2⟧ with ⟦C = "
+    "sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and ⟦w = "
+    "sb.units.dtype_bytes('int8')⟧.",
 ))
 def book_int8_weight_critical_batch(
         chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4", "v3", "tpu7x", "h100", "a100"))) -> float:
@@ -176,8 +200,11 @@ def book_int8_weight_critical_batch(
 
 
 @problem("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens", hints=(
-    "At small D and F the activations' bytes (2BD in, 2BF out) are no longer negligible against the weights.",
-    "2·B·{D}·{F} / C = (2B·{D} + {D}·{F} + 2B·{F}) / W; solve this linear equation for B (v5e).",
+    "At small D and F the activations' bytes (bf16 in and out) are no longer negligible against the int8 weights.",
+    "Set the clocks equal with every byte counted (bf16 input and output at a bytes per value, int8 weights at w) "
+    "and solve the linear equation for B: ⟦B = w * D * F / W / (2 * D * F / C - a * (D + F) / W)⟧ with ⟦a = "
+    "sb.units.dtype_bytes('bf16')⟧, ⟦w = sb.units.dtype_bytes('int8')⟧, ⟦C = sb.get_chip('v5e').peak_flops('bf16')⟧ "
+    "and ⟦W = sb.get_chip('v5e').hbm_bandwidth⟧.",
 ))
 def book_small_matmul_crossover(D: int = vary(1024, 512, 4096, step=256),
                                 F: int = vary(1024, 512, 4096, step=256)) -> float:
@@ -186,8 +213,10 @@ def book_small_matmul_crossover(D: int = vary(1024, 512, 4096, step=256),
 
 
 @problem("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte", hints=(
-    "Every row has its own matrix, so nothing is reused: the B·D·F weight bytes grow with B, like the FLOPs.",
-    "2·{B}·{D}·{F} FLOPs over ({B}·{D} + {B}·{D}·{F} + {B}·{F}) bytes (int8): about 2.",
+    "Every row has its own matrix, so nothing is reused: the weight bytes grow with B, like the FLOPs.",
+    "FLOPs over bytes: ⟦I = flops / nbytes⟧, where each multiply-add counts two FLOPs, ⟦flops = 2 * B * D * F⟧, and "
+    "each int8 value is one byte, ⟦nbytes = B * D + B * D * F + B * F⟧; the weights' B·D·F term dominates the "
+    "bytes, so the intensity hardly moves with the shape.",
 ))
 def book_batched_matrix_intensity(B: int = vary(512, 64, 4096, step=64), D: int = vary(8192, 1024, 16384, step=1024),
                                   F: int = vary(8192, 1024, 16384, step=1024)) -> float:
@@ -197,7 +226,9 @@ def book_batched_matrix_intensity(B: int = vary(512, 64, 4096, step=64), D: int 
 
 @problem("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens", hints=(
     "Spec sheets print bf16 FLOP/s with sparsity; a dense matmul gets half of that.",
-    "B > C_dense / W on a {chip}: dense bf16 peak over HBM bandwidth.",
+    "In bf16 two FLOPs per weight per token meet two bytes per weight, so the critical batch is the critical "
+    "intensity: ⟦B = C / W⟧ with the dense ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = "
+    "sb.get_chip(chip).hbm_bandwidth⟧.",
 ))
 def book_h100_critical_batch(
         chip: str = vary("h100", choices=("h100", "h200", "a100", "b200", "gb200", "mi300x", "mi325x", "mi355x")),

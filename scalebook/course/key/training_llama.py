@@ -23,8 +23,9 @@ DENSE_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7
 
 
 @problem("06.1", title="Parameters of Mistral 7B from its config", unit="parameters", hints=(
-    "Read L, D, F, N, K, H and V off the config; count Q, K, V, O, the gated MLP and two untied embeddings.",
-    "L · (2·D·N·H + 2·D·K·H + 3·D·F) + 2·V·D with Mistral 7B's config values.",
+    "Read L, D, F, N, K, H and V off the config; count Q, K, V, O, the gated MLP and the embeddings.",
+    "⟦P = m.L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H + 3 * m.D * m.F) + e * m.V * m.D⟧ with ⟦e = 1 if m.tied "
+    "else 2⟧ and ⟦m = sb.models.from_hf_config(sb.models.hf_config('mistral-7b'))⟧.",
 ))
 def mistral_params() -> float:
     """All parameters of the model described by `models.hf_config("mistral-7b")` (gated MLP, GQA, untied embeddings)."""
@@ -33,7 +34,7 @@ def mistral_params() -> float:
 
 @problem("06.2", title="Attention's share of LLaMA 3.1-405B", unit="fraction", hints=(
     "Count W_Q and W_O (D × N·H) and W_K and W_V (D × K·H) per layer; grouped KV heads make K and V small.",
-    "L · (2·D·N·H + 2·D·K·H) / all parameters of {model}.",
+    "⟦r = m.L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H) / m.param_count()⟧ with ⟦m = sb.get_model(model)⟧.",
 ))
 def attention_share_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS)) -> float:
     """Fraction of `model`'s parameters in the attention projections (W_Q, W_K, W_V, W_O)."""
@@ -42,8 +43,10 @@ def attention_share_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS))
 
 
 @problem("06.3", title="How far 6 × parameters overshoots for a small model", unit="ratio", hints=(
-    "The input embedding is a look-up, not a matmul: its parameters cost no FLOPs.",
-    "6 · all params / (6 · (all params - V · D)) for {model}.",
+    "The input embedding is a look-up, not a matmul: its parameters cost no FLOPs (unless it is tied to the output "
+    "matrix).",
+    "⟦r = 6 * m.param_count() / (6 * m.matmul_params())⟧ with ⟦m = sb.get_model(model)⟧: `matmul_params` leaves out "
+    "the lookup and the norms.",
 ))
 def six_p_overshoot_8b(model: str = vary("llama3-8b", choices=DENSE_MODELS)) -> float:
     """6 x all of `model`'s parameters over its matmul training FLOPs per token (attention scores left out)."""
@@ -53,7 +56,9 @@ def six_p_overshoot_8b(model: str = vary("llama3-8b", choices=DENSE_MODELS)) -> 
 
 @problem("06.4", title="Chip-hours of the LLaMA 3.1-405B run", unit="chip-hours", hints=(
     "Chip-hours do not depend on the number of chips: total FLOPs over one chip's achieved FLOP/s.",
-    "6 · matmul params · {tokens} / (4.59e14 · {mfu}) / 3600 for {model}.",
+    "At six FLOPs per matmul parameter per token (the input embedding is a lookup, not a matmul): ⟦h = 6 * "
+    "m.matmul_params() * tokens / (C * mfu) / 3600⟧ with ⟦m = sb.get_model(model)⟧ and ⟦C = "
+    "sb.get_chip('v5p').peak_flops('bf16')⟧.",
 ))
 def chip_hours_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS), tokens: float = vary(15e12, 1e12, 3e13),
                     mfu: float = vary(MFU_V5P, 0.3, 0.6)) -> float:
@@ -64,7 +69,9 @@ def chip_hours_405b(model: str = vary("llama3-405b", choices=DENSE_MODELS), toke
 
 @problem("06.5", title="LLaMA 3-8B on a v6e pod", unit="s", hints=(
     "Total training FLOPs over the pod's achieved FLOP/s.",
-    "6 · matmul params · {tokens} / ({chips} · 9.2e14 · 0.45) for LLaMA 3-8B.",
+    "At six FLOPs per matmul parameter per token (the input embedding is a lookup, not a matmul) and the problem's "
+    "MFU: ⟦t = 6 * m.matmul_params() * tokens / (chips * C * 0.45)⟧ with ⟦m = sb.get_model('llama3-8b')⟧ and ⟦C = "
+    "sb.get_chip('v6e').peak_flops('bf16')⟧.",
 ))
 def llama3_8b_on_v6e_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = vary(256, 32, 256, step=32)) -> float:
     """Seconds to train LLaMA 3-8B on `tokens` tokens on `chips` v6e chips at 45% MFU (matmul FLOPs only)."""
@@ -73,8 +80,11 @@ def llama3_8b_on_v6e_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = v
 
 
 @problem("06.6", title="The fewest v5e chips for LLaMA 3-8B", unit="chips", rtol=0.0, hints=(
-    "Add weights (2 bytes), Adam (8 bytes) per parameter and the saved activations; divide by one chip's HBM.",
-    "ceil((10 · params + L · {saves} · 2 · {tokens} · D) / 16e9) for LLaMA 3-8B.",
+    "Add the weights and Adam's moments per parameter and the saved activations; divide by one chip's HBM, round "
+    "up.",
+    "With ten bytes of state per parameter (bf16 weights, two fp32 moments) plus the bf16 activations saved per "
+    "layer: ⟦n = ceil((10 * m.param_count() + saves * tokens * m.D * m.L * 2) / M)⟧, ⟦m = "
+    "sb.get_model('llama3-8b')⟧ and ⟦M = sb.get_chip('v5e').hbm_bytes⟧.",
 ))
 def fewest_v5e_chips(tokens: int = vary(2**20, 2**18, 2**22, step=2**17), saves: int = vary(4, 1, 8)) -> int:
     """Whole v5e chips (16 GB) whose HBM holds LLaMA 3-8B's bf16 weights, fp32 Adam and `saves` saves per layer at
@@ -84,8 +94,10 @@ def fewest_v5e_chips(tokens: int = vary(2**20, 2**18, 2**22, step=2**17), saves:
 
 
 @problem("06.7", title="How long the fewest chips would take", unit="s", hints=(
-    "The chips of problem 6 at 45% MFU; the time is total FLOPs over their achieved FLOP/s.",
-    "6 · matmul params · {tokens} / (chips · 1.97e14 · 0.45) for LLaMA 3-8B.",
+    "The chips of problem six, at the problem's MFU; the time is total FLOPs over their achieved FLOP/s.",
+    "⟦t = 6 * m.matmul_params() * tokens / (n * C * 0.45)⟧ with the book's fewest chips, ⟦n = ceil((10 * "
+    "m.param_count() + 4 * 2 ** 20 * m.D * m.L * 2) / sb.get_chip('v5e').hbm_bytes)⟧, ⟦m = "
+    "sb.get_model('llama3-8b')⟧ and ⟦C = sb.get_chip('v5e').peak_flops('bf16')⟧.",
 ))
 def fewest_v5e_chips_time(tokens: float = vary(15e12, 1e12, 3e13)) -> float:
     """Seconds for problem 6's v5e chips to train LLaMA 3-8B on `tokens` tokens at 45% MFU (matmul FLOPs only)."""
@@ -95,7 +107,9 @@ def fewest_v5e_chips_time(tokens: float = vary(15e12, 1e12, 3e13)) -> float:
 
 @problem("06.8", title="Memory per chip for LLaMA 3.1-405B on eight pods", unit="B", hints=(
     "Everything is sharded evenly: total state over the chips.",
-    "(10 · params + L · {saves} · 2 · {tokens} · D) / ({pods} · 8960) for LLaMA 3.1-405B.",
+    "With ten bytes of state per parameter (bf16 weights, two fp32 moments) plus the bf16 activations saved per "
+    "layer: ⟦b = (10 * m.param_count() + saves * tokens * m.D * m.L * 2) / (pods * pod)⟧ over full v5p pods of ⟦pod "
+    "= 16 * 20 * 28⟧ chips, with ⟦m = sb.get_model('llama3-405b')⟧.",
 ))
 def memory_per_chip_405b(pods: int = vary(8, 1, 16), saves: int = vary(12, 2, 16),
                          tokens: int = vary(16 * 2**20, 2**22, 2**25, step=2**20)) -> float:
@@ -106,7 +120,8 @@ def memory_per_chip_405b(pods: int = vary(8, 1, 16), saves: int = vary(12, 2, 16
 
 @problem("06.9", title="Where FSDP alone stops keeping up", unit="chips", hints=(
     "FSDP needs a minimum of tokens per chip; more chips than batch / that minimum and it is comms-bound.",
-    "{tokens} / (C / (3 · W_ici)) on a {chip}.",
+    "FSDP over the three axes of a v5p-style slice needs C / W over three tokens per chip: ⟦n = tokens / (C / (3 * "
+    "W))⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = sb.get_chip(chip).ici_bidirectional⟧.",
 ))
 def fsdp_chip_limit_70b(tokens: int = vary(4 * 2**20, 2**20, 2**25, step=2**20),
                         chip: str = vary("v5p", choices=("v5p", "v5e", "v6e", "v4p", "tpu7x"))) -> float:
@@ -116,8 +131,10 @@ def fsdp_chip_limit_70b(tokens: int = vary(4 * 2**20, 2**20, 2**25, step=2**20),
 
 
 @problem("06.10", title="How many pods a 16M batch can feed", unit="pods", rtol=0.0, hints=(
-    "FSDP × TP's tokens-per-chip bound with LLaMA 3.1-405B's F; the batch divided by it gives chips, then pods.",
-    "floor({tokens} / (FSDP + TP tokens per chip, F = 53,248) / 8960).",
+    "FSDP × TP's tokens-per-chip bound with llama3-405b's F; the batch divided by it gives chips, then pods.",
+    "⟦n = floor(tokens / ((C / W) ** 2 / (M_X * M_Y * m.F)) / pod)⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧, a full v5p pod's "
+    "⟦pod = 16 * 20 * 28⟧ chips, ⟦m = sb.get_model('llama3-405b')⟧, ⟦C = sb.get_chip('v5p').peak_flops('bf16')⟧ and "
+    "⟦W = sb.get_chip('v5p').ici_bidirectional⟧.",
 ))
 def most_pods_405b(tokens: int = vary(16 * 2**20, 2**23, 2**27, step=2**22)) -> int:
     """Most whole v5p pods on which LLaMA 3.1-405B with a `tokens`-token batch meets the FSDP x TP bound."""
@@ -128,7 +145,10 @@ def most_pods_405b(tokens: int = vary(16 * 2**20, 2**23, 2**27, step=2**22)) -> 
 @problem("06.11", title="What refusing sequence sharding costs LLaMA 3.1-405B", unit="ratio", hints=(
     "Without sequence sharding, data parallelism cannot go beyond one sequence per shard: the planner has to use "
     "more model parallelism.",
-    "(planner step time, sequence_sharding=False) / (planner step time with it), LLaMA 3.1-405B on 8 v5p pods.",
+    "Ask the planner both ways and divide the step times: ⟦r = slow / fast⟧ with ⟦slow = "
+    "sb.training.plan('llama3-405b', 'v5p', 8 * 8960, 16 * 2 ** 20, seq_len=8192, "
+    "sequence_sharding=False).estimate.time⟧ and ⟦fast = sb.training.plan('llama3-405b', 'v5p', 8 * 8960, 16 * 2 ** "
+    "20, seq_len=8192).estimate.time⟧.",
 ))
 def no_sequence_sharding_slowdown_405b() -> float:
     """Planner step time without over with sequence sharding: LLaMA 3.1-405B, 8 v5p pods, 16 * 2**20 tokens of
@@ -140,7 +160,8 @@ def no_sequence_sharding_slowdown_405b() -> float:
 
 @problem("06.12", title="The planner without sequence sharding", unit="fraction", hints=(
     "MFU is model FLOPs per step over peak FLOP/s × step time; the planner's best layout sets the step time.",
-    "plan(llama3-8b, v5p, 1024, 2**20, seq_len=8192, sequence_sharding=False).mfu.",
+    "⟦u = sb.training.plan('llama3-8b', 'v5p', 1024, 2 ** 20, seq_len=8192, sequence_sharding=False).mfu⟧: read "
+    "what it chose (`.strategy`, `.candidates`) to see why.",
 ))
 def planner_mfu_no_sequence_sharding() -> float:
     """Best MFU the planner finds for LLaMA 3-8B, 2**20 tokens of 8192-token sequences, 1024 v5p chips, no
@@ -154,8 +175,10 @@ _BOOK_BATCH = 4 * 2**20  # LLaMA 3-70B's batch: 1024 sequences of 4096 tokens
 
 
 @problem("06.13", title="The book's question: LLaMA 3-70B's parameters", unit="parameters", hints=(
-    "Per layer: Q and O (D × N·H), K and V (D × K·H), the gated MLP's three D × F; plus two V × D.",
-    "L · (2·D·N·H + 2·D·K·H + 3·D·F) + 2·V·D for {model}.",
+    "Per layer: Q and O (D × N·H), K and V (D × K·H), the gated MLP's three D × F; plus the embedding and the "
+    "output matrix.",
+    "⟦P = m.L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H + 3 * m.D * m.F) + e * m.V * m.D⟧ with ⟦e = 1 if m.tied "
+    "else 2⟧ and ⟦m = sb.get_model(model)⟧.",
 ))
 def book_llama3_70b_params(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
     """Parameters of `model` from its config (the book's: LLaMA 3-70B, L = 80, D = 8192, F = 28,672, K = 8)."""
@@ -163,8 +186,8 @@ def book_llama3_70b_params(model: str = vary("llama3-70b", choices=DENSE_MODELS)
 
 
 @problem("06.14", title="The book's question: training FLOPs per token", unit="FLOPs", hints=(
-    "Forward 2 FLOPs per matmul weight per token, backward 4.",
-    "6 · (params - V · D) for {model}.",
+    "Forward two FLOPs per matmul weight per token, backward four.",
+    "⟦f = 6 * m.matmul_params()⟧ with ⟦m = sb.get_model(model)⟧.",
 ))
 def book_flops_per_token(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
     """Training FLOPs per token of `model`, 6 per matmul parameter (attention scores left out)."""
@@ -173,7 +196,9 @@ def book_flops_per_token(model: str = vary("llama3-70b", choices=DENSE_MODELS)) 
 
 @problem("06.15", title="The book's question: the run on one v5p", unit="years", hints=(
     "Total FLOPs over one chip's peak FLOP/s, in years.",
-    "6 · matmul params · {tokens} / C of a {chip} / (365.25 · 86400) for LLaMA 3-70B.",
+    "At six FLOPs per matmul parameter per token (the input embedding is a lookup, not a matmul): ⟦y = 6 * "
+    "m.matmul_params() * tokens / sb.get_chip(chip).peak_flops('bf16') / (365.25 * 86400)⟧ with ⟦m = "
+    "sb.get_model('llama3-70b')⟧.",
 ))
 def book_years_one_chip(tokens: float = vary(15e12, 1e12, 3e13),
                         chip: str = vary("v5p", choices=("v5p", "v5e", "v6e", "v4p", "tpu7x", "h100", "b200")),
@@ -184,7 +209,8 @@ def book_years_one_chip(tokens: float = vary(15e12, 1e12, 3e13),
 
 @problem("06.16", title="The book's question: the run on a v5p pod", unit="days", hints=(
     "Total FLOPs over the pod's achieved FLOP/s.",
-    "6 · matmul params · {tokens} / ({chips} · 4.59e14 · {mfu}) / 86400 for LLaMA 3-70B.",
+    "⟦d = 6 * m.matmul_params() * tokens / (chips * C * mfu) / 86400⟧ with ⟦m = sb.get_model('llama3-70b')⟧ and ⟦C "
+    "= sb.get_chip('v5p').peak_flops('bf16')⟧.",
 ))
 def book_days_on_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = vary(V5P_POD, 1024, 8960, step=64),
                      mfu: float = vary(0.4, 0.3, 0.6)) -> float:
@@ -195,7 +221,9 @@ def book_days_on_pod(tokens: float = vary(15e12, 1e12, 3e13), chips: int = vary(
 
 @problem("06.17", title="The book's question: the fewest chips", unit="chips", rtol=0.0, hints=(
     "Weights, optimizer state and checkpoints all have to fit: add them, divide by one chip's HBM, round up.",
-    "ceil((10 · params + L · {saves} · 2 · {tokens} · D) / 96e9) for LLaMA 3-70B.",
+    "With ten bytes of state per parameter (bf16 weights, two fp32 moments) plus the bf16 activations saved per "
+    "layer: ⟦n = ceil((10 * m.param_count() + saves * tokens * m.D * m.L * 2) / sb.get_chip('v5p').hbm_bytes)⟧ and "
+    "⟦m = sb.get_model('llama3-70b')⟧.",
 ))
 def book_fewest_chips(tokens: float = vary(4e6, 1e6, 1.6e7), saves: int = vary(4, 1, 8)) -> int:
     """Fewest 96 GB v5p chips that hold LLaMA 3-70B's bf16 weights, fp32 Adam and `saves` checkpoints per layer at
@@ -205,7 +233,9 @@ def book_fewest_chips(tokens: float = vary(4e6, 1e6, 1.6e7), saves: int = vary(4
 
 @problem("06.18", title="The book's question: memory per chip on a pod", unit="B", hints=(
     "The same total state, split evenly.",
-    "(10 · params + L · 4 · 2 · {tokens} · D) / {chips} for LLaMA 3-70B.",
+    "With ten bytes of state per parameter (bf16 weights, two fp32 moments) plus the bf16 activations saved per "
+    "layer (four per layer): ⟦b = (10 * m.param_count() + 4 * tokens * m.D * m.L * 2) / chips⟧ and ⟦m = "
+    "sb.get_model('llama3-70b')⟧.",
 ))
 def book_memory_per_chip(
         tokens: float = vary(4e6, 1e6, 1.6e7), chips: int = vary(V5P_POD, 1024, 8960, step=64)) -> float:
@@ -215,7 +245,7 @@ def book_memory_per_chip(
 
 @problem("06.19", title="The book's question: data parallelism over sequences only", unit="chips", rtol=0.0, hints=(
     "Without sequence sharding, a shard holds at least one whole sequence.",
-    "{tokens} // {T}.",
+    "⟦n = tokens // T⟧ shards, one sequence each.",
 ))
 def book_sequences_per_batch(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),
                              T: int = vary(4096, 1024, 16384, step=1024)) -> int:
@@ -226,7 +256,7 @@ def book_sequences_per_batch(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=
 
 @problem("06.20", title="The book's question: tokens per chip on a full pod", unit="tokens", hints=(
     "Split the batch evenly.",
-    "{tokens} / {chips}.",
+    "⟦b = tokens / chips⟧.",
 ))
 def book_tokens_per_chip(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),
                          chips: int = vary(V5P_POD, 1024, 8960, step=64)) -> float:
@@ -236,7 +266,7 @@ def book_tokens_per_chip(tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**2
 
 @problem("06.21", title="The book's question: the FSDP degree for FSDP + TP", unit="chips", hints=(
     "Balance FSDP's comms (falling in X) against TP's (rising in N / X).",
-    "X_opt = sqrt(2 · {tokens} · {chips} / F) with F = 28,672.",
+    "⟦X = sqrt(tokens / m.F * M_X / M_Y * chips)⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧ and ⟦m = sb.get_model('llama3-70b')⟧.",
 ))
 def book_x_opt(
         tokens: int = vary(_BOOK_BATCH, 2**20, 2**25, step=2**20),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...hardware.topology import TpuMesh
 from ...models import TransformerConfig, get_model
 from ...roofline import critical_batch, einsum_flops
-from ...sharding import sharded_matmul
+from ...sharding import local_shape
 from ...training.book import mfu
 from ...training.footprint import activation_bytes
 from ...units import dtype_bytes
@@ -24,9 +24,12 @@ RUN_CHIPS, RUN_BATCH, RUN_SEQ, RUN_STEP_S = 2048, 2**22, 8192, 2.4
 
 
 @problem("04.1", title="Parameters of LLaMA 2-13B", unit="parameters", hints=(
-    "Count per layer (attention projections, a gated MLP's three matrices), times the layers, plus the "
-    "embedding and the untied output matrix.",
-    "L · (D·(N·H) + 2·D·(K·H) + (N·H)·D + 3·D·F) + 2·V·D for {model} (`sb.get_model({model!r})` gives the letters).",
+    "Count per layer (attention projections, a gated MLP's three matrices), times the layers, plus the embedding "
+    "and the output matrix (unless it is tied to the embedding).",
+    "Per layer, Q and O are D × N·H, K and V are D × K·H, the gated MLP holds three D × F matrices; then the "
+    "embedding, and the output matrix unless it is tied: ⟦P = m.L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H + 3 "
+    "* m.D * m.F) + e * m.V * m.D⟧ with ⟦e = 1 if m.tied else 2⟧ and ⟦m = sb.get_model(model)⟧ (the norms' few "
+    "parameters hardly count).",
 ))
 def llama2_13b_params(model: str = vary("llama2-13b", choices=DENSE_MODELS)) -> float:
     """All parameters of `model` (the book's: LLaMA 2-13B, 40 MHA layers, D = 5120, F = 13824, gated, V = 32000)."""
@@ -34,8 +37,9 @@ def llama2_13b_params(model: str = vary("llama2-13b", choices=DENSE_MODELS)) -> 
 
 
 @problem("04.2", title="FLOPs of a grouped-query score einsum", unit="FLOPs", hints=(
-    "A contraction costs 2 × the product of every distinct dimension of both operands.",
-    "2 · {B} · {T} · {T} · {K} · {G} · {H}.",
+    "A contraction costs two FLOPs per multiply-add: twice the product of every distinct dimension of both "
+    "operands.",
+    "The distinct dimensions are B, T (queries), S = T (keys), K, G and H: ⟦f = 2 * B * T * T * K * G * H⟧.",
 ))
 def gqa_score_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 512, 32768, step=512), K: int = vary(8, 1, 16),
                     G: int = vary(8, 1, 16), H: int = vary(128, 64, 256, step=64)) -> float:
@@ -45,8 +49,10 @@ def gqa_score_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 512, 32768, ste
 
 
 @problem("04.3", title="Training FLOPs of LLaMA 3-8B", unit="FLOPs", hints=(
-    "Training costs about 6 FLOPs per parameter per token, plus causal attention's share at this length.",
-    "(6 · params + attention FLOPs per token at T = {T}) × {tokens} tokens for {model}.",
+    "Training costs about six FLOPs per matmul parameter per token, plus causal attention's share at this length.",
+    "A forward pass is two FLOPs per matmul weight plus attention's two contractions over half of the T keys a "
+    "causal query sees on average; training triples it: ⟦f = 3 * (2 * m.matmul_params() + attn) * tokens⟧ with "
+    "⟦attn = 4 * m.N * m.H * m.L * T / 2⟧ and ⟦m = sb.get_model(model)⟧ (`m.flops_per_token(T)` does the same).",
 ))
 def llama3_8b_training_flops(
         model: str = vary("llama3-8b", choices=DENSE_MODELS), tokens: float = vary(15e12, 1e12, 3e13),
@@ -57,7 +63,9 @@ def llama3_8b_training_flops(
 
 @problem("04.4", title="Where attention catches up with the MLP", unit="tokens", hints=(
     "The MLP's FLOPs per token are fixed; causal attention's grow with the sequence length T.",
-    "T = 2 · MLP params / (attention FLOPs per token at T = 1/2) for {model}.",
+    "The MLP does two FLOPs per weight, ⟦mlp = 2 * 3 * m.D * m.F * m.L⟧ per token; causal attention does its two "
+    "contractions over half of the T keys on average, four N·H·L FLOPs per key; equal at ⟦T = mlp / (4 * m.N * m.H "
+    "* m.L / 2)⟧, with ⟦m = sb.get_model(model)⟧.",
 ))
 def attention_equals_mlp_length(model: str = vary("llama3-70b", choices=DENSE_MODELS)) -> float:
     """Sequence length T at which LLaMA 3-70B's causal attention FLOPs equal its MLP FLOPs (per token).
@@ -72,7 +80,8 @@ def attention_equals_mlp_length(model: str = vary("llama3-70b", choices=DENSE_MO
 
 @problem("04.5", title="KV cache of LLaMA 3-405B at 128k context", unit="B", hints=(
     "Each token keeps a key and a value per KV head per layer.",
-    "2 (K and V) · L · K · H · bytes of {dtype} × {T} tokens for {model}.",
+    "⟦cache = 2 * m.L * m.K * m.H * sb.units.dtype_bytes(dtype) * T⟧ (keys and values, every layer, every KV head) "
+    "with ⟦m = sb.get_model(model)⟧.",
 ))
 def llama3_405b_kv_bytes(model: str = vary("llama3-405b", choices=DENSE_MODELS),
                          T: int = vary(131072, 8192, 262144, step=8192),
@@ -82,9 +91,10 @@ def llama3_405b_kv_bytes(model: str = vary("llama3-405b", choices=DENSE_MODELS),
 
 
 @problem("04.6", title="What multi-head latent attention saves", unit="ratio", hints=(
-    "MLA caches one shared latent (512) plus a small rope key (64) per token per layer, instead of every head's "
-    "key and value.",
-    "L · N · (head_qk + H) / (L · (512 + 64)) with N = 128, head_qk = 192, H = 128 for DeepSeek-V3.",
+    "MLA caches one shared latent plus a small rope key per token per layer, instead of every head's key and value.",
+    "Full heads would cache a key of width head_qk and a value of width H per head; MLA caches kv_rank + rope_dim "
+    "values: ⟦r = m.L * m.N * (m.head_qk + m.H) / (m.L * (m.kv_rank + m.rope_dim))⟧ with ⟦m = "
+    "sb.get_model('deepseek-v3')⟧.",
 ))
 def mla_kv_saving() -> float:
     """DeepSeek-V3's per-token cache if all 128 heads kept their key (192) and value (128), over MLA's (512 + 64)."""
@@ -94,8 +104,10 @@ def mla_kv_saving() -> float:
 
 
 @problem("04.7", title="Saved activations per chip", unit="B", hints=(
-    "Each layer keeps the outputs of its big matmuls for the backward pass: count their widths per token.",
-    "L · (sum of the 7 outputs' widths) · 2 bytes · {tokens} tokens / {chips} chips for {model}.",
+    "Saving only the big matmuls' outputs keeps a fixed number of D-wide arrays per token per layer for the "
+    "backward pass; everything is split evenly over the chips.",
+    "The book's count for this policy is seven [tokens, D] arrays per layer, in bf16: ⟦b = saves * tokens * m.D * "
+    "m.L * 2 / chips⟧ with ⟦saves = 7⟧ and ⟦m = sb.get_model(model)⟧.",
 ))
 def activations_per_chip(model: str = vary("llama3-70b", choices=DENSE_MODELS),
                          tokens: int = vary(2**22, 2**20, 2**24, step=2**20),
@@ -106,7 +118,9 @@ def activations_per_chip(model: str = vary("llama3-70b", choices=DENSE_MODELS),
 
 @problem("04.8", title="What causal masking saves at 128k context", unit="fraction", hints=(
     "A causal kernel skips the upper half of the score matrix: half of attention's T-dependent FLOPs.",
-    "1 - flops_per_token({T}, causal) / flops_per_token({T}, full) for {model}.",
+    "Per token, causal attention sees half of the T keys, full attention all of them: ⟦r = 1 - (2 * mp + a * T / 2) "
+    "/ (2 * mp + a * T)⟧ with ⟦mp = m.matmul_params()⟧, ⟦a = 4 * m.N * m.H * m.L⟧ FLOPs per key and ⟦m = "
+    "sb.get_model(model)⟧ (training's factor of three cancels).",
 ))
 def causal_saving(
         model: str = vary("llama3-405b", choices=DENSE_MODELS),
@@ -119,7 +133,9 @@ def causal_saving(
 
 @problem("04.9", title="MFU of a LLaMA 3-70B run", unit="fraction", hints=(
     "MFU is the model FLOPs a step needs over what the chips could do in that time at peak.",
-    "flops_per_token(T = 8192) · {batch} / ({chips} · 9.89e14 FLOP/s · {step} s) for LLaMA 3-70B.",
+    "⟦u = f * batch / (chips * C * step)⟧ with the training FLOPs per token at the run's sequence length, ⟦f = "
+    "sb.get_model('llama3-70b').flops_per_token(8192)⟧, and the H100's dense ⟦C = "
+    "sb.get_chip('h100').peak_flops('bf16')⟧.",
 ))
 def llama3_70b_mfu(
         chips: int = vary(RUN_CHIPS, 1024, 8192, step=512), batch: int = vary(RUN_BATCH, 2**21, 2**24, step=2**20),
@@ -129,9 +145,11 @@ def llama3_70b_mfu(
 
 
 @problem("04.10", title="Batch that keeps a sparse MoE compute-bound", unit="tokens", hints=(
-    "Each expert sees only k / E of the tokens, but all E experts' weights are read: the dense critical batch "
-    "grows by E / k.",
-    "critical batch (fp8 weights, bf16 compute, H100) × {E} / {k}.",
+    "Each expert sees only k / E of the tokens, but all E experts' weights are read: the dense critical batch grows "
+    "by E / k.",
+    "The dense critical batch with fp8 weights and bf16 compute on an H100, times E / k: ⟦B = C / W * w / 2 * E / "
+    "k⟧ with ⟦C = sb.get_chip('h100').peak_flops('bf16')⟧, ⟦W = sb.get_chip('h100').hbm_bandwidth⟧ and ⟦w = "
+    "sb.units.dtype_bytes('fp8')⟧.",
 ))
 def moe_critical_batch(E: int = vary(128, 8, 256, step=8), k: int = vary(4, 1, 8)) -> float:
     """Tokens per H100 for an E-expert, top-k MoE layer with fp8 weights and bf16 compute to be compute-bound."""
@@ -139,8 +157,8 @@ def moe_critical_batch(E: int = vary(128, 8, 256, step=8), k: int = vary(4, 1, 8
 
 
 @problem("04.11", title="The score matrix flash attention never writes", unit="B", hints=(
-    "The score matrix has one entry per query, key and head: it grows with T².",
-    "4 bytes · {B} · {N} · {T} · {T}.",
+    "The score matrix has one entry per query, key and head: it grows with T squared.",
+    "⟦b = 4 * B * N * T * T⟧ bytes (fp32 scores).",
 ))
 def score_matrix_bytes(
         B: int = vary(1, 1, 8), N: int = vary(64, 8, 128, step=8),
@@ -162,7 +180,7 @@ def _book_q1(L: int, D: int) -> TransformerConfig:
 @problem("04.12", title="Book Q1: parameters of a dense model", unit="parameters", hints=(
     "Per layer: four D×D attention projections (full MHA, N·H = D) and a gated MLP's three D×F matrices; then "
     "embedding and output.",
-    "{L} · (4·{D}² + 3·{D}·4·{D}) + 2 · 32000 · {D}.",
+    "With F = 4D: ⟦P = L * (4 * D * D + 3 * D * 4 * D) + 2 * V * D⟧ and the vocabulary ⟦V = 32000⟧.",
 ))
 def book_dense_params(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 1024, 8192, step=512)) -> float:
     """Parameters of L layers, width D, F = 4D, V = 32,000 with full multi-head attention (N·H = D), gated MLP."""
@@ -170,29 +188,36 @@ def book_dense_params(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 10
 
 
 @problem("04.13", title="Book Q1: its int8 KV cache per token", unit="B", hints=(
-    "Every layer keeps one key and one value vector of width N·H = D per token.",
-    "2 · {L} · {D} · 1 byte (int8).",
+    "Every layer keeps one key and one value vector of width K·H = D per token.",
+    "⟦b = 2 * L * D * 1⟧ bytes: a key and a value per layer, one byte per int8 value.",
 ))
 def book_dense_kv_bytes(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 1024, 8192, step=512)) -> float:
     """Bytes of KV cache per token of the same model in int8."""
     return _book_q1(L, D).kv_bytes_per_token(1)
 
 
+def _local_flops(B: int, D: int, F: int, mesh: TpuMesh) -> float:
+    """FLOPs one chip does multiplying its own blocks of A[B_X, D_Y] @ W[D_Y, F], before any communication.
+
+    Not the cheapest plan's (`sharded_matmul` may gather D first when D is small, and then each chip does the
+    whole contraction): the problems ask what the sharding as written leaves each chip to do."""
+    return einsum_flops("BD,DF->BF", {**local_shape("A[B_X, D_Y]", mesh, {"B": B, "D": D}), "F": F})
+
+
 @problem("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs", hints=(
     "Each chip multiplies only its local blocks: B / X rows and D / Y of the contraction; Z holds copies.",
-    "2 · ({B} / 4) · ({D} / 8) · {F}.",
+    "Two FLOPs per multiply-add over the chip's own blocks: ⟦f = 2 * (B / 4) * (D / 8) * F⟧.",
 ))
 def book_sharded_flops_per_chip(
         B: int = vary(4096, 1024, 16384, step=1024), D: int = vary(8192, 2048, 16384, step=1024),
                                 F: int = vary(32768, 8192, 65536, step=1024)) -> float:
     """FLOPs on each chip of A[B_X, D_Y] @ W[D_Y, F] on a v5p {X: 4, Y: 8, Z: 4}."""
-    mesh = TpuMesh("v5p", X=4, Y=8, Z=4)
-    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=B, D=D, F=F).local.flops
+    return _local_flops(B, D, F, TpuMesh("v5p", X=4, Y=8, Z=4))
 
 
 @problem("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs", hints=(
-    "With no batch dimension, the count is still 2 × the product of every distinct dimension.",
-    "2 · {I} · {J} · {K} · {L} · {M} · {N} · {O}.",
+    "With no batch dimension, the count is still two FLOPs per multiply-add over every distinct dimension.",
+    "⟦f = 2 * I * J * K * L * M * N * O⟧.",
 ))
 def book_einsum_flops(I: int = vary(2, 2, 16), J: int = vary(3, 2, 16), K: int = vary(4, 2, 16),  # noqa: E741
                       L: int = vary(5, 2, 16), M: int = vary(6, 2, 16), N: int = vary(7, 2, 16),
@@ -202,8 +227,9 @@ def book_einsum_flops(I: int = vary(2, 2, 16), J: int = vary(3, 2, 16), K: int =
 
 
 @problem("04.16", title="Book Q5: when attention matches the projections", unit="tokens", hints=(
-    "The projections cost 2 FLOPs per weight per token; attention's score and value einsums grow with T.",
-    "T = 2 · L · (4 · {D}²) / (attention FLOPs per token at T = 1), with N·H = {D}.",
+    "The projections cost two FLOPs per weight per token; attention's score and value einsums grow with T.",
+    "Four D × D projections per layer, two FLOPs per weight; attention's two contractions cost four N·H·L = four "
+    "D·L FLOPs per key; equal at ⟦T = 2 * L * 4 * D * D / (4 * D * L)⟧ with ⟦L = 64⟧.",
 ))
 def book_attention_matches_projections(D: int = vary(4096, 1024, 16384, step=512)) -> float:
     """Sequence length at which causal attention's FLOPs equal the Q, K, V, O projections' (width D, N·H = D)."""
@@ -213,7 +239,8 @@ def book_attention_matches_projections(D: int = vary(4096, 1024, 16384, step=512
 
 @problem("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction", hints=(
     "Only the active parameters (shared plus k routed experts) cost FLOPs per token.",
-    "6 · active params · {tokens} / ({gpu_hours} · 3600 s · 1.513e15 FLOP/s).",
+    "⟦u = 6 * P * tokens / (gpu_hours * 3600 * C)⟧ with ⟦P = sb.get_model('deepseek-v3').param_count(active=True)⟧ "
+    "and the H800's fp8 peak the book uses, ⟦C = 1.513e15⟧.",
 ))
 def book_deepseek_mfu(tokens: float = vary(14.8e12, 5e12, 3e13), gpu_hours: float = vary(2.79e6, 1e6, 8e6)) -> float:
     """6 · active parameters · `tokens` over `gpu_hours` H800-hours at 1.513e15 FLOP/s (the book's dense fp8)."""
@@ -222,7 +249,9 @@ def book_deepseek_mfu(tokens: float = vary(14.8e12, 5e12, 3e13), gpu_hours: floa
 
 @problem("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens", hints=(
     "Each token visits only k of E experts, so every expert needs the dense critical batch on its own.",
-    "critical batch (int8 weights, bf16 compute, {chip}) × E / k (DeepSeek-V3: 256 / 8).",
+    "The dense critical batch with int8 weights and bf16 compute, times E / k: ⟦B = C / W * w / 2 * m.E / m.k⟧ with "
+    "⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧, ⟦w = "
+    "sb.units.dtype_bytes('int8')⟧ and ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
 def book_moe_batch(chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", "h100", "h200", "b200"))) -> float:
     """Token batch above which DeepSeek-V3's MoE layer (int8 weights, bf16 compute) is compute-bound on `chip`."""
@@ -231,8 +260,9 @@ def book_moe_batch(chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", 
 
 
 @problem("04.19", title="Book Q1: attention's share of a layer", unit="fraction", hints=(
-    "Count the four attention projections against the gated MLP's three matrices; the embeddings are not in a layer.",
-    "4·D² / (4·D² + 3·D·({ratio}·D)) with F = {ratio}·D and N·H = D.",
+    "Count the four attention projections against the gated MLP's three matrices; the embeddings are not in a "
+    "layer.",
+    "⟦r = 4 * D * D / (4 * D * D + 3 * D * F)⟧ with ⟦F = ratio * D⟧ and N·H = D.",
 ))
 def book_attention_share(D: int = vary(4096, 1024, 8192, step=512), ratio: int = vary(4, 2, 8)) -> float:
     """Fraction of a layer's parameters in W_Q, W_K, W_V, W_O for width D, F = ratio · D, N·H = D, gated MLP."""
@@ -242,19 +272,20 @@ def book_attention_share(D: int = vary(4096, 1024, 8192, step=512), ratio: int =
 
 @problem("04.20", title="Book Q2: the FLOPs of a sharded matmul over the whole mesh", unit="FLOPs", hints=(
     "Each chip does its local matmul; an axis the sharding does not name repeats the same work on every plane.",
-    "2 · {B} · {D} · {F} × Z with Z = {Z}.",
+    "One chip's blocks, times every chip: ⟦f = 2 * (B / 4) * (D / 8) * F * (4 * 8 * Z)⟧.",
 ))
 def book_sharded_total_flops(B: int = vary(4096, 1024, 16384, step=1024), D: int = vary(8192, 2048, 16384, step=1024),
                              F: int = vary(32768, 8192, 65536, step=1024),
                              Z: int = vary(4, choices=(2, 4, 8))) -> float:
     """FLOPs of A[B_X, D_Y] @ W[D_Y, F] summed over every chip of a v5p {X: 4, Y: 8, Z}."""
     mesh = TpuMesh("v5p", X=4, Y=8, Z=Z)
-    return sharded_matmul("A[B_X, D_Y] @ W[D_Y, F] -> C[B_X, F]", mesh, B=B, D=D, F=F).local.flops * mesh.n_chips
+    return _local_flops(B, D, F, mesh) * mesh.n_chips
 
 
 @problem("04.21", title="Book Q6: what saving only the big matmuls costs in the backward pass", unit="FLOPs", hints=(
     "The two attention einsums (scores and weighted values) are not saved, so the backward pass runs them again.",
-    "2 × 2 · {B} · {T}² · {N} · {H} (no causal mask).",
+    "Each einsum is two FLOPs per multiply-add over B, T queries, T keys, N and H: ⟦f = 2 * einsum⟧ with ⟦einsum = "
+    "2 * B * T * T * N * H⟧ (no causal mask).",
 ))
 def book_attention_recompute_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 1024, 32768, step=1024),
                                    N: int = vary(32, 8, 128, step=8), H: int = vary(128, 64, 256, step=64)) -> float:

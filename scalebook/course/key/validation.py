@@ -36,9 +36,13 @@ def _decode_fit() -> tuple[float, float, int]:
 
 
 @problem("13.1", title="The fixed cost of one AllReduce, read off two decode speeds", unit="s", hints=(
-    "Decode time per token is A/n (weights split n ways) plus a fixed 2·L·a of AllReduces; two measurements give "
-    "two equations.",
-    "Solve t2 = A/2 + 2·L·a and t8 = A/8 + 2·L·a (t = 1 / tokens per second) for a.",
+    "Decode time per token is A / n (weights split n ways) plus a fixed cost of two AllReduces per layer; two "
+    "measurements give two equations.",
+    "Solve for the AllReduce: ⟦a = (t8 - A / 8) / (2 * r8.model.L)⟧, where two measurements give two equations, t2 "
+    "= A / two + a fixed part and t8 = A / eight + the same fixed part (two AllReduces per layer): ⟦A = (t2 - t8) / "
+    "(1 / 2 - 1 / 8)⟧ with ⟦t2 = 1 / r2.published⟧ and ⟦t8 = 1 / r8.published⟧ seconds per token, ⟦r2 = next(x for "
+    "x in sb.validation.runs() if x.id == 'gpt-fast Llama-2-70B TP2')⟧, ⟦r8 = next(x for x in sb.validation.runs() "
+    "if x.id == 'gpt-fast Llama-2-70B TP8')⟧.",
 ))
 def allreduce_fixed_cost() -> float:
     """Per-AllReduce cost a from gpt-fast's TP2 and TP8 Llama-2-70B decode (two AllReduces per layer)."""
@@ -47,7 +51,11 @@ def allreduce_fixed_cost() -> float:
 
 @problem("13.2", title="The HBM bandwidth the same fit implies", unit="B/s", hints=(
     "A in the fit is the time one GPU would take to read every weight.",
-    "2 bytes · params of Llama-2-70B / A from the TP2/TP8 fit.",
+    "⟦W = 2 * r8.model.param_count() / A⟧ (bf16 weights), where two measurements give two equations, t2 = A / two + "
+    "a fixed part and t8 = A / eight + the same fixed part (two AllReduces per layer): ⟦A = (t2 - t8) / (1 / 2 - 1 "
+    "/ 8)⟧ with ⟦t2 = 1 / r2.published⟧ and ⟦t8 = 1 / r8.published⟧ seconds per token, ⟦r2 = next(x for x in "
+    "sb.validation.runs() if x.id == 'gpt-fast Llama-2-70B TP2')⟧, ⟦r8 = next(x for x in sb.validation.runs() if "
+    "x.id == 'gpt-fast Llama-2-70B TP8')⟧.",
 ))
 def implied_hbm_bandwidth() -> float:
     """bf16 weight bytes over A, the single-GPU weight-read time of the fit."""
@@ -56,8 +64,12 @@ def implied_hbm_bandwidth() -> float:
 
 
 @problem("13.3", title="Predicting TP4 from TP2 and TP8", unit="tokens/s", hints=(
-    "Use the same two fitted numbers at n = 4.",
-    "1 / (A/4 + 2·L·a) with A and a from the TP2/TP8 fit.",
+    "Use the same two fitted numbers at n = four.",
+    "⟦s = 1 / (A / 4 + 2 * r8.model.L * a)⟧ tokens per second with ⟦a = (t8 - A / 8) / (2 * r8.model.L)⟧, where two "
+    "measurements give two equations, t2 = A / two + a fixed part and t8 = A / eight + the same fixed part (two "
+    "AllReduces per layer): ⟦A = (t2 - t8) / (1 / 2 - 1 / 8)⟧ with ⟦t2 = 1 / r2.published⟧ and ⟦t8 = 1 / "
+    "r8.published⟧ seconds per token, ⟦r2 = next(x for x in sb.validation.runs() if x.id == 'gpt-fast Llama-2-70B "
+    "TP2')⟧, ⟦r8 = next(x for x in sb.validation.runs() if x.id == 'gpt-fast Llama-2-70B TP8')⟧.",
 ))
 def predicted_tp4() -> float:
     """Tokens per second at TP4 from the two-number fit: 1 / (A/4 + 2·L·a)."""
@@ -67,7 +79,8 @@ def predicted_tp4() -> float:
 
 @problem("13.4", title="The MFU behind Llama 3's 430 TFLOP/s per GPU", unit="", hints=(
     "MFU is achieved FLOP/s over peak FLOP/s (dense bf16).",
-    "430e12 / 9.89e14 (the H100's dense bf16 peak).",
+    "⟦u = r.published * 1e12 / sb.get_chip(r.hardware).peak_flops('bf16')⟧ with ⟦r = next(x for x in "
+    "sb.validation.runs() if x.id == 'Llama 3 405B, 8,192 H100, TP8 PP16')⟧ (its throughput in TFLOP/s per GPU).",
 ))
 def llama3_mfu() -> float:
     """Published TFLOP/s per GPU over the H100's dense bf16 peak."""
@@ -76,8 +89,10 @@ def llama3_mfu() -> float:
 
 
 @problem("13.5", title="Llama 3 405B's step time from its throughput", unit="s", hints=(
-    "A step does 6 FLOPs per parameter per token of the global batch; divide by the cluster's published rate.",
-    "6 · 405e9 · global batch tokens / (8192 GPUs · 430e12 FLOP/s).",
+    "A step does six FLOPs per parameter per token of the global batch; divide by the cluster's published rate.",
+    "⟦t = 6 * sb.get_model('llama3-405b').param_count() * r.params['global_batch_tokens'] / (r.n_chips * "
+    "r.published * 1e12)⟧ with ⟦r = next(x for x in sb.validation.runs() if x.id == 'Llama 3 405B, 8,192 H100, TP8 "
+    "PP16')⟧.",
 ))
 def llama3_step_time() -> float:
     """Seconds per step at the published rate, counting 6 FLOPs per parameter per token (attention left out)."""
@@ -87,8 +102,11 @@ def llama3_step_time() -> float:
 
 
 @problem("13.6", title="The pipeline bubble of that run", unit="", hints=(
-    "Microbatches per replica = sequences per replica; the 1F1B bubble is (P - 1) / (M + P - 1).",
-    "(16 - 1) / (M + 16 - 1) with M = global batch / seq_len / (8192 / (TP 8 · PP 16)).",
+    "Microbatches per replica = sequences per replica; the 1F1B bubble is P minus one stage-times out of M + P "
+    "minus one.",
+    "⟦b = (p['pp'] - 1) / (M + p['pp'] - 1)⟧ with ⟦M = p['global_batch_tokens'] // p['seq_len'] // (r.n_chips // "
+    "(p['tp'] * p['pp']))⟧ sequences per replica, ⟦p = r.params⟧ and ⟦r = next(x for x in sb.validation.runs() if "
+    "x.id == 'Llama 3 405B, 8,192 H100, TP8 PP16')⟧.",
 ))
 def llama3_bubble() -> float:
     """1F1B bubble of 16 stages when each data-parallel replica gets its sequences one per microbatch."""
@@ -100,8 +118,10 @@ def llama3_bubble() -> float:
 
 
 @problem("13.7", title="Weights and optimizer of a 22B model over 8 GPUs", unit="B", hints=(
-    "18 bytes per parameter of mixed-precision Adam state, split over the tensor-parallel GPUs.",
-    "18 · params of the 22B model / TP degree (8).",
+    "Mixed-precision Adam keeps bf16 weights and gradients, fp32 master weights and two fp32 moments, with some "
+    "slack, per parameter, split over the tensor-parallel GPUs.",
+    "⟦b = 18 * r.model.param_count() / r.params['tp']⟧ with ⟦r = next(x for x in sb.validation.runs() if x.id == "
+    "'Korthikanti 22B params + optimizer')⟧.",
 ))
 def korthikanti_state_bytes() -> float:
     """18 bytes per parameter, split over the tensor-parallel degree of Korthikanti's 22B run."""
@@ -111,7 +131,8 @@ def korthikanti_state_bytes() -> float:
 
 @problem("13.8", title="How deep the calibrated planner pipelines Llama 3 405B", unit="stages", hints=(
     "The calibrated planner prices every layout; read off the pipeline depth of its best one.",
-    "plan(llama3-405b, GpuCluster('h100', gpus=16384), 16384, 16·2**20, seq_len=8192, efficiency='calibrated').pp.",
+    "⟦p = sb.training.plan('llama3-405b', sb.GpuCluster('h100', gpus=16384), 16384, 16 * 2 ** 20, seq_len=8192, "
+    "efficiency='calibrated').pp⟧: read `.candidates` to see what deeper and shallower pipelines lost.",
 ))
 def planner_pipeline_depth() -> int:
     """Pipeline stages of the calibrated plan for 405B on 16,384 H100s, 16M-token batches of 8,192-token sequences."""
@@ -121,7 +142,9 @@ def planner_pipeline_depth() -> int:
 
 @problem("13.9", title="How much of a short prompt is fixed cost", unit="", hints=(
     "A short prompt is dominated by per-layer fixed costs, not FLOPs.",
-    "(H100 per-layer overhead × 32 layers) / 7 ms.",
+    "⟦f = sb.get_chip(r.hardware).efficiency('calibrated').layer_overhead * r.model.L / (r.published * 1e-3)⟧: the "
+    "calibrated fixed cost per layer, times the layers, over the published first-token latency (ms), with ⟦r = "
+    "next(x for x in sb.validation.runs() if x.id == 'TRT-LLM Llama-2-7B fp8 TP1, TTFT 128')⟧.",
 ))
 def short_prompt_fixed_share() -> float:
     """The H100's per-layer fixed cost (read off GPT-J's 128-token rows) times Llama-2-7B's layers, over the
