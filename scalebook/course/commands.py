@@ -9,7 +9,7 @@
     scalebook course keys --secret-file course.key [--roster roster.csv] [--out keys.csv]  # a key per student
     scalebook course gradescope-zip 01_rooflines --out autograder.zip [--secret-file course.key] [--hint-cost 0.25]
                                     [--visibility after_published] [--question-visibility 01.16=hidden]
-                                    [--roster roster.csv]
+                                    [--roster roster.csv] [--course DIR]
 
 The course secret lives in a file the teacher keeps (`--secret-file`); with it every student has their own
 inputs (`scalebook.course.variants`), without it everyone has the book's. The roster (`roster.py`, the course
@@ -163,10 +163,10 @@ def question_visibility(text: str) -> tuple[str, str]:
 
 
 def _zip(args: argparse.Namespace) -> str:
-    path = autograder_zip(Path(args.out), args.problem_set, secret=read_secret(args.secret_file),
-                          hint_cost=args.hint_cost, visibility=args.visibility, timeout=args.timeout,
-                          questions=dict(args.question_visibility or []),
-                          roster=Path(args.roster) if args.roster else None)
+    path = autograder_zip(Path(args.out), args.problem_set, root=Path(args.course) if args.course else None,
+                          secret=read_secret(args.secret_file), hint_cost=args.hint_cost, visibility=args.visibility,
+                          timeout=args.timeout, questions=dict(args.question_visibility or []),
+                          roster=_roster(args.roster, args.course))
     return f"wrote {path}: upload it as the autograder of {args.problem_set} on Gradescope"
 
 
@@ -225,9 +225,11 @@ def add_commands(sub: Any) -> None:
                             help="when students see the tests: " + ", ".join(VISIBILITIES))
     gradescope.add_argument("--question-visibility", action="append", type=question_visibility, metavar="QID=WHEN",
                             help="one question's own visibility, e.g. 01.16=after_published (repeat per question)")
-    gradescope.add_argument("--roster", help="the course's roster.csv (default: roster.csv here, if any)")
+    gradescope.add_argument("--roster", help="the course's roster.csv or the platform's export (default: the "
+                                             "course folder's roster.csv, if any)")
     gradescope.add_argument("--timeout", type=seconds, default=120, help="seconds allowed per cell (default 120)")
     _course_options(gradescope)
+    _course_folder(gradescope)
     gradescope.set_defaults(run=_zip)
     export = what.add_parser("export", help="turn a gradebook into what Canvas, Moodle or Gradescope imports")
     export.add_argument("--gradebook", required=True, help="the gradebook CSV `scalebook grade` wrote")

@@ -48,6 +48,7 @@ import os
 import re
 import stat
 import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -55,10 +56,10 @@ from typing import Any
 
 from ..units import closest
 from .grader import sandbox
-from .grader.autograde import _Key, grade_one, question_points
+from .grader.autograde import _Key, course_root, grade_one, question_points
 from .grader.gradebook import clean
 from .grader.submissions import Result, Submission
-from .roster import ROSTER_FILE, Roster
+from .roster import ROSTER_FILE, Roster, find_roster
 
 __all__ = ["VISIBILITIES", "UV", "results_json", "choose_notebook", "pinned_requirements", "run", "autograder_zip",
            "main"]
@@ -319,23 +320,22 @@ def _question_visibility(questions: dict[str, str] | None, possible: dict[str, i
 
 def autograder_zip(out: Path, problem_set: str, root: Path | None = None, secret: str | None = None,
                    hint_cost: float = 0.0, visibility: str = "visible", timeout: float = 120,
-                   questions: dict[str, str] | None = None, roster: Path | None = None) -> Path:
+                   questions: dict[str, str] | None = None, roster: Roster | None = None) -> Path:
     """Write Gradescope's autograder zip for `problem_set` ('01_rooflines') to `out` and return its path: `setup.sh`,
     `run_autograder` and `requirements.txt` at the root, `course/` holding this package, `solutions/<problem_set>.md`,
-    `course.json` and the course's roster (`roster`, default `roster.csv` in `root` where there is one). With the
-    course `secret` the roster is required: Gradescope names a submitter by email, and a key is made for a roster
-    entry. `visibility` is the tests' (Gradescope's `VISIBILITIES`), `questions` ({qid: visibility}) a question's
-    own. The zip holds the secret: it is the teacher's to keep."""
-    root = Path(root) if root else Path.cwd()
+    `course.json` and the course's roster (`roster`, default `find_roster(root)`). `root` is the course's folder
+    (`course_root`: default here, else this package's checkout). With the course `secret` a roster is required:
+    Gradescope names a submitter by email, and a key is made for a roster entry. `visibility` is the tests'
+    (Gradescope's `VISIBILITIES`), `questions` ({qid: visibility}) a question's own. The zip holds the secret: it
+    is the teacher's to keep."""
+    root = course_root(root)
     possible = question_points(problem_set, root)  # the problem set exists and has points
     _check_visibility(visibility)
     questions = _question_visibility(questions, possible)
     if not 0 <= hint_cost <= 1:
         raise ValueError(f"hint_cost={hint_cost!r} must be a fraction of a question's points, 0 to 1")
-    roster = Path(roster) if roster else root / ROSTER_FILE if (root / ROSTER_FILE).is_file() else None
-    if roster is not None:
-        Roster.read(roster)  # a roster the grader can read, or the error now
-    elif secret:
+    roster = roster or find_roster(root)
+    if roster is None and secret:
         raise ValueError(f"secret given but no roster ({root / ROSTER_FILE} does not exist): Gradescope names each "
                          "submitter by email, and each key is made for a roster entry; import the class list with "
                          "`scalebook course roster EXPORT.csv` first, or pass roster=")
@@ -351,7 +351,8 @@ def autograder_zip(out: Path, problem_set: str, root: Path | None = None, secret
         _add(archive, "course/course.json", json.dumps(config, indent=1))
         _add(archive, f"course/solutions/{problem_set}.md", solutions)
         if roster is not None:
-            _add(archive, f"course/{ROSTER_FILE}", roster.read_text(encoding="utf-8"))
+            with tempfile.TemporaryDirectory() as folder:
+                _add(archive, f"course/{ROSTER_FILE}", roster.write(Path(folder) / ROSTER_FILE).read_text("utf-8"))
         for name in ("pyproject.toml", "README.md"):
             _add(archive, f"course/{name}", (_PACKAGE.parent / name).read_text(encoding="utf-8"))
         for path in _package_files(_PACKAGE):

@@ -202,13 +202,17 @@ def test_run_autograder_says_so_when_setup_did_not_finish(tmp_path):
     assert results["score"] == 0 and "Not graded: the autograder was not set up" in results["output"]
 
 
-def test_the_zip_keeps_per_question_visibility_and_refuses_what_gradescope_would_not_know(tmp_path):
-    zipped = autograder_zip(tmp_path / "ag.zip", SET, root=ROOT, secret=SECRET, roster=_roster(tmp_path),
-                            visibility="after_due_date", questions={"01.16": "hidden"})
+def test_the_zip_carries_the_course_roster_and_each_questions_visibility(tmp_path):
+    course = tmp_path / "course"  # a course folder outside the checkout: its solutions page and its roster
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / f"{SET}.md", course / "solutions")
+    _roster(course)
+    zipped = autograder_zip(tmp_path / "ag.zip", SET, root=course, secret=SECRET, visibility="after_due_date",
+                            questions={"01.16": "hidden"})
     with zipfile.ZipFile(zipped) as archive:
         config = json.loads(archive.read("course/course.json"))
-        assert Roster.read(_roster(tmp_path)).students == tuple(ROSTER)
-        assert archive.read("course/roster.csv") == (tmp_path / "roster.csv").read_bytes()
+        (tmp_path / "shipped.csv").write_bytes(archive.read("course/roster.csv"))
+    assert Roster.read(tmp_path / "shipped.csv").students == tuple(ROSTER)
     assert config["visibility"] == "after_due_date" and config["question_visibility"] == {"01.16": "hidden"}
     with pytest.raises(ValueError, match=r"'01\.61' is not a question of this problem set .*did you mean .*'01\.16'"):
         autograder_zip(tmp_path / "x.zip", SET, root=ROOT, questions={"01.61": "hidden"})
@@ -225,7 +229,7 @@ def test_the_zip_keeps_per_question_visibility_and_refuses_what_gradescope_would
     ([], "lists no users"),
 ])
 def test_a_submitter_the_roster_does_not_know_gets_0_and_the_reason(tmp_path, users, said):
-    zipped = autograder_zip(tmp_path / "ag.zip", SET, root=ROOT, secret=SECRET, roster=_roster(tmp_path))
+    zipped = autograder_zip(tmp_path / "ag.zip", SET, root=ROOT, secret=SECRET, roster=Roster(ROSTER))
     root = _unzip(zipped, tmp_path / "autograder", {**METADATA, "users": users})
     shutil.copy(ROOT / "solutions" / f"{SET}.ipynb", root / "submission" / f"{SET}.ipynb")
     results = run(root)
@@ -243,12 +247,17 @@ def test_the_course_commands_issue_keys_and_zips(tmp_path, capsys):
     assert cli.main(["course", "keys", "--secret-file", str(secret), "alice", "bob"]) == 0
     shown = capsys.readouterr().out
     assert student_key(SECRET, "alice") in shown and student_key(SECRET, "bob") in shown
+    course = tmp_path / "course"  # the course's folder, away from the checkout: a problem set and the roster
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "02_tpus.md", course / "solutions")
+    _roster(course)
     out = tmp_path / "ag.zip"
     assert cli.main(["course", "gradescope-zip", "02_tpus", "--out", str(out), "--secret-file", str(secret),
-                     "--hint-cost", "0.25", "--visibility", "after_published", "--roster", str(_roster(tmp_path)),
+                     "--hint-cost", "0.25", "--visibility", "after_published", "--course", str(course),
                      "--question-visibility", "02.1=hidden", "--question-visibility", "02.2=visible"]) == 0
     with zipfile.ZipFile(out) as archive:
         config = json.loads(archive.read("course/course.json"))
+        assert "course/roster.csv" in archive.namelist()
     assert config == {"problem_set": "02_tpus", "hint_cost": 0.25, "visibility": "after_published", "timeout": 120,
                       "question_visibility": {"02.1": "hidden", "02.2": "visible"}, "secret": SECRET}
 
@@ -393,7 +402,7 @@ def test_the_solutions_score_full_marks_in_gradescopes_layout_and_the_saved_copy
 def test_a_varied_student_named_by_email_scores_full_marks_under_their_own_key(autograders, tmp_path):
     import hostile
 
-    zipped = autograder_zip(tmp_path / "course.zip", SET, root=ROOT, secret=SECRET, roster=_roster(tmp_path))
+    zipped = autograder_zip(tmp_path / "course.zip", SET, root=ROOT, secret=SECRET, roster=Roster(ROSTER))
     possible, key = question_points(SET, ROOT), _Key(SECRET)
     ada, bo = ROSTER[0], ROSTER[1]
     values = key.values(ada.uid, possible)
