@@ -13,7 +13,6 @@ from scalebook.course.grader import autograde, reasoning, strictjson
 from scalebook.course.grader.autograde import grade
 from scalebook.course.grader.gradebook import markdown
 from scalebook.course.grader.reasoning import MAX_REASONING, capture, handout, notebook_cells
-from scalebook.course.grader.submissions import Result, Submission
 from scalebook.course.roster import Roster, Student
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,10 +134,9 @@ def test_one_page_per_problem_set_students_in_roster_order(tmp_path, monkeypatch
 def test_a_regrade_of_one_student_keeps_the_others_on_the_page(tmp_path, monkeypatch):
     files = {"ada__01_rooflines.ipynb": _submission({0: "First try."}),
              "zoe__01_rooflines.ipynb": _submission({0: "Zoe wrote this."})}
-    _, folder = _graded(tmp_path, monkeypatch, files, CLASS)
-    again = Result(Submission("ada", "01_rooflines", tmp_path / "subs" / "ada__01_rooflines.ipynb"), "graded",
-                   possible=autograde.question_points("01_rooflines", ROOT), reasoning={"01.1": "Second try."})
-    reasoning.write_pages([again], folder, CLASS, keep=True)
+    _graded(tmp_path, monkeypatch, files, CLASS)
+    _, folder = _graded(tmp_path, monkeypatch, {"ada__01_rooflines.ipynb": _submission({0: "Second try."})},
+                        CLASS, students=["ada"])
     page = (folder / "01_rooflines.md").read_text(encoding="utf-8")
     assert "Second try" in page and "First try" not in page and "Zoe wrote this" in page
     assert page.index(f"## {markdown('Zoe Adams (zoe)')}") < page.index(f"## {markdown('Ada Lovelace (ada)')}")

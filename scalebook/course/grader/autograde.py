@@ -432,7 +432,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
         pool.shutdown(wait=False, cancel_futures=True)
         book.abandon()
         raise
-    reasoning.write_pages(results, out.parent / "reasoning", roster)
+    reasoning.write_pages(results, out.parent / "reasoning", roster, keep=students is not None)
     if on_results:
         on_results(results)
     students = len({r.submission.student for r in results})
