@@ -60,9 +60,15 @@ def fraction(text: str) -> float:
 
 
 def gradebook_path(text: str) -> str:
-    """A CSV to write: not a folder (its own folder is created if missing)."""
+    """A CSV to write: not a folder, and in a folder that exists or can be made (it is made when grading starts)."""
     if not text or Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
+    above = Path(text).resolve().parent
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: its folder cannot be made, {str(above)!r} is not a folder "
+                                         "this user may write in")
     return text
 
 

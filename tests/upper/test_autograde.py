@@ -24,6 +24,7 @@ import pytest
 from scalebook.course.answers import GRADE_ANSWERS, check
 from scalebook.course.grader import autograde, gradebook, sandbox, strictjson, submissions
 from scalebook.course.grader.autograde import grade, question_points, read_answers
+from scalebook.course.grader.limits import Limits
 from scalebook.course.grader.submissions import find_submissions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,12 +82,13 @@ GRADE = """
 import sys
 from pathlib import Path
 from scalebook.course.grader import sandbox
+from scalebook.course.grader.limits import Limits
 from scalebook.course.grader.autograde import grade
 subs, out, root = map(Path, sys.argv[1:4])
 sandbox.UIDS = range(int(sys.argv[4]), int(sys.argv[4]) + 100_000)  # this run's own uids
-print(grade(subs, out, root=root, timeout=float(sys.argv[5]), jobs=2, limits=sandbox.Limits(processes=256)))
+print(grade(subs, out, root=root, timeout=float(sys.argv[5]), jobs=2, limits=Limits(processes=256)))
 """
-LIMITS = sandbox.Limits(processes=256, jobs=2)
+LIMITS = Limits(processes=256, jobs=2)
 REFERENCE = 0.1  # seconds the workload of `_slowness` takes on a quiet 2-core machine of 2025
 
 
@@ -648,7 +650,7 @@ def test_the_sandboxes_of_a_run_share_the_hosts_tables_by_its_job_count(tmp_path
     seen = []
     monkeypatch.setattr(autograde, "grade_one", lambda s, root, timeout, sandboxed, limits, *rest:
                         seen.append(limits) or submissions.Result(s, "graded"))
-    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, jobs=3, limits=sandbox.Limits(files=300))
+    grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False, jobs=3, limits=Limits(files=300))
     assert [(limits.jobs, limits.files) for limits in seen] == [(3, 300)]
 
 

@@ -74,7 +74,7 @@ NAMED_BAD = [
     ([*SERVE_POS, "--context", "100000000"], "--context"), ([*SERVE_POS, "--chips", "1"], "--chips"),
     ([*SERVE_POS, "--model", "llama3-8b"], "--model"), ([*SERVE_POS, "--chip", "v5e"], "--chip"),
     (["serve", "llama3-70b"], "--chip"), (["serve"], "--model"), ([*SERVE_POS, "--dtype", "fp3"], "--dtype"),
-    *[([*NO_SUBMISSIONS, "--out", b], "--out") for b in ["/no/such/folder/g.csv", "/dev/null/g.csv", "", "/tmp"]],
+    *[([*NO_SUBMISSIONS, "--out", b], "--out") for b in ["/dev/null/sub/g.csv", "/dev/null/g.csv", "", "/tmp"]],
     *[([*NO_SUBMISSIONS, "--jobs", b], "--jobs") for b in BAD_NUMBERS],
     *[([*NO_SUBMISSIONS, "--timeout", b], "--timeout") for b in ["0", "-1", "nan", "inf", "-inf", "abc", ""]],
     *[(["bench", "--dtype", b], "--dtype") for b in ["bf17", "", "int4", "nan"]],

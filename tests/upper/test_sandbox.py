@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from scalebook.course.grader import cgroups, sandbox
+from scalebook.course.grader.limits import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(bool(sandbox.available()), reason=f"no sandbox here: {sandbox.available()}")
@@ -116,9 +117,9 @@ def probe(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     answers.touch()
     targets = [str(secret), str(ROOT / "solutions" / "01_rooflines.md"), "/proc/1/root" + str(secret),
                f"/proc/{os.getpid()}/cwd/solutions/01_rooflines.md",
-               str(ROOT / "scalebook" / "problems" / "__init__.py")]
+               str(ROOT / "scalebook" / "course" / "key" / "__init__.py")]
     ran = sandbox.run(["python", "probe.py", *targets], {"probe.py": PROBE.encode()}, answers,
-                      sandbox.Limits(processes=32, inodes=2000), timeout=60, env={"OUT": sandbox.ANSWERS},
+                      Limits(processes=32, inodes=2000), timeout=60, env={"OUT": sandbox.ANSWERS},
                       kind=request.param)
     assert ran.returncode == 0, ran.output
     assert secret.read_text() == "{}"
@@ -175,7 +176,7 @@ def test_the_time_limit_kills_the_whole_tree(tmp_path, kind):
     (tmp_path / "answers").touch()
     start = time.monotonic()
     ran = sandbox.run(["python", "stay.py"], {"stay.py": (tmp_path / "stay.py").read_bytes()}, tmp_path / "answers",
-                      sandbox.Limits(), timeout=3, kind=kind)
+                      Limits(), timeout=3, kind=kind)
     assert ran.timed_out and time.monotonic() - start < 30
     time.sleep(0.5)
     assert not any(mark in Path(f"/proc/{p}/cmdline").read_bytes().decode("utf-8", "replace")
@@ -184,17 +185,18 @@ def test_the_time_limit_kills_the_whole_tree(tmp_path, kind):
 
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="memory"):
-        sandbox.Limits(memory=0)
+        Limits(memory=0)
 
 
 GRADER = r'''
 import sys
 from pathlib import Path
 from scalebook.course.grader import sandbox
+from scalebook.course.grader.limits import Limits
 program = ("from scalebook.course.grader import sandbox; sandbox.hold_lifeline(); import subprocess, sys, time; "
            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)  # {sys.argv[3]}'], "
            "start_new_session=True); time.sleep(300)")
-sandbox.run(["python", "-c", program], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=300, kind=sys.argv[2])
+sandbox.run(["python", "-c", program], {}, Path(sys.argv[1]), Limits(), timeout=300, kind=sys.argv[2])
 '''
 
 
@@ -262,7 +264,7 @@ with open(os.environ["OUT"], "w") as f:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
-    limits = sandbox.Limits(memory=400 * 2**20, cpus=0.5)
+    limits = Limits(memory=400 * 2**20, cpus=0.5)
     if "not capped" in (how := sandbox.describe(limits)):
         pytest.skip(f"this machine gives the grader no cgroup: {how}")
     (tmp_path / "answers").touch()
@@ -278,7 +280,7 @@ def test_a_cgroup_caps_the_whole_sandbox_cpu_and_memory(tmp_path, kind):
 def test_the_cgroups_are_removed_after_the_run(tmp_path):
     (tmp_path / "answers").touch()
     before = {home: set(os.listdir(home)) for home, _ in cgroups.homes().values()}
-    sandbox.run(["python", "-c", "pass"], {}, tmp_path / "answers", sandbox.Limits(), timeout=60)
+    sandbox.run(["python", "-c", "pass"], {}, tmp_path / "answers", Limits(), timeout=60)
     after = {home: set(os.listdir(home)) for home, _ in cgroups.homes().values()}
     assert {h: {e for e in names - before[h] if e.startswith(f"scalebook-{os.getpid()}-")}
             for h, names in after.items()} == {h: set() for h in after}
@@ -288,8 +290,9 @@ COURSE = r'''
 import json, sys
 from pathlib import Path
 from scalebook.course.grader import sandbox
+from scalebook.course.grader.limits import Limits
 course = Path(sys.argv[1])
-targets = [course / "solutions" / "01_rooflines.md", course / "scalebook" / "problems" / "__init__.py",
+targets = [course / "solutions" / "01_rooflines.md", course / "scalebook" / "course" / "key" / "__init__.py",
            course / "tests" / "data" / "problem_answers.toml", course / "notes.md"]
 probe = ("import json, os, sys\nfound = {'read': []}\nfor p in sys.argv[1:]:\n    try:\n"
          "        open(p, 'rb').read(1)\n        found['read'].append(p)\n    except OSError:\n        pass\n"
@@ -298,7 +301,7 @@ probe = ("import json, os, sys\nfound = {'read': []}\nfor p in sys.argv[1:]:\n  
          "found['listing'] = sorted(os.listdir(sys.argv[5]))\n"
          "open(os.environ['OUT'], 'w').write(json.dumps(found))")
 answers = Path(sys.argv[2])
-ran = sandbox.run(["python", "-c", probe, *map(str, targets), str(course)], {}, answers, sandbox.Limits(),
+ran = sandbox.run(["python", "-c", probe, *map(str, targets), str(course)], {}, answers, Limits(),
                   timeout=60, env={"OUT": sandbox.ANSWERS}, kind=sys.argv[3])
 print(ran.returncode, ran.output[-2000:])
 '''
@@ -351,7 +354,7 @@ def test_without_cgroups_the_sandbox_says_what_is_not_capped(monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(cgroups, "homes", nothing)
-    how = sandbox.describe.__wrapped__(sandbox.Limits())
+    how = sandbox.describe.__wrapped__(Limits())
     assert how.startswith("not capped here: CPU share (no cgroup information (Permission denied))")
     assert "memory of the whole sandbox" in how and "processes of the whole sandbox" in how
 
@@ -384,12 +387,13 @@ with open(os.environ["OUT"], "w") as f:
 KEY_OWNER = KEYS + r'''
 from pathlib import Path
 from scalebook.course.grader import sandbox
+from scalebook.course.grader.limits import Limits
 if keyctl(JOIN, None) < 0:  # a session keyring of this process's own, not the test run's
     print(json.dumps({"skip": os.strerror(ctypes.get_errno())}))
     sys.exit()
 secret = b"the teacher's token"
 teacher = libc.syscall(NR[0], b"user", b"scalebook-teacher", secret, len(secret), ctypes.c_long(SESSION))
-ran = sandbox.run(["python", "-c", sys.argv[3], str(teacher)], {}, Path(sys.argv[1]), sandbox.Limits(), timeout=60,
+ran = sandbox.run(["python", "-c", sys.argv[3], str(teacher)], {}, Path(sys.argv[1]), Limits(), timeout=60,
                   env={"OUT": sandbox.ANSWERS}, kind=sys.argv[2])
 print(json.dumps({"ran": [ran.returncode, ran.output[-2000:]], "intact": read(teacher) == secret,
                   **json.loads(Path(sys.argv[1]).read_text() or "{}")}))
@@ -436,7 +440,7 @@ def test_one_notebook_cannot_take_the_hosts_file_table_or_ptys(tmp_path, kind):
     leaves to other mounts of devpts (kernel.pty.max less kernel.pty.reserve: Documentation/filesystems/devpts.rst,
     https://docs.kernel.org/filesystems/devpts.html)."""
     (tmp_path / "answers").touch()
-    limits = sandbox.Limits()
+    limits = Limits()
     ran = sandbox.run(["python", "-c", FILES_AND_PTYS], {}, tmp_path / "answers", limits, timeout=60,
                       env={"OUT": sandbox.ANSWERS}, kind=kind)
     assert ran.returncode == 0, ran.output
@@ -451,16 +455,17 @@ def test_one_notebook_cannot_take_the_hosts_file_table_or_ptys(tmp_path, kind):
 
 def test_the_file_and_pty_caps_follow_the_host_and_the_job_count(monkeypatch):
     host = {"fs/file-max": 1_000_000, "fs/nr_open": 1_048_576, "kernel/pty/max": 4096, "kernel/pty/reserve": 1024}
-    monkeypatch.setattr(sandbox, "_host_limit", host.get)
-    assert sandbox.Limits(jobs=2).open_files() == 1_000_000 // (2 * 2 * 512)  # 488, below the default 1024
-    assert sandbox.Limits(jobs=2, processes=64).open_files() == 1024
-    assert sandbox.Limits(jobs=2).pty_count() == 16
+    monkeypatch.setattr("scalebook.course.grader.limits.host_limit", host.get)
+    assert Limits(jobs=2).open_files() == 1_000_000 // (2 * 2 * 512)  # 488, below the default 1024
+    assert Limits(jobs=2, processes=64).open_files() == 1024
+    assert Limits(jobs=2).pty_count() == 16
     host.update({"fs/file-max": 10_000, "kernel/pty/max": 1100})  # a small host: the floor, and a few ptys
-    assert sandbox.Limits(jobs=8).open_files() == 64 and sandbox.Limits(jobs=8).pty_count() == 76 // 16
+    assert Limits(jobs=8).open_files() == 64 and Limits(jobs=8).pty_count() == 76 // 16
     host.update({"kernel/pty/max": 1024})
-    assert sandbox.Limits().pty_count() == 0
-    monkeypatch.setattr(sandbox, "_host_limit", lambda name: None)  # no /proc/sys: the defaults alone
-    assert sandbox.Limits().open_files() == 1024 and sandbox.Limits().pty_count() == 16
-    assert "--nofile=1024" in sandbox.Limits().prlimit()
+    assert Limits().pty_count() == 0
+    # no /proc/sys: the defaults alone
+    monkeypatch.setattr("scalebook.course.grader.limits.host_limit", lambda name: None)
+    assert Limits().open_files() == 1024 and Limits().pty_count() == 16
+    assert "--nofile=1024" in Limits().prlimit()
     with pytest.raises(ValueError, match="jobs"):
-        sandbox.Limits(jobs=0)
+        Limits(jobs=0)

@@ -2,6 +2,7 @@
 
     submissions.py  which uploaded files count, and whose they are; each opened once, never followed
     sandbox.py      the sandbox a notebook runs in (bubblewrap, or namespaces.py's own), without the course
+    limits.py       what one sandbox may use, sized from the host's limits and the jobs running at once
     cgroups.py      per-notebook caps on CPU, memory and processes
     namespaces.py   the seccomp filter and the namespaces backend
     strictjson.py   JSON a submission wrote, read as the standard defines it, within a memory budget
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         cgroups,
         gradebook,
         integrity,
+        limits,
         manual,
         namespaces,
         reasoning,
@@ -37,8 +39,8 @@ if TYPE_CHECKING:
     )
     from .autograde import grade
 
-_MODULES = ("submissions", "sandbox", "cgroups", "namespaces", "strictjson", "autograde", "runner", "reasoning",
-            "integrity", "gradebook", "manual")
+_MODULES = ("submissions", "sandbox", "limits", "cgroups", "namespaces", "strictjson", "autograde", "runner",
+            "reasoning", "integrity", "gradebook", "manual")
 _TABLE = {"grade": "autograde", **{name: name for name in _MODULES}}
 
 __all__ = list(_TABLE)

@@ -47,6 +47,7 @@ from ..roster import Roster
 from ..variants import VARIANT, student_key, values_for
 from . import integrity, reasoning, runner, sandbox, strictjson
 from .gradebook import Gradebook, check_out, grader_error, summary
+from .limits import Limits
 from .runner import MAX_ERRORS
 from .submissions import Result, Submission, find_submissions, read_once
 
@@ -211,7 +212,7 @@ def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str,
     return outcomes
 
 
-def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, timeout: float,
+def _run_unsandboxed(notebook: Path, answers: Path, limits: Limits, timeout: float,
                      variant: str) -> sandbox.SandboxResult:
     """Run the notebook in a plain child process (--no-sandbox): a clean environment and rlimits, no isolation."""
     def cap() -> None:
@@ -236,7 +237,7 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: sandbox.Limits, time
         return sandbox.SandboxResult(code, log.read().decode("utf-8", "replace"))
 
 
-def _execute(content: bytes, limits: sandbox.Limits, timeout: float, sandboxed: bool, variant: str,
+def _execute(content: bytes, limits: Limits, timeout: float, sandboxed: bool, variant: str,
              hide: tuple[str, ...]) -> tuple[str, bytes, str]:
     """Run one notebook (its `content`) with the student's `variant` (`VARIANT`'s JSON: their name and input
     values, never the secret) in its environment; return its status, the records it sent and a detail line."""
@@ -271,7 +272,7 @@ def _scored(possible: dict[str, int], outcomes: dict[str, str], hints: dict[str,
 
 
 def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxed: bool = True,
-              limits: sandbox.Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = (),
+              limits: Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = (),
               hint_cost: float = 0.0, handout: frozenset[str] = frozenset()) -> Result:
     """Grade one submission; never raises: anything that goes wrong becomes the row's status. `hide` names
     host folders its sandbox must not see (the course root, the submissions, the gradebook's folder). The
@@ -296,7 +297,7 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
         key = key or _Key()
         values = key.values(submission.student, possible)
         variant = json.dumps({"student": submission.student, "values": values})
-        status, data, detail = _execute(content, limits or sandbox.Limits(), timeout, sandboxed, variant, hide)
+        status, data, detail = _execute(content, limits or Limits(), timeout, sandboxed, variant, hide)
         detail = "; ".join(filter(None, (detail, submission.why)))  # with the note for the teacher, if any
         last, hints, errors = _records(data)
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
@@ -370,7 +371,7 @@ def cores() -> int:
 
 
 def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 120, jobs: int | None = None,
-          sandboxed: bool = True, force: bool = False, limits: sandbox.Limits | None = None,
+          sandboxed: bool = True, force: bool = False, limits: Limits | None = None,
           secret: str | None = None, hint_cost: float = 0.0,
           on_results: Callable[[list[Result]], None] | None = None, students: Collection[str] | None = None,
           roster: Roster | None = None) -> Table:
@@ -405,7 +406,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     if sandboxed and (why := sandbox.available()):
         raise ValueError(f"sandboxed=True, but no sandbox works here: {why}. Pass --no-sandbox (sandboxed=False) "
                          "only to grade work you trust.")
-    limits = dataclasses.replace(limits or sandbox.Limits(), jobs=jobs)  # `jobs` sandboxes share the host's tables
+    limits = dataclasses.replace(limits or Limits(), jobs=jobs)  # `jobs` sandboxes share the host's tables
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode,

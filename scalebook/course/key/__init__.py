@@ -20,7 +20,7 @@ __all__ = ["Problem", "problem", "get_problem", "list_problems"]
 
 # One module per problem set; imported on first look-up so `import scalebook` stays light.
 _SETS = ("rooflines", "tpus", "sharding", "transformers", "training", "training_llama", "inference", "serving_llama",
-         "jax_programming", "profiling", "gpus", "validation", "moe")
+         "jax_programming", "profiling", "gpus", "gpus_book", "validation", "moe")
 _REGISTRY: dict[str, Problem] = {}
 
 
