@@ -12,14 +12,13 @@ restated by `moodle_reads`. Gradescope: the autograder's results.json
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from pathlib import Path
 
 import fakeclass
 import pytest
+from lms import CANVAS_COURSE, MOODLE_USERS, canvas_reads, csv_rows, moodle_reads
 
 from scalebook import cli
 from scalebook.course import exports
@@ -42,101 +41,6 @@ Alan,Turing,S-3,alan@uni.example
 """
 # Each student's first problem set; Grace also sent the third; Alan sent nothing.
 FIRST = {"01.1": 1, "01.3": 2}  # the questions Ada answers right, with their points (solutions/01_rooflines.md)
-
-
-def _rows(text: str) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(text)))
-
-
-# ---- Canvas's importer, restated from lib/gradebook_importer.rb ------------------------------------------------------
-
-NON_ASSIGNMENT = re.compile("|".join(["Current Score", "Current Points", "Current Grade", "Final Score",
-                                      "Final Points", "Final Grade", "Override Score", "Override Grade",
-                                      "Override Status"]))  # NON_ASSIGNMENT_COLUMN_HEADERS
-
-
-def title_and_id(text: str) -> tuple[str, str | None]:
-    """Assignment.title_and_id: `if str =~ /\\A(.*)\\s\\((\\d+)\\)\\z/ then [$1, $2] else [str, nil]`."""
-    found = re.fullmatch(r"(.*)\s\((\d+)\)", text, re.S)
-    return (found[1], found[2]) if found else (text, None)
-
-
-def canvas_reads(text: str, students: list[dict[str, str]]) -> dict[str, object]:
-    """What GradebookImporter#parse! makes of `text` in a course of `students` (id, sis_user_id, login, name,
-    sortable_name): the assignments (title, id, points possible) and each row's student id and grades. Raises
-    AssertionError where the importer raises InvalidHeaderRow."""
-    rows = [r for r in _rows(text) if not re.fullmatch(r"[;, ]+", ",".join(r))]  # skip_lines: /^[;, ]+$/
-    header = rows[0]
-    # row_has_student_headers?: row.length > 3 && row[0].include?("Student") && row[1].include?("ID")
-    assert len(header) > 3 and "Student" in header[0] and "ID" in header[1], header
-    # update_column_count: name, ID, section; SIS User ID and SIS Login ID (Integration ID, Root Account) between
-    columns, sis_user, sis_login = 3, None, None
-    if re.search(r"SIS\s+Login\s+ID", header[2]):
-        columns, sis_login = 4, 2
-    elif re.search(r"SIS\s+User\s+ID", header[2]) and re.search(r"SIS\s+Login\s+ID", header[3]):
-        columns, sis_user, sis_login = 5 + bool(re.search(r"Integration\s+ID", header[4])), 2, 3
-    # header?: last_student_info_column(row).include?("Section")
-    assert "Section" in header[columns - 1], header
-    titles = [h for h in header[columns:] if not NON_ASSIGNMENT.search(h)]  # strip_non_assignment_columns
-    assignments = {h: {"title": title_and_id(h)[0], "id": title_and_id(h)[1], "points_possible": None}
-                   for h in titles}
-    graded = []
-    for row in rows[1:]:
-        if "Points Possible" in row[0]:  # check_for_non_student_row -> process_pp
-            for h in titles:
-                assignments[h]["points_possible"] = row[header.index(h)] or None
-            continue
-        if all(re.fullmatch(r"\s*(Muted|Manual Posting.*)?\s*", c, re.I) for c in row if c):
-            continue
-        # process_student: the ID column, else SIS User ID, else SIS Login ID, else the name or sortable name
-        found = ([s for s in students if row[1] and s["id"] == row[1]]
-                 or [s for s in students if sis_user is not None and row[sis_user] and s["sis"] == row[sis_user]]
-                 or [s for s in students if sis_login is not None and row[sis_login] and s["login"] == row[sis_login]]
-                 or [s for s in students if row[0] in (s["name"], s["sortable_name"])])
-        graded.append({"student": found[0]["id"] if found else None,
-                       "grades": {h: row[header.index(h)].strip() for h in titles}})
-    return {"assignments": assignments, "rows": graded}
-
-
-CANVAS_COURSE = [{"id": "1001", "sis": "S-1", "login": "ada", "name": "Ada Lovelace", "sortable_name": "Lovelace, Ada"},
-                 {"id": "1002", "sis": "S-2", "login": "grace", "name": "Grace Hopper",
-                  "sortable_name": "Hopper, Grace"},
-                 {"id": "1003", "sis": "S-3", "login": "alan", "name": "Alan Turing", "sortable_name": "Turing, Alan"}]
-
-
-# ---- Moodle's importer, restated from grade/import/csv/classes/load_data.php ----------------------------------------
-
-def moodle_reads(text: str, users: list[dict[str, str]], mapfrom: str, mapto: str) -> dict[str, dict[str, object]]:
-    """What prepare_import_grade_data makes of `text` with the identifier column `mapfrom` mapped to `mapto`
-    (useremail: the `email` field, useridnumber: `idnumber`) and every other column to a new grade item:
-    {user's email: {column: grade or None}}. Raises AssertionError where Moodle aborts the import."""
-    field = {"useremail": "email", "useridnumber": "idnumber"}[mapto]
-    rows = _rows(text)
-    header = [h.strip() for h in rows[0]]  # trim_headers
-    key = header.index(mapfrom)
-    imported: dict[str, dict[str, object]] = {}
-    studentid = None  # set once before the loop, as Moodle does: a row without one would reuse the last
-    for line in rows[1:]:
-        if len(line) <= 1:  # "There is no data on this line, move on."
-            continue
-        grades: dict[str, object] = {}
-        for i, value in enumerate(line):
-            value = value.strip()
-            if i == key:
-                if value:  # "Skip invalid row with blank user field."
-                    match = [u for u in users if u[field] == value]  # $DB->get_record('user', [field => value])
-                    assert match, f"usermappingerror: {value!r}"
-                    studentid = match[0]["email"]
-            else:  # import_new_grade_item: `if (trim($value) != '-') $newgrade->finalgrade = $value;`
-                grades[header[i]] = None if value == "-" else float(value)
-        assert studentid, "usermappingerrorusernotfound"
-        assert studentid not in imported, f"two rows for {studentid}: a row without an identifier took the last"
-        imported[studentid] = grades
-    return imported
-
-
-MOODLE_USERS = [{"email": "ada.lovelace@uni.example", "idnumber": "S-1"},
-                {"email": "grace@uni.example", "idnumber": "S-2"}, {"email": "alan@uni.example", "idnumber": "S-3"}]
 
 
 # ---- the class ------------------------------------------------------------------------------------------------
@@ -171,7 +75,7 @@ def test_canvas_reads_the_export_as_one_assignment_per_set_with_every_student_fo
     done = exports.canvas(gradebook, canvas_roster, tmp_path / "canvas-import.csv")
     text = done.path.read_text(encoding="utf-8")
     # The guide's and the importer's header: Student, ID, SIS User ID, SIS Login ID, Section, then assignments only.
-    assert _rows(text)[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+    assert csv_rows(text)[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
                               "Problem set 01: rooflines", "Problem set 03: sharding"]
     read = canvas_reads(text, CANVAS_COURSE)
     assert [a["points_possible"] for a in read["assignments"].values()] == ["28", "42"]
@@ -193,7 +97,7 @@ def test_a_named_assignment_is_the_canvas_assignment_of_that_id(gradebook, canva
 
 def test_without_a_roster_canvas_matches_by_name_and_the_notes_say_which_columns_are_blank(gradebook, tmp_path):
     done = exports.canvas(gradebook, None, tmp_path / "c.csv")
-    rows = _rows(done.path.read_text(encoding="utf-8"))
+    rows = csv_rows(done.path.read_text(encoding="utf-8"))
     assert [r[:5] for r in rows[2:]] == [["ada", "", "", "", ""], ["grace", "", "", "", ""]]
     assert "ID, SIS User ID, SIS Login ID and Section are blank" in done.notes[0]
     assert canvas_reads(done.path.read_text(encoding="utf-8"), CANVAS_COURSE)["rows"][0]["student"] is None
@@ -206,7 +110,7 @@ def test_moodle_matches_every_row_by_email_and_reads_no_grade_for_a_non_submitte
     gradebook.write_text(rows.replace("grace,", "grace@uni.example,"), encoding="utf-8")
     done = exports.moodle(gradebook, moodle_roster, tmp_path / "moodle-import.csv")
     text = done.path.read_text(encoding="utf-8")
-    assert _rows(text)[0] == ["Email address", "Problem set 01: rooflines", "Problem set 03: sharding"]
+    assert csv_rows(text)[0] == ["Email address", "Problem set 01: rooflines", "Problem set 03: sharding"]
     read = moodle_reads(text, MOODLE_USERS, "Email address", "useremail")
     assert read == {"ada.lovelace@uni.example": {"Problem set 01: rooflines": 3.0, "Problem set 03: sharding": None},
                     "grace@uni.example": {"Problem set 01: rooflines": 1.0, "Problem set 03: sharding": 1.0},
@@ -225,7 +129,7 @@ def test_a_row_the_grader_could_not_grade_is_blank_and_named_never_a_zero(gradeb
     text = gradebook.read_text(encoding="utf-8").replace(",graded,", ",grader error,", 1)
     gradebook.write_text(text, encoding="utf-8")
     done = exports.canvas(gradebook, canvas_roster, tmp_path / "c.csv")
-    assert _rows(done.path.read_text(encoding="utf-8"))[2][5] == ""
+    assert csv_rows(done.path.read_text(encoding="utf-8"))[2][5] == ""
     assert "ada, 01_rooflines: left blank, the gradebook says 'grader error'" in done.notes[0]
 
 
@@ -233,7 +137,7 @@ def test_an_upload_the_roster_matched_to_nobody_is_named_not_exported(gradebook,
     text = gradebook.read_text(encoding="utf-8").replace("grace,03_sharding", "gracie,03_sharding")
     gradebook.write_text(text.replace(",graded,none", ",unmatched,none", 3), encoding="utf-8")
     done = exports.canvas(gradebook, canvas_roster, tmp_path / "c.csv")
-    assert [r[5:] for r in _rows(done.path.read_text(encoding="utf-8"))[2:]] == [["", ""], ["", ""], ["", ""]]
+    assert [r[5:] for r in csv_rows(done.path.read_text(encoding="utf-8"))[2:]] == [["", ""], ["", ""], ["", ""]]
     assert [n.split(":")[0] for n in done.notes] == ["ada, 01_rooflines", "grace, 01_rooflines", "gracie, 03_sharding"]
     assert all("an upload the roster matched to no student" in n for n in done.notes)
 
@@ -243,7 +147,7 @@ def test_the_teachers_reasoning_points_are_added_to_the_set(gradebook, canvas_ro
     assert manual.read_text(encoding="utf-8").splitlines() == ["student,qid,points,note", "ada,01.2,,"]
     manual.write_text("student,qid,points,note\nada,01.2,2.5,clear\ngrace,03.4,1,\n", encoding="utf-8")
     done = exports.canvas(gradebook, canvas_roster, tmp_path / "c.csv")
-    assert [r[5:] for r in _rows(done.path.read_text(encoding="utf-8"))[2:]] == [["5.5", ""], ["1", "2"], ["", ""]]
+    assert [r[5:] for r in csv_rows(done.path.read_text(encoding="utf-8"))[2:]] == [["5.5", ""], ["1", "2"], ["", ""]]
     manual.write_text("student,qid,points,note\nada,01.2,lots,\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 2: points='lots' is not a number of points"):
         exports.canvas(gradebook, canvas_roster, tmp_path / "c.csv")
@@ -268,7 +172,7 @@ def test_the_export_command_creates_its_folder_and_says_what_it_left_out(gradebo
                      "--roster", str(tmp_path / "canvas.csv"), "--assignment", "03=Sharding (777)"]) == 0
     said = capsys.readouterr().out
     assert f"wrote {out} (canvas)" in said and "note: grete: not in the roster, left out" in said
-    assert _rows(out.read_text(encoding="utf-8"))[0][-1] == "Sharding (777)"
+    assert csv_rows(out.read_text(encoding="utf-8"))[0][-1] == "Sharding (777)"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -288,7 +192,7 @@ def test_grade_format_canvas_derives_the_import_from_the_gradebook_it_wrote(tmp_
     out = tmp_path / "grades" / "g.csv"
     assert cli.main(["grade", str(subs), "--out", str(out), "--no-sandbox", "--format", "canvas",
                      "--course", str(fakeclass.ROOT)]) == 0
-    rows = _rows(out.with_name("g-canvas.csv").read_text(encoding="utf-8"))
+    rows = csv_rows(out.with_name("g-canvas.csv").read_text(encoding="utf-8"))
     assert rows[0][:5] == list(exports.CANVAS_COLUMNS) and rows[2][5] == "3"
     assert cli.main(["grade", str(subs), "--out", str(out), "--no-sandbox", "--format", "lms", "--force",
                      "--course", str(fakeclass.ROOT)]) == 0
