@@ -145,7 +145,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     capped = "memory of the whole" not in sandbox.describe()
     expected = hostile.write_class(root, subs, out, HONEST, memory_capped=capped)
     watched = {"submissions": (subs, ()), "package": (root / "scalebook", ()),
-               "solutions": (root / "solutions", ()), "output": (grades, ("gradebook.csv", "feedback", "reasoning"))}
+               "solutions": (root / "solutions", ()),
+               "output": (grades, ("gradebook.csv", "gradebook-manual.csv", "feedback", "reasoning"))}
     before = {name: _digest(*where) for name, where in watched.items()}
     limit = cell_limit()
     with hostile.neighbour(root, base / "neighbour") as alive:
