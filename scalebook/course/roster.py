@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..units import closest
+from .letters import invisible
 
 __all__ = ["Student", "Roster", "Found", "Upload", "normalise", "read_upload_name", "sender", "find_roster",
            "ROSTER_FILE"]
@@ -111,9 +112,10 @@ def normalise(text: str, what: str = "name") -> str:
         raise ValueError(f"{what}={text!r} must be text")
     for ch in text:
         kind = unicodedata.category(ch)
-        if kind in _REFUSED:
+        if kind in _REFUSED or invisible(ch):
             label = unicodedata.name(ch, "") if kind != "Cs" else ""
-            raise ValueError(f"{what} {text!r} holds {_REFUSED[kind]} (U+{ord(ch):04X}{' ' + label if label else ''});"
+            why = _REFUSED.get(kind, "an invisible character")
+            raise ValueError(f"{what} {text!r} holds {why} (U+{ord(ch):04X}{' ' + label if label else ''});"
                              f" it is refused: retype the {what} without it")
     folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", " ".join(text.split())).casefold())
     if not folded:

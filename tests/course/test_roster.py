@@ -150,7 +150,8 @@ def test_spellings_of_one_name_normalise_alike():
     assert normalise("Jane   Smith") == "jane smith"
 
 
-@pytest.mark.parametrize("text", ["du\u200bp", "dup\u202e", "dup\x00", "dup\n", "dup\u2028", "\udcff"])
+@pytest.mark.parametrize("text", ["du\u200bp", "dup\u202e", "dup\x00", "dup\n", "dup\u2028", "\udcff",
+                                  "dup\u3164", "du\u2800p", "dup\ufe0f"])
 def test_a_name_with_an_invisible_or_control_character_is_refused_by_name(text):
     with pytest.raises(ValueError, match=r"name '.*' holds .*U\+"):
         normalise(text)

@@ -349,6 +349,8 @@ def test_names_are_escaped_and_feedback_files_unique():
     assert gradebook.cell("=1+2") == "'=1+2" and gradebook.cell("\tx") == "\\x09x"
     assert gradebook.cell("ada") == "ada" and gradebook.cell("\udcffb") == "\\xffb"
     assert gradebook.clean("a\x1b[2J\r\x00\x07\u202eb\ud800") == "a\\x1b[2J\\x0d\\x00\\x07\\u202eb\\ud800"
+    # invisible letters too (a Hangul filler is a letter, Lo; the Braille blank a symbol): escaped, never raw
+    assert gradebook.cell("dup\u3164") == "dup\\u3164" and gradebook.clean("\u2800b\U000e0041") == "\\u2800b\\U000e0041"
     assert gradebook.markdown("<img src=x> [a](b) *c*") == "\\<img src\\=x\\> \\[a\\]\\(b\\) \\*c\\*"
     names = {gradebook.feedback_name(s) for s in ("a b", "a_b", "a/b", "../a", "\udcff")}
     assert len(names) == 5 and all("/" not in n and not n.startswith(".") for n in names)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...tables import Table
+from ..letters import invisible
 from .manual import COLUMNS, manual_path, read_manual, set_points, typed_in_gradebook, write_template
 from .submissions import Result, Submission
 
@@ -51,13 +52,14 @@ _UNSAFE = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # control, format (bidi override
 def clean(value: str) -> str:
     """`value` as text that is safe to print anywhere: an undecodable byte of a file name (a lone surrogate
     from surrogateescape) as \\xNN, and every control, format or bidirectional character (ESC, CR, NUL,
-    BEL, the right-to-left override ...) and any other lone surrogate as a \\xNN or \\uNNNN escape."""
+    BEL, the right-to-left override ...), every character that shows as nothing (`letters.invisible`: a Hangul
+    filler, a zero-width space) and any other lone surrogate as a \\xNN or \\uNNNN escape."""
     out = []
     for ch in str(value):
         code = ord(ch)
         if 0xDC80 <= code <= 0xDCFF:
             out.append(f"\\x{code - 0xDC00:02x}")
-        elif unicodedata.category(ch) in _UNSAFE:
+        elif unicodedata.category(ch) in _UNSAFE or invisible(ch):
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
         else:
             out.append(ch)
