@@ -28,12 +28,12 @@ book: venv
 	$(BIN)/jupyter-book build . -W --builder html
 	@echo "open _build/html/index.html"
 
-## notebook-filter: git reads the .ipynb twins through `python -m scalebook.notebooks strip` (.gitattributes names
+## notebook-filter: git reads the .ipynb twins through `python -m scalebook.book.notebooks strip` (.gitattributes names
 ## the filter), so a chapter run and saved in JupyterLab keeps its outputs on disk and `git status` stays clean
 .PHONY: notebook-filter
 notebook-filter:
 	if git rev-parse --git-dir >/dev/null 2>&1; then \
-		git config filter.scalebook-notebook.clean "$(abspath $(BIN))/python -m scalebook.notebooks strip"; fi
+		git config filter.scalebook-notebook.clean "$(abspath $(BIN))/python -m scalebook.book.notebooks strip"; fi
 
 ## pdf: print the website to one PDF, _build/pdf/scalebook.pdf: every page of _toc.yml through headless Chromium
 ## (figures, maths by the site's MathJax), merged by pypdf behind a table of contents, with bookmarks
@@ -49,10 +49,10 @@ chromium:
 
 ## lab: open JupyterLab on the chapters (as a user, or as root in a container: then it adds --allow-root).
 ## It serves the repository root, so that jupytext.toml applies, and opens the file browser at chapters/.
-## A chapter run and saved leaves `git status` clean (notebook-filter, and scalebook.notebooks.after_save).
+## A chapter run and saved leaves `git status` clean (notebook-filter, and scalebook.book.notebooks.after_save).
 lab: venv notebook-filter
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
-		--ContentsManager.post_save_hook=scalebook.notebooks.after_save \
+		--ContentsManager.post_save_hook=scalebook.book.notebooks.after_save \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint, pairing check, package tests, then every chapter, solution and exercise notebook under nbval
@@ -79,15 +79,15 @@ lint: venv
 ## sync: regenerate install cells, exercises, README chapter table and the .ipynb twins from the .md sources,
 ## and errata.md from the errata and the upstream ledger
 sync: venv
-	$(BIN)/python -m scalebook.notebooks sync
-	$(BIN)/python -m scalebook.errata sync
+	$(BIN)/python -m scalebook.book.notebooks sync
+	$(BIN)/python -m scalebook.book.errata sync
 
 ## check-sync: fail when a twin, an exercise or the README table is stale, or a twin has outputs; when the
 ## upstream ledger has fallen behind its pin (a commit between pin and head unclassified); when errata.md is stale
 check-sync: venv
-	$(BIN)/python -m scalebook.notebooks check
-	$(BIN)/python -m scalebook.upstream check
-	$(BIN)/python -m scalebook.errata check
+	$(BIN)/python -m scalebook.book.notebooks check
+	$(BIN)/python -m scalebook.book.upstream check
+	$(BIN)/python -m scalebook.book.errata check
 
 ## exercises: derive exercises/ from solutions/ (part of sync)
 exercises: sync

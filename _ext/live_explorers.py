@@ -118,7 +118,7 @@ def build_wheel(root: Path, out: Path) -> Path:
 
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    from scalebook.notebooks import BADGE_COLAB, BADGE_KAGGLE
+    from scalebook.book.notebooks import BADGE_COLAB, BADGE_KAGGLE
 
     body = context.get("body", "")
     for url, badge in ((BADGE_COLAB, "colab.svg"), (BADGE_KAGGLE, "kaggle.svg")):  # the links stay, the images are ours

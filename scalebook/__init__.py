@@ -19,29 +19,24 @@ from .faces import face
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is loaded on first use
     from . import (
-        bench,
-        cheatsheet,
+        book,
         cli,
         collectives,
+        compare,
         course,
         deployment,
         estimate,
         gemm,
-        grading,
         hardware,
         hlo,
         inference,
-        labs,
+        lab,
         models,
         moe,
-        multihost,
-        notebooks,
         overlap,
         plots,
-        profiling,
         rings,
         roofline,
-        runtime,
         serving,
         sharding,
         svg,
@@ -51,51 +46,58 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         units,
         validation,
         widgets,
-        xla,
     )
-    from .booknumbers import published
+    from .book import cheatsheet
+    from .book.checks import checked_numbers, expect
+    from .book.numbers import published
     from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
     from .course.answers import check
     from .course.hints import hint
     from .course.variants import problem
     from .estimate import Estimate
-    from .grading import expect
     from .hardware.chips import Chip, get_chip, list_chips
     from .hardware.gpu import GpuCluster
     from .hardware.topology import TpuMesh
+    from .lab import bench, multihost, profiling, runtime, xla
+    from .lab.runtime import setup
     from .models import TransformerConfig, get_model
-    from .runtime import setup
     from .sharding import Plan, sharded_matmul
     from .tables import Table
 
 __version__ = "0.1.0"
 
-_MODULES = ("units", "tables", "estimate", "hardware", "roofline", "gemm", "collectives", "sharding", "models",
-            "training", "inference", "moe", "serving", "grading", "runtime", "bench", "xla", "hlo", "plots",
-            "widgets", "svg", "systolic", "course", "profiling", "labs", "validation", "multihost",
-            "notebooks", "overlap", "rings", "cli", "cheatsheet", "deployment")
+# The ground floor's modules, and the wings (folders with a face of their own).
+_MODULES = ("units", "tables", "svg", "estimate", "compare", "hardware", "models", "roofline", "gemm", "systolic",
+            "collectives", "rings", "sharding", "overlap", "hlo", "training", "inference", "moe", "serving",
+            "deployment", "validation", "lab", "book", "course", "plots", "widgets", "cli")
 # The one table of the face: each name `import scalebook as sb` offers → the module that defines it (a module's
-# own name: the module). Nothing is imported until a name is first used.
+# own name, or a path ending in it: the module). Nothing is imported until a name is first used.
 _TABLE = {
     "Chip": "hardware.chips", "get_chip": "hardware.chips", "list_chips": "hardware.chips",
     "TpuMesh": "hardware.topology", "GpuCluster": "hardware.gpu",
     "TransformerConfig": "models", "get_model": "models",
     "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
-    "expect": "grading", "check": "course.answers", "published": "booknumbers",
-    "setup": "runtime", "problem": "course.variants", "hint": "course.hints",
+    "expect": "book.checks", "checked_numbers": "book.checks", "published": "book.numbers",
+    "check": "course.answers", "problem": "course.variants", "hint": "course.hints", "setup": "lab.runtime",
     **{name: name for name in _MODULES},
+    # the lab's and the book's modules that chapters call by their own name (sb.xla.compiled, sb.bench.calibrate)
+    **{name: f"lab.{name}" for name in ("runtime", "xla", "bench", "profiling", "multihost")},
+    "cheatsheet": "book.cheatsheet",
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).
 _DEPRECATED = {
-    "decoder": ("use sb.labs.ch07_decoder (chapter 7's lab)", "labs.ch07_decoder", "0.3"),
-    "sharded_ops": ("use sb.labs.ch10_programs (chapter 10's programs)", "labs.ch10_programs", "0.3"),
+    "decoder": ("use sb.lab.ch07_decoder (chapter 7's lab)", "lab.ch07_decoder", "0.3"),
+    "sharded_ops": ("use sb.lab.ch10_programs (chapter 10's programs)", "lab.ch10_programs", "0.3"),
     "pipeline": ("use sb.training (pipeline_bubble, pipeline_schedule, ...)", "training.pipeline", "0.3"),
     "planner": ("use sb.training (plan, check_parallelism)", "training.planner", "0.3"),
     "prediction": ("use sb.training (predict, Prediction)", "training.prediction", "0.3"),
     "autograde": ("use sb.course.grader.autograde (the classroom moved into sb.course)", "course.grader.autograde",
                   "0.3"),
     "problems": ("use sb.course.key (the answer key moved into sb.course)", "course.key", "0.3"),
+    "labs": ("use sb.lab (the chapters' programs live in the lab)", "lab", "0.3"),
+    "grading": ("use sb.expect and sb.checked_numbers (the book's checks are sb.book.checks)", "book.checks", "0.3"),
+    "notebooks": ("use sb.book.notebooks", "book.notebooks", "0.3"),
 }
 
 __all__ = list(_TABLE)

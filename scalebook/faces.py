@@ -2,7 +2,8 @@
 
 A face's table maps each public name to the module that defines it, relative to the face: `"Chip":
 "hardware.chips"` is the class `Chip` of `scalebook.hardware.chips`; a name mapped to itself (`"roofline":
-"roofline"`) is the submodule. The face's `__all__` is the table's keys, its `if TYPE_CHECKING:` imports say the
+"roofline"`), or to a path ending in it (`"bench": "lab.bench"`), is that module. The face's `__all__` is the
+table's keys, its `if TYPE_CHECKING:` imports say the
 same for type checkers (`tests/test_house.py` checks the three agree), and `face` builds the `__getattr__` that
 loads a name on first use, so importing a face loads nothing.
 
@@ -32,6 +33,12 @@ def resolve(package: str, target: str) -> Any:
     return getattr(loaded, attr) if attr else loaded
 
 
+def _names_module(name: str, target: str) -> bool:
+    """Whether a table's `target` for `name` is the module itself: `name` (a submodule), or a path ending in it
+    (`"bench": "lab.bench"`, a module of a wing served under its own name)."""
+    return target == name or target.endswith(f".{name}")
+
+
 def face(package: str, table: dict[str, str], deprecated: Deprecations) -> tuple[Callable, Callable]:
     """Return `(__getattr__, __dir__)` for the face `package`, serving `table` lazily and `deprecated` with a warning.
 
@@ -44,7 +51,8 @@ def face(package: str, table: dict[str, str], deprecated: Deprecations) -> tuple
 
     def __getattr__(name: str) -> Any:
         if name in table:
-            value = resolve(package, table[name] if table[name] == name else f"{table[name]}:{name}")
+            target = table[name]
+            value = resolve(package, target if _names_module(name, target) else f"{target}:{name}")
             vars(sys.modules[package])[name] = value
             return value
         if name in deprecated:

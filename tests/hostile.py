@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from scalebook.book.notebooks import FOLDERS
 from scalebook.course.grader.autograde import question_points
-from scalebook.notebooks import FOLDERS
 
 PROBLEM_SET = "01_rooflines"
 QIDS = [f"01.{n}" for n in range(1, 12)]  # at least these; the blank notebook checks every question of the set
@@ -90,7 +90,7 @@ def attacks(root: Path, subs: Path, out: Path, memory_capped: bool = True) -> di
             f"for i, q in enumerate({QIDS!r}):\n    sb.check(q, [Always(), Float(0.0), Loop()][i % 3])",
         ],
         "patcher": [  # the comparison patched in the kernel
-            "import scalebook.grading as g\ng.Comparison.ok = property(lambda self: True)\n"
+            "import scalebook.compare as g\ng.Comparison.ok = property(lambda self: True)\n"
             "g.Comparison.rel_error = property(lambda self: 0.0)\n"
             f"for q in {QIDS!r}:\n    sb.check(q, 0.0)",
         ],

@@ -10,8 +10,9 @@ Three rules, read from the source with `ast` (nothing is imported):
    `Figure`, a primitive whose first parameter is `ax` (it draws on an axes a figure passes in), a function that
    returns `str` (the text of a label), or one of `DRAWING`, the canvas-and-style helpers below. Anything else
    computes, and belongs on the ground floor (the last twelve such names moved there under issue #28).
-3. Only `labs/` imports `labs/`: a chapter's lab stands on the package, never the other way round (a face's
-   `if TYPE_CHECKING:` imports excepted). `multihost` was the last to break it (`process_layout` moved there).
+3. Only a chapter's program (`lab/chNN_*.py`) imports a chapter's program: a chapter's lab stands on the package,
+   never the other way round (a face's `if TYPE_CHECKING:` imports excepted). `multihost` was the last to break it
+   (`process_layout` moved there).
 """
 
 from __future__ import annotations
@@ -105,9 +106,15 @@ def test_only_widgets_import_plots():
                                     "ground floor, or the caller to widgets/"
 
 
-def test_only_labs_import_labs():
+def program_importers() -> list[str]:
+    """Every 'module:line' outside the chapters' programs that imports one of them (rule 3)."""
+    programs = sorted(p.stem for p in (PACKAGE / "lab").glob("ch[0-9]*.py"))
+    return [found for name in programs for found in importers(f"lab.{name}", ("lab.ch",))]
+
+
+def test_only_a_chapters_program_imports_a_chapters_program():
     """A chapter's lab stands on the package; nothing in the package stands on a chapter's lab (rule 3)."""
-    assert importers("labs", ("labs",)) == [], "move what the module needs out of the chapter's lab, to its own floor"
+    assert program_importers() == [], "move what the module needs out of the chapter's lab, to its own floor"
 
 
 def test_plots_define_no_computing_function():
@@ -142,8 +149,9 @@ def test_the_drawing_rule_flags_a_calculator(tmp_path, monkeypatch):
 def test_the_labs_rule_flags_a_module_standing_on_a_lab(tmp_path, monkeypatch):
     """The import that rule 3 was written for (multihost reaching into chapter 10's lab) is reported."""
     package = tmp_path / "scalebook"
-    (package / "labs").mkdir(parents=True)
-    (package / "multihost.py").write_text("from .labs.ch10_programs import process_layout\n")
-    (package / "labs" / "ch10_programs.py").write_text("from ..multihost import run\nfrom . import ch10_moe\n")
+    (package / "lab").mkdir(parents=True)
+    (package / "lab" / "multihost.py").write_text("from .ch10_programs import process_layout\n")
+    (package / "lab" / "ch10_programs.py").write_text("from .multihost import run\nfrom . import ch10_moe\n")
+    (package / "lab" / "ch10_moe.py").write_text("")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
-    assert importers("labs", ("labs",)) == ["scalebook.multihost:1"]
+    assert program_importers() == ["scalebook.lab.multihost:1"]

@@ -12,9 +12,9 @@
     grader/        grading a class: submissions, the sandbox and its caps, the run, the gradebook
     gradescope.py  Gradescope's autograder zip and the run inside it
     exports.py     a gradebook as Canvas and Moodle import it, and as Gradescope's results
-    commands.py    the teacher's commands (`scalebook grade`, `scalebook course ...`)
 
-Students call `sb.setup`, `sb.problem`, `sb.hint` and `sb.check` from the top face; this face is the teacher's.
+The teacher's commands (`scalebook grade`, `scalebook course ...`) are `cli/teacher.py`. Students call
+`sb.setup`, `sb.problem`, `sb.hint` and `sb.check` from the top face; this face is the teacher's.
 Each name loads its module on first use.
 """
 
@@ -27,7 +27,6 @@ from ..faces import face
 if TYPE_CHECKING:
     from . import (
         answers,
-        commands,
         exports,
         grader,
         gradescope,
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from .variants import problem, student_key
 
 _MODULES = ("roster", "variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
-            "exports", "commands")
+            "exports")
 _TABLE = {
     "check": "answers", "problem": "variants", "student_key": "variants", "hint": "hints",
     "strip_solutions": "handouts", "grade": "grader.autograde",

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from ..grading import Comparison, ExpectationError, is_number, percent
+from ..compare import Comparison, ExpectationError, is_number, percent
 from .mistakes import likely_mistake
 from .variants import draw, enrolled, key_in_session
 

@@ -15,7 +15,7 @@ from .base import figure, finish
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..bench import Sweep
+    from ..lab.bench import Sweep
 
 __all__ = ["roofline", "batch_roofline", "sweep", "human_ticks", "legend_outside"]
 

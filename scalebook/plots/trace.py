@@ -45,7 +45,7 @@ def compile_stages() -> Figure:
         x = 0.6 + j * 3.9
         box(ax, x, 0.6, 3.4, 1.5, f"{tool}\n{what}", colour=COLOURS["act"], fontsize=8)
         arrow(ax, (x + 1.7, 2.1), (0.3 + 3 * 3.15 + 1.35 + (j - 1.5) * 0.5, 4.2), colour="0.5", lw=0.8)
-    ax.text(8, 2.6, "jax.profiler.trace(folder) → XProf / Perfetto; scalebook.profiling.capture reads it back",
+    ax.text(8, 2.6, "jax.profiler.trace(folder) → XProf / Perfetto; scalebook.lab.profiling.capture reads it back",
             ha="center", fontsize=8)
     return fig
 

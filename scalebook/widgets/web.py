@@ -203,11 +203,11 @@ def _pack(value: Any) -> str:
 
 
 def _explores_a_measurement(fn: Callable[..., Any]) -> bool:
-    """Whether `fn` closes over a profile (`scalebook.profiling`) measured when its page was built: what it shows
+    """Whether `fn` closes over a profile (`scalebook.lab.profiling`) measured when its page was built: what it shows
     depends on that machine and that run, so the page keeps its snapshot rather than a live copy of it."""
     for cell in getattr(fn, "__closure__", None) or ():
         try:
-            if type(cell.cell_contents).__module__ == "scalebook.profiling":
+            if type(cell.cell_contents).__module__ == "scalebook.lab.profiling":
                 return True
         except ValueError:  # an empty cell
             continue

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import scalebook as sb
-from scalebook import errata, upstream
+from scalebook.book import errata, upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = errata.errata()
@@ -100,4 +100,4 @@ def test_a_stale_page_fails(tmp_path: Path) -> None:
 
 def test_make_check_sync_checks_the_page() -> None:
     recipe = re.search(r"^check-sync:.*?(?=^\S|\Z)", (ROOT / "Makefile").read_text(), re.M | re.S).group(0)
-    assert "-m scalebook.errata check" in recipe
+    assert "-m scalebook.book.errata check" in recipe

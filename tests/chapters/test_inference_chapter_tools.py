@@ -14,7 +14,7 @@ import jax.numpy as jnp  # noqa: E402
 from explorers import assert_answers_fast  # noqa: E402
 
 from scalebook.inference import breakdown_curves, kv_variant_table  # noqa: E402
-from scalebook.labs import ch07_decoder  # noqa: E402
+from scalebook.lab import ch07_decoder  # noqa: E402
 
 # --- the bookkeeping ------------------------------------------------------------------------------------------
 

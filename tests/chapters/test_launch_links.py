@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import notebooks
+from scalebook.book import notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 

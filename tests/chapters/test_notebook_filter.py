@@ -3,7 +3,7 @@ set up by `make lab`.
 
 A chapter saved in JupyterLab after Run All holds outputs, execution counts, `language_info`, widget state and
 per-cell run metadata. With the filter configured as `make notebook-filter` does, git reads that file as the
-tracked twin, and the hook (`scalebook.notebooks.after_save`, which jupyter_server calls after writing the file)
+tracked twin, and the hook (`scalebook.book.notebooks.after_save`, which jupyter_server calls after writing the file)
 refreshes git's index: `git status` is clean, the outputs stay on disk, and `git pull` brings in a new version of
 the chapter. Without the filter the same save shows as a modification, and so does a reader's edit of a cell.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import notebooks
+from scalebook.book import notebooks
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -95,7 +95,7 @@ def test_an_edited_cell_stays_a_modification(tmp_path: Path):
 
 def test_jupyter_server_accepts_the_hook_make_lab_names():
     manager = pytest.importorskip("jupyter_server.services.contents.manager")
-    hook = manager.ContentsManager(post_save_hook="scalebook.notebooks.after_save").post_save_hook
+    hook = manager.ContentsManager(post_save_hook="scalebook.book.notebooks.after_save").post_save_hook
     assert hook is notebooks.after_save
 
 

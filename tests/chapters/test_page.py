@@ -8,7 +8,7 @@ import types
 from pathlib import Path
 
 import scalebook as sb
-from scalebook.bench import _progress
+from scalebook.lab.bench import _progress
 
 
 def test_a_long_table_shows_twenty_rows_and_folds_the_rest():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook import upstream
+from scalebook.book import upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = tomllib.loads((ROOT / "scalebook" / "data" / "upstream.toml").read_text(encoding="utf-8"))
@@ -91,7 +91,7 @@ def test_the_command_fails_on_a_stale_ledger_file(tmp_path: Path, capsys: pytest
 
 def test_make_check_sync_runs_the_ledger_check() -> None:
     recipe = re.search(r"^check-sync:.*?(?=^\S|\Z)", (ROOT / "Makefile").read_text(), re.M | re.S).group(0)
-    assert "-m scalebook.upstream check" in recipe
+    assert "-m scalebook.book.upstream check" in recipe
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -6,14 +6,14 @@ import re
 import pytest
 
 import scalebook as sb
-from scalebook import grading
+from scalebook.book import checks as grading
+from scalebook.compare import Comparison, ExpectationError
 from scalebook.course import answers, variants
 from scalebook.course.answers import agrees
 from scalebook.course.grader import autograde
 from scalebook.course.handouts import strip_solutions
 from scalebook.course.key import get_problem, list_problems
 from scalebook.course.variants import student_key
-from scalebook.grading import Comparison, ExpectationError
 
 
 def test_expect_passes_within_tolerance_and_shows_a_tick():

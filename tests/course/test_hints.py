@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 import scalebook as sb
+from scalebook.compare import Comparison
 from scalebook.course import variants
 from scalebook.course.answers import GRADE_ANSWERS
 from scalebook.course.grader import autograde
@@ -39,7 +40,6 @@ from scalebook.course.hints import FORMULA, formulas, hint, hint_text
 from scalebook.course.key import Problem, get_problem, list_problems
 from scalebook.course.mistakes import likely_mistake
 from scalebook.course.variants import draw, enrol, student_key
-from scalebook.grading import Comparison
 
 SECRET = "course secret of CS 599, spring 2027"
 STUDENTS = 40  # generated students per problem, beside the book's values

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import scalebook as sb
+from scalebook.compare import ExpectationError
 from scalebook.course.key import get_problem, list_problems
-from scalebook.grading import ExpectationError
 
 TABLE = tomllib.loads((Path(__file__).parent / "data" / "problem_answers.toml").read_text(encoding="utf-8"))
 ANSWERS: dict[str, dict[str, Any]] = TABLE["answers"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import scalebook as sb
+from scalebook.compare import ExpectationError
 from scalebook.course.key import get_problem, list_problems
-from scalebook.grading import ExpectationError
 
 SOLUTIONS = sorted((Path(__file__).resolve().parents[2] / "solutions").glob("*.md"))
 CHECK = re.compile(r"""sb\.check\(\s*["']([^"']+)["']""")

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 import scalebook
+from scalebook.compare import ExpectationError
 from scalebook.course import variants
 from scalebook.course.answers import check
 from scalebook.course.variants import enrol, student_key
-from scalebook.grading import ExpectationError
 
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")  # as the Makefile sets it: chapter 10's cells shard over 8 devices
 

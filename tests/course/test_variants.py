@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import scalebook as sb
+from scalebook.compare import ExpectationError
 from scalebook.course import variants
 from scalebook.course.answers import check
 from scalebook.course.grader import autograde
 from scalebook.course.key import get_problem, list_problems
 from scalebook.course.variants import Param, canonical, check_key, draw, enrol, student_key, vary
-from scalebook.grading import ExpectationError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "course secret of CS 599, spring 2027"

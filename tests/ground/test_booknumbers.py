@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import scalebook as sb
-from scalebook import booknumbers
-from scalebook.grading import ExpectationError
+from scalebook.book import numbers as booknumbers
+from scalebook.compare import ExpectationError
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = re.compile(r"""sb\.published\(\s*["']([^"']+)["']""")

@@ -126,7 +126,7 @@ print(json.dumps(out))
 
 def test_an_explorer_of_a_measured_profile_keeps_its_snapshot():
     """A profile is measured on the machine that built the page: the site shows it as it was, not live."""
-    from scalebook.profiling import Trace
+    from scalebook.lab.profiling import Trace
     from scalebook.tables import Table
     from scalebook.widgets import web
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from browser import BROWSER, FLAGS, file_problems, problems
 
-from scalebook import notebooks
+from scalebook.book import notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("SCALEBOOK_SITE", ROOT / "_build" / "html"))

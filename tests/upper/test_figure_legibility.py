@@ -228,7 +228,7 @@ def _profiling_namespace() -> dict[str, Any]:
     they draw)."""
     sb.setup(quiet=True)
     from scalebook import profiling
-    from scalebook.labs import ch09_transformer as tt
+    from scalebook.lab import ch09_transformer as tt
 
     cfg = tt.TinyTransformer(B=8, T=64, D=128, F=512, V=256)
     params, tokens, _ = tt.step_inputs(cfg)

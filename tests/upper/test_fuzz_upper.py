@@ -326,7 +326,7 @@ def _array(*shape: int) -> Any:
 
 
 def _tiny() -> Any:
-    from scalebook.labs.ch09_transformer import TinyTransformer
+    from scalebook.lab.ch09_transformer import TinyTransformer
     return TinyTransformer(B=8, T=16, D=32, F=64, H=2, L=1, V=64, data=2, model=2)
 
 

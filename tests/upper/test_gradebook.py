@@ -103,7 +103,7 @@ def test_the_out_folder_is_made(tmp_path, monkeypatch):
 def test_the_grader_runs_from_a_folder_far_from_the_checkout(tmp_path):
     away = tmp_path / "somewhere" / "else"
     subs = fakeclass.submissions(away / "subs", {"ada__01_rooflines.ipynb": "not a notebook"})
-    ran = subprocess.run([sys.executable, "-m", "scalebook.cli", "grade", "subs", "--out", "out/g.csv",
+    ran = subprocess.run([sys.executable, "-m", "scalebook.cli.command", "grade", "subs", "--out", "out/g.csv",
                           "--no-sandbox"], cwd=away, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert [(r["student"], r["status"], r["possible"]) for r in _rows(away / "out" / "g.csv")] == [

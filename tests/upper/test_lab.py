@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from scalebook.runtime import Runtime
+from scalebook.lab.runtime import Runtime
 
 SETUP_PROBE = "import scalebook as sb; rt = sb.setup(); print(rt.device_count, rt.platform, rt.emulated)"
 

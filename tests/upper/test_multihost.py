@@ -21,7 +21,7 @@ def _alive(pids: tuple[int, ...]) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"scalebook.multihost" in cmdline:
+        if b"scalebook.lab.multihost" in cmdline:
             alive.append(pid)
     return alive
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import hostile
 import pytest
 
-from scalebook.cli import _parser
+from scalebook.cli.command import _parser
 from scalebook.course.answers import GRADE_ANSWERS
 from scalebook.course.grader import autograde, runner, submissions
 

@@ -11,7 +11,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from scalebook import xla  # noqa: E402
-from scalebook.labs import ch10_programs  # noqa: E402
+from scalebook.lab import ch10_programs  # noqa: E402
 
 if jax.device_count() < 8:
     pytest.skip(f"JAX started with {jax.device_count()} device(s) before sb.setup() could ask for 8; run "

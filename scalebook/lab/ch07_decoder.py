@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from ..bench import _jax, _progress, calibrate, default_dtype, median_time
 from ..hardware.chips import Chip
 from ..inference import decode_time
 from ..models import TransformerConfig
-from ..runtime import an_array, jnp_dtype
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_time, is_a
+from .bench import _jax, _progress, calibrate, default_dtype, median_time
+from .runtime import an_array, jnp_dtype
 
 __all__ = ["TINY", "init", "prefill", "decode_step", "measure_decode"]
 

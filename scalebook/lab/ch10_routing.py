@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime import a_mesh, an_array
 from ..units import checks
 from .ch10_moe import moe_shard_map
+from .runtime import a_mesh, an_array
 
 if TYPE_CHECKING:
     import jax

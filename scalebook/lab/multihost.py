@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..units import checks
 from .runtime import device_mesh
-from .units import checks
 from .xla import collectives
 
 __all__ = ["MultihostError", "MultihostResult", "run", "free_port", "dcn_ici_mesh", "ProcessLayout", "process_layout",
@@ -135,7 +135,7 @@ def run(program: str, n_processes: int = 2, devices_per_process: int = 4, timeou
                     out=str(folder / f"out-{pid}.pkl"))))
                 with open(folder / f"log-{pid}.txt", "wb") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "scalebook.multihost", str(spec)], stdin=subprocess.DEVNULL,
+                        [sys.executable, "-m", __name__, str(spec)], stdin=subprocess.DEVNULL,
                         stdout=log, stderr=subprocess.STDOUT, env=_child_env(devices_per_process),
                         start_new_session=True))
             _wait(procs, folder, start + timeout, timeout)

@@ -8,7 +8,7 @@ The mesh is X = 2 by Y = 4 unless a function says otherwise; matrices use the bo
 
     import scalebook as sb
     sb.setup()
-    from scalebook.labs import ch10_programs      # this module, as chapter 10 imports it
+    from scalebook.lab import ch10_programs      # this module, as chapter 10 imports it
     ch10_programs.sharding_modes(64, 128, 256)    # the collectives Auto, Explicit and Manual compile to
     ch10_programs.time_collective_matmul(1024, 2048, 8192)
     ch10_programs.time_overlapped_mlp(1024, 2048, 8192)   # AllGather- and ReduceScatter-style rings chained
@@ -22,13 +22,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..bench import median_time
 from ..kinds import mapping_of
-from ..runtime import a_mesh, an_array, device_mesh
 from ..tables import Table
 from ..units import checks, fmt_time
-from ..xla import collectives, kinds
+from .bench import median_time
 from .ch10_moe import moe_inputs, moe_jit, moe_local, moe_shard_map
+from .runtime import a_mesh, an_array, device_mesh
+from .xla import collectives, kinds
 
 if TYPE_CHECKING:
     import jax

@@ -27,13 +27,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..arguments import count, new_file, one_of, seconds
+from ..course import exports
+from ..course.grader.autograde import cores, course_root, grade
+from ..course.gradescope import VISIBILITIES, autograder_zip
+from ..course.roster import Roster, find_roster
+from ..course.variants import student_key
 from ..tables import Table
-from . import exports
-from .grader.autograde import cores, course_root, grade
-from .gradescope import VISIBILITIES, autograder_zip
-from .roster import Roster, find_roster
-from .variants import student_key
+from .arguments import count, new_file, one_of, seconds
 
 __all__ = ["add_commands", "read_secret"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime import device_mesh
 from ..units import check_int, checks, is_a
+from .runtime import device_mesh
 
 __all__ = ["TinyTransformer", "train_step", "step_inputs"]
 

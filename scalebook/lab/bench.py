@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .collectives import collective, default_mesh, fit_bandwidth
-from .hardware.chips import IDEAL, Chip, chip_for_device_kind
-from .roofline import matmul
+from ..collectives import collective, default_mesh, fit_bandwidth
+from ..hardware.chips import IDEAL, Chip, chip_for_device_kind
+from ..roofline import matmul
+from ..tables import Table
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, is_a, sequence_of
 from .runtime import a_function, device_mesh, jnp_dtype
-from .tables import Table
-from .units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, is_a, sequence_of
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
            "collective_factors", "COLLECTIVE_MODEL"]

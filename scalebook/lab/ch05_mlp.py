@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from ..hlo import Collective, collectives
 from ..kinds import mapping_of
-from ..runtime import device_mesh, jnp_dtype
 from ..units import check_int, checks, dtype_bytes
-from ..xla import compiled
+from .runtime import device_mesh, jnp_dtype
+from .xla import compiled
 
 if TYPE_CHECKING:
     import jax

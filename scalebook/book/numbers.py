@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import load
-from .units import check_kind, closest
+from ..data import load
+from ..units import check_kind, closest
 
 __all__ = ["Published", "published", "book_numbers"]
 
-_FOLDER = Path(__file__).resolve().parent / "data" / "book"
+_FOLDER = Path(__file__).resolve().parents[1] / "data" / "book"
 _FIELDS = {"value", "rtol", "source", "unit"}
 
 

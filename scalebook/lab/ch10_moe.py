@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime import a_mesh, an_array, device_mesh
 from ..units import checks
+from .runtime import a_mesh, an_array, device_mesh
 
 if TYPE_CHECKING:
     import jax

@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .hlo import Collective
-from .hlo import collectives as parse_collectives
+from ..hlo import Collective
+from ..hlo import collectives as parse_collectives
+from ..sharding import local_shape, parse_expr, partition_spec
+from ..tables import Table
+from ..units import checks, fmt_bytes, is_a
 from .runtime import device_mesh, jnp_dtype
-from .sharding import local_shape, parse_expr, partition_spec
-from .tables import Table
-from .units import checks, fmt_bytes, is_a
 
 if TYPE_CHECKING:
     import jax

@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .course.variants import enrol
-from .hardware.chips import Chip, chip_for_device_kind
-from .units import JAX_DTYPES, check_int, checks
+from ..course.variants import enrol
+from ..hardware.chips import Chip, chip_for_device_kind
+from ..units import JAX_DTYPES, check_int, checks
 
 if TYPE_CHECKING:
     import jax

@@ -28,7 +28,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import bench, inference, runtime
+from .. import inference
+from ..book.notebooks import sync
+from ..collectives import KINDS, collective
+from ..estimate import feasibility
+from ..hardware.chips import EFFICIENCY_MODES, Chip, chip_names, get_chip, list_chips
+from ..hardware.gpu import PRESETS, GpuCluster, get_cluster
+from ..hardware.topology import TpuMesh
+from ..lab import bench, runtime
+from ..models import get_model
+from ..roofline import critical_batch, matmul
+from ..sharding import sharded_matmul
+from ..tables import Table
+from ..training.footprint import RECOMPUTE
+from ..training.planner import plan
+from ..units import DTYPE_BYTES, JAX_DTYPES, check_int, fmt_rate, fmt_time
 from .arguments import (
     Parser,
     count,
@@ -39,20 +53,7 @@ from .arguments import (
     sub_parser,
     value_options,
 )
-from .collectives import KINDS, collective
-from .course.commands import add_commands as course_commands
-from .estimate import feasibility
-from .hardware.chips import EFFICIENCY_MODES, Chip, chip_names, get_chip, list_chips
-from .hardware.gpu import PRESETS, GpuCluster, get_cluster
-from .hardware.topology import TpuMesh
-from .models import get_model
-from .notebooks import sync
-from .roofline import critical_batch, matmul
-from .sharding import sharded_matmul
-from .tables import Table
-from .training.footprint import RECOMPUTE
-from .training.planner import plan
-from .units import DTYPE_BYTES, JAX_DTYPES, check_int, fmt_rate, fmt_time
+from .teacher import add_commands as course_commands
 
 __all__ = ["main", "parse_shape", "parse_mesh", "parse_sizes"]
 

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..hardware.chips import Chip, chip_for_device_kind, get_chip
+from ..hlo import HloOp, parse_hlo, scalebook_dtype
+from ..roofline import estimate
+from ..tables import Table
+from ..units import checks, fmt_bytes, fmt_flops, fmt_time, is_a
 from .bench import calibrate
-from .hardware.chips import Chip, chip_for_device_kind, get_chip
-from .hlo import HloOp, parse_hlo, scalebook_dtype
-from .roofline import estimate
 from .runtime import a_function
-from .tables import Table
-from .units import checks, fmt_bytes, fmt_flops, fmt_time, is_a
 from .xla import compiled
 
 # Each name here is defined here: reading one HLO instruction and a tiled layout's padding are `hlo`'s.

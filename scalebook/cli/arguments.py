@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .units import check_choice, check_int, check_positive, parse_size
+from ..units import check_choice, check_int, check_positive, parse_size
 
 __all__ = ["count", "size", "seconds", "new_file", "one_of", "Parser", "value_options", "join_negative_values",
            "PARAMETER_OPTIONS", "sub_parser", "in_option_names"]

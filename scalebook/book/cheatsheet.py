@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .collectives import all_gather, all_reduce, all_to_all
-from .hardware.chips import get_chip
-from .hardware.gpu import GpuCluster
-from .hardware.topology import TpuMesh
-from .inference import decode_step, kv_cache_bytes
-from .models import get_model
-from .roofline import critical_batch as matmul_critical_batch
-from .roofline import matmul
-from .tables import Table
-from .training.book import min_tokens_per_chip, tp_limit
-from .units import checks, fmt_bytes, fmt_rate, fmt_time
+from ..collectives import all_gather, all_reduce, all_to_all
+from ..hardware.chips import get_chip
+from ..hardware.gpu import GpuCluster
+from ..hardware.topology import TpuMesh
+from ..inference import decode_step, kv_cache_bytes
+from ..models import get_model
+from ..roofline import critical_batch as matmul_critical_batch
+from ..roofline import matmul
+from ..tables import Table
+from ..training.book import min_tokens_per_chip, tp_limit
+from ..units import checks, fmt_bytes, fmt_rate, fmt_time
 
 __all__ = ["constants", "formulas"]
 

@@ -7,9 +7,9 @@ oldest first, with its parent, up to `head`, the newest one read. Each is *adopt
 `pin` and `head` left unclassified), a chain that does not end at `head`, or an entry without its reason.
 Standard library only.
 
-    python -m scalebook.upstream              # the ledger, one line a commit, and the counts
-    python -m scalebook.upstream check        # what `make check-sync` runs
-    python -m scalebook.upstream check --repo PATH   # also compare with a local clone of upstream
+    python -m scalebook.book.upstream              # the ledger, one line a commit, and the counts
+    python -m scalebook.book.upstream check        # what `make check-sync` runs
+    python -m scalebook.book.upstream check --repo PATH   # also compare with a local clone of upstream
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import load
+from ..data import load
 
 __all__ = ["STATUSES", "Commit", "ledger", "pin", "head", "counts", "problems", "upstream_shas", "check", "main"]
 
@@ -130,7 +130,7 @@ def check(path: str | Path | None = None, repo: str | Path | None = None) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scalebook.upstream", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scalebook.book.upstream", description=__doc__.split("\n")[0])
     parser.add_argument("command", nargs="?", choices=["show", "check"], default="show")
     parser.add_argument("--ledger", type=Path, default=None, help="another ledger file (default: the package's)")
     parser.add_argument("--repo", type=Path, default=None, help="a local clone of upstream to compare with")
