@@ -134,21 +134,21 @@ def test_explorers_redraw_in_well_under_a_tenth_of_a_second(make, change):
     ("fsdp_tp", ["all_gather", "all_reduce"]),
 ])
 def test_each_strategy_emits_the_collectives_the_chapter_predicts(strategy, expected):
-    colls, memory = sb.labs.ch05_mlp.mlp_train_step(strategy)
+    colls, memory = sb.lab.ch05_mlp.mlp_train_step(strategy)
     assert sb.xla.kinds(colls) == expected
     assert min(memory.values()) > 0
 
 
 @needs_8
 def test_fsdp_gathers_each_weight_once_over_all_devices():
-    colls, _ = sb.labs.ch05_mlp.mlp_train_step("fsdp", B=256, D=128, F=512)
+    colls, _ = sb.lab.ch05_mlp.mlp_train_step("fsdp", B=256, D=128, F=512)
     gathers = [c for c in colls if c.kind == "all_gather"]
     assert len(gathers) == 2 and all(c.group_size == 8 and c.nbytes == 128 * 512 * 4 for c in gathers)
 
 
 @needs_8
 def test_fsdp_tp_puts_weights_on_x_and_activations_on_y():
-    colls, _ = sb.labs.ch05_mlp.mlp_train_step("fsdp_tp", {"X": 4, "Y": 2})
+    colls, _ = sb.lab.ch05_mlp.mlp_train_step("fsdp_tp", {"X": 4, "Y": 2})
     assert {c.group_size for c in colls if c.kind == "all_gather"} == {4}
     assert 2 in {c.group_size for c in colls if c.kind == "all_reduce"}
 
@@ -156,15 +156,15 @@ def test_fsdp_tp_puts_weights_on_x_and_activations_on_y():
 @needs_8
 @pytest.mark.parametrize("strategy", ["dp", "fsdp", "tp", "fsdp_tp"])
 def test_argument_bytes_are_the_sharding_arithmetic(strategy):
-    _, memory = sb.labs.ch05_mlp.mlp_train_step(strategy, dtype="fp32")
-    predicted = sb.labs.ch05_mlp.mlp_argument_bytes(strategy)
+    _, memory = sb.lab.ch05_mlp.mlp_train_step(strategy, dtype="fp32")
+    predicted = sb.lab.ch05_mlp.mlp_argument_bytes(strategy)
     assert memory["arguments"] == predicted["weights"] + predicted["batch"]
     assert memory["outputs"] == pytest.approx(predicted["weights"], rel=1e-3)
 
 
 def test_argument_bytes_divide_by_the_sharding_axes():
-    assert sb.labs.ch05_mlp.mlp_argument_bytes("dp") == {"weights": 2 * 128 * 512 * 4, "batch": 256 * 128 * 4 / 8}
-    weights = sb.labs.ch05_mlp.mlp_argument_bytes("fsdp_tp", {"X": 2, "Y": 4}, dtype="bf16")["weights"]
+    assert sb.lab.ch05_mlp.mlp_argument_bytes("dp") == {"weights": 2 * 128 * 512 * 4, "batch": 256 * 128 * 4 / 8}
+    weights = sb.lab.ch05_mlp.mlp_argument_bytes("fsdp_tp", {"X": 2, "Y": 4}, dtype="bf16")["weights"]
     assert weights == 2 * 128 * 512 * 2 / 8
 
 
@@ -176,7 +176,7 @@ def test_argument_bytes_divide_by_the_sharding_axes():
 ])
 def test_mlp_train_step_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        sb.labs.ch05_mlp.mlp_train_step(**kwargs)
+        sb.lab.ch05_mlp.mlp_train_step(**kwargs)
 
 
 def test_memory_bars_total_matches_math():

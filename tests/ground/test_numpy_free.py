@@ -39,13 +39,14 @@ from scalebook.widgets import web
 web.open_faceless("scalebook.plots")
 """
 MODULES = ["units", "hardware", "models", "estimate", "roofline", "collectives", "sharding", "systolic", "tables",
-           "svg", "grading", "training", "inference", "deployment", "serving", "serving_report",
+           "svg", "compare", "book.checks", "training", "inference", "deployment", "serving", "serving_report",
            "widgets.web", "widgets.core", "widgets.tpu", "widgets.models",
            "widgets.sharding", "widgets.gpus", "widgets.training", "widgets.inference", "widgets.llama",
            "plots.base", "plots.roofline", "plots.sharding", "plots.training", "plots.inference", "plots.tpu",
            "plots.chip", "plots.serving", "widgets.serving", "widgets.llama_serving"]
 CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
-SKIP_ASSIGN = ("setup(", "jax", "labs", "xla", "bench", "profil", "decoder", "sharded_ops", "multihost", "plots.")
+SKIP_ASSIGN = ("setup(", "jax", "lab.", "labs", "xla", "bench", "profil", "decoder", "sharded_ops", "multihost",
+               "plots.")
 
 
 def run_blocked(code: str, stdin: str = "") -> subprocess.CompletedProcess:

@@ -8,7 +8,8 @@ closed) and the kind of each parameter. A parameter's kind is written out, or re
 is not fuzzed); a parameter neither kind covers fails `test_every_parameter_has_a_kind`. Each bad value must raise a
 ValueError/TypeError/KeyError naming the argument before anything is drawn (no figure left open).
 
-The JAX lab (`runtime`, `xla`, `bench`, `profiling`, `multihost`, `labs.*`) is fuzzed without a valid baseline:
+The JAX lab (`lab.*`: `runtime`, `xla`, `bench`, `profiling`, `multihost`, the chapters' programs) is
+fuzzed without a valid baseline:
 its recipes' calls are never run whole, since a bad size, count, dtype or name must be refused before any JAX work
 starts, so the fuzz compiles nothing. Arguments that are JAX arrays or functions get a wrong type.
 """
@@ -42,7 +43,7 @@ def _submodules(package: str) -> list[str]:
 
 
 DRAWN = ["plots", *_submodules("plots"), "widgets", *_submodules("widgets")]
-LAB = ["runtime", "xla", "bench", "profiling", "multihost", *_submodules("labs")]
+LAB = _submodules("lab")
 MODULES = DRAWN + LAB
 
 RECORD = "result record: built by the library from validated inputs, read by the reader"
@@ -57,14 +58,14 @@ EXEMPT = {
                               "tests/ground/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
        for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
                     "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
-    "runtime.Runtime": RECORD, "runtime.host": "no arguments; describes this machine",
-    "bench.Sweep": RECORD, "bench.default_dtype": "no arguments; reads the device",
-    "profiling.OpEvent": RECORD, "profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/ground/test_fuzz.py",
-    "multihost.MultihostError": "an exception class", "multihost.MultihostResult": RECORD,
-    "multihost.free_port": "no arguments; asks the OS for a port",
-    "multihost.dcn_ici_mesh": "no arguments; runs inside a launched process only",
-    "multihost.chapter10": "no arguments; runs inside a launched process only",
-    "multihost.ProcessLayout": RECORD,
+    "lab.runtime.Runtime": RECORD, "lab.runtime.host": "no arguments; describes this machine",
+    "lab.bench.Sweep": RECORD, "lab.bench.default_dtype": "no arguments; reads the device",
+    "lab.profiling.OpEvent": RECORD, "lab.profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/ground/test_fuzz.py",
+    "lab.multihost.MultihostError": "an exception class", "lab.multihost.MultihostResult": RECORD,
+    "lab.multihost.free_port": "no arguments; asks the OS for a port",
+    "lab.multihost.dcn_ici_mesh": "no arguments; runs inside a launched process only",
+    "lab.multihost.chapter10": "no arguments; runs inside a launched process only",
+    "lab.multihost.ProcessLayout": RECORD,
 }
 
 # Parameter names whose `str` is one of a set of names (a misspelling must be refused).
@@ -330,81 +331,81 @@ def _tiny() -> Any:
     return TinyTransformer(B=8, T=16, D=32, F=64, H=2, L=1, V=64, data=2, model=2)
 
 
-recipe("runtime.setup", n_cpu_devices="count", quiet="flag", student=[3, ""], key=[3, "abc"])
-recipe("runtime.jnp_dtype", lambda: dict(name="bf16"), name="name")
-recipe("runtime.device_mesh", lambda: dict(axes={"X": 2, "Y": 4}), axes=[{"X": 0}, {"X": 2.5}, 3, None])
-recipe("xla.compiled", lambda: dict(fn=abs), fn=FN)
+recipe("lab.runtime.setup", n_cpu_devices="count", quiet="flag", student=[3, ""], key=[3, "abc"])
+recipe("lab.runtime.jnp_dtype", lambda: dict(name="bf16"), name="name")
+recipe("lab.runtime.device_mesh", lambda: dict(axes={"X": 2, "Y": 4}), axes=[{"X": 0}, {"X": 2.5}, 3, None])
+recipe("lab.xla.compiled", lambda: dict(fn=abs), fn=FN)
 for _f in ("hlo_text", "cost_analysis", "collectives"):
-    recipe(f"xla.{_f}", lambda: dict(fn=abs), fn=FN)
-recipe("xla.summarize", lambda: dict(colls=[]), colls=[3, None, [3]], title="-")
-recipe("xla.kinds", lambda: dict(colls=[]), colls=[3, None, [3]])
-recipe("xla.matmul_collectives", lambda: dict(expr="A[I_X, J] @ B[J, K] -> C[I_X, K]", axes={"X": 2},
+    recipe(f"lab.xla.{_f}", lambda: dict(fn=abs), fn=FN)
+recipe("lab.xla.summarize", lambda: dict(colls=[]), colls=[3, None, [3]], title="-")
+recipe("lab.xla.kinds", lambda: dict(colls=[]), colls=[3, None, [3]])
+recipe("lab.xla.matmul_collectives", lambda: dict(expr="A[I_X, J] @ B[J, K] -> C[I_X, K]", axes={"X": 2},
                                                 I=64, J=64, K=64),
        expr=["A[I] @ ", 3, None], axes=[{"X": 0}, 3, None])
 for _f in ("mlp_train_step", "mlp_argument_bytes"):
-    recipe(f"labs.ch05_mlp.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
-recipe("bench.median_time", lambda: dict(fn=abs), fn=FN, warmup="count0")
-recipe("bench.calibrate", n="?count", nbytes="?size", progress="flag", collectives="?flag")
-recipe("bench.matmul_sweep", lambda: dict(shapes=[(64, 64, 64)]), shapes=[[(64, -1, 64)], [(2.5, 1, 1)], 3, None],
+    recipe(f"lab.ch05_mlp.{_f}", lambda: dict(strategy="fsdp"), axes=[{"X": 0}, 3])
+recipe("lab.bench.median_time", lambda: dict(fn=abs), fn=FN, warmup="count0")
+recipe("lab.bench.calibrate", n="?count", nbytes="?size", progress="flag", collectives="?flag")
+recipe("lab.bench.matmul_sweep", lambda: dict(shapes=[(64, 64, 64)]), shapes=[[(64, -1, 64)], [(2.5, 1, 1)], 3, None],
        chip=[3, "abc"], progress="flag")
-recipe("bench.sweep_shapes", D="?count", F="?count", batches=[[1, 0], [2.5], 3])
-recipe("bench.collective_sweep", kinds=[["all_gahter"], 3, None], sizes=[[1024, NAN], [-1], 3, None],
+recipe("lab.bench.sweep_shapes", D="?count", F="?count", batches=[[1, 0], [2.5], 3])
+recipe("lab.bench.collective_sweep", kinds=[["all_gahter"], 3, None], sizes=[[1024, NAN], [-1], 3, None],
        progress="flag")
-recipe("bench.collective_factors", lambda: dict(
+recipe("lab.bench.collective_factors", lambda: dict(
     sweep=sb.tables.Table([{"kind": "psum", "V": v, "measured": 1e-5 + v / 1e11} for v in (2**20, 2**24)]),
     chip=sb.get_chip("h100"), n_devices=8), sweep=[3, None, sb.tables.Table([])], chip=[3, "abc"])
-recipe("profiling.op_costs", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
-recipe("profiling.op_kind", lambda: dict(opcodes="dot"), opcodes=[3, None])
-recipe("profiling.op_scope", lambda: dict(line="%x = f32[2]{0} add(%a, %b)"), line=[3, None])
-recipe("profiling.fusion_text", lambda: dict(hlo=_trace().hlo, name="fused_computation"), hlo=[3, None],
+recipe("lab.profiling.op_costs", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
+recipe("lab.profiling.op_kind", lambda: dict(opcodes="dot"), opcodes=[3, None])
+recipe("lab.profiling.op_scope", lambda: dict(line="%x = f32[2]{0} add(%a, %b)"), line=[3, None])
+recipe("lab.profiling.fusion_text", lambda: dict(hlo=_trace().hlo, name="fused_computation"), hlo=[3, None],
        name=["nosuch", 3, None])
-recipe("profiling.parameters", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
-recipe("profiling.read_trace", lambda: dict(path="/nonexistent/trace.json.gz"), path=[3, None, "/nonexistent/x"])
-recipe("profiling.capture", lambda: dict(fn=abs), fn=FN, repeats="count", chip=["v5ex", 3])
-recipe("multihost.run", lambda: dict(program="global_array"), program=["nosuch", 3, None],
+recipe("lab.profiling.parameters", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
+recipe("lab.profiling.read_trace", lambda: dict(path="/nonexistent/trace.json.gz"), path=[3, None, "/nonexistent/x"])
+recipe("lab.profiling.capture", lambda: dict(fn=abs), fn=FN, repeats="count", chip=["v5ex", 3])
+recipe("lab.multihost.run", lambda: dict(program="global_array"), program=["nosuch", 3, None],
        n_processes="count", devices_per_process="count", timeout="size")
-recipe("multihost.global_array")
-recipe("multihost.sharded_matmul", seed="count0")
-recipe("multihost.fsdp_step", seed="count0")
-recipe("labs.ch07_decoder.init", config=OBJ, seed="count0")
-recipe("labs.ch07_decoder.prefill", lambda: dict(params={}, tokens=np.zeros((1, 4), np.int32)), params=[3, None],
+recipe("lab.multihost.global_array")
+recipe("lab.multihost.sharded_matmul", seed="count0")
+recipe("lab.multihost.fsdp_step", seed="count0")
+recipe("lab.ch07_decoder.init", config=OBJ, seed="count0")
+recipe("lab.ch07_decoder.prefill", lambda: dict(params={}, tokens=np.zeros((1, 4), np.int32)), params=[3, None],
        tokens=ARR, capacity="?count")
-recipe("labs.ch07_decoder.decode_step", lambda: dict(params={}, cache={}, token=np.zeros(1, np.int32)),
+recipe("lab.ch07_decoder.decode_step", lambda: dict(params={}, cache={}, token=np.zeros(1, np.int32)),
        params=[3, None], cache=[3, "abc"], token=ARR)
-recipe("labs.ch07_decoder.measure_decode", chip=[3, "abc"], seed="count0", batches=[[1, 0], [2.5], 3, None], config=OBJ)
-recipe("labs.ch09_transformer.TinyTransformer")
-recipe("labs.ch09_transformer.train_step", lambda: dict(cfg=_tiny()), cfg=OBJ)
-recipe("labs.ch09_transformer.step_inputs", lambda: dict(cfg=_tiny()), cfg=OBJ, seed="count0")
-recipe("labs.ch10_moe.moe_inputs", seed="count0")
+recipe("lab.ch07_decoder.measure_decode", chip=[3, "abc"], seed="count0", batches=[[1, 0], [2.5], 3, None], config=OBJ)
+recipe("lab.ch09_transformer.TinyTransformer")
+recipe("lab.ch09_transformer.train_step", lambda: dict(cfg=_tiny()), cfg=OBJ)
+recipe("lab.ch09_transformer.step_inputs", lambda: dict(cfg=_tiny()), cfg=OBJ, seed="count0")
+recipe("lab.ch10_moe.moe_inputs", seed="count0")
 for _f in ("moe_local", "moe_jit", "moe_shard_map"):
-    recipe(f"labs.ch10_moe.{_f}", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8), route=_array(16)),
+    recipe(f"lab.ch10_moe.{_f}", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8), route=_array(16)),
            a=ARR, w=ARR, route=ARR, **({} if _f == "moe_local" else {"mesh": [3, "abc"]}))
-recipe("labs.ch10_programs.make_mesh", axes=[{"X": 0}, 3])
-recipe("labs.ch10_programs.sharding_modes", lambda: dict(B=64, D=64, F=64))
+recipe("lab.ch10_programs.make_mesh", axes=[{"X": 0}, 3])
+recipe("lab.ch10_programs.sharding_modes", lambda: dict(B=64, D=64, F=64))
 for _f in ("collective_matmul", "bidirectional_collective_matmul"):
-    recipe(f"labs.ch10_programs.{_f}", lambda: dict(x=_array(8, 8), w=_array(8, 8)), x=ARR, w=ARR,
+    recipe(f"lab.ch10_programs.{_f}", lambda: dict(x=_array(8, 8), w=_array(8, 8)), x=ARR, w=ARR,
            mesh=[3, "abc"], axis="name")
-recipe("labs.ch10_programs.allreduce_collective_matmul", lambda: dict(a=_array(8, 8), w=_array(8, 8)), a=ARR, w=ARR,
+recipe("lab.ch10_programs.allreduce_collective_matmul", lambda: dict(a=_array(8, 8), w=_array(8, 8)), a=ARR, w=ARR,
        mesh=[3, "abc"], axis="name")
-recipe("labs.ch10_programs.reduce_scatter_collective_matmul", lambda: dict(t=_array(8, 8), w=_array(8, 8)), t=ARR,
+recipe("lab.ch10_programs.reduce_scatter_collective_matmul", lambda: dict(t=_array(8, 8), w=_array(8, 8)), t=ARR,
        w=ARR, mesh=[3, "abc"], axis="name")
-recipe("labs.ch10_programs.overlapped_mlp", lambda: dict(x=_array(8, 8), w_in=_array(8, 8), w_out=_array(8, 8)),
+recipe("lab.ch10_programs.overlapped_mlp", lambda: dict(x=_array(8, 8), w_in=_array(8, 8), w_out=_array(8, 8)),
        x=ARR, w_in=ARR, w_out=ARR, mesh=[3, "abc"], axis="name")
 for _f in ("time_collective_matmul", "time_overlapped_mlp"):
-    recipe(f"labs.ch10_programs.{_f}", lambda: dict(B=64, D=64, F=64))
-recipe("multihost.process_layout")
-recipe("labs.ch10_routing.top_k_inputs", seed="count0")
-recipe("labs.ch10_routing.route_top_k", lambda: dict(logits=_array(16, 4), k=2), logits=ARR)
-recipe("labs.ch10_routing.moe_top_k_reference", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8),
+    recipe(f"lab.ch10_programs.{_f}", lambda: dict(B=64, D=64, F=64))
+recipe("lab.multihost.process_layout")
+recipe("lab.ch10_routing.top_k_inputs", seed="count0")
+recipe("lab.ch10_routing.route_top_k", lambda: dict(logits=_array(16, 4), k=2), logits=ARR)
+recipe("lab.ch10_routing.moe_top_k_reference", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8),
                                                              experts=_array(16, 2), gates=_array(16, 2)),
        a=ARR, w=ARR, experts=ARR, gates=ARR)
-recipe("labs.ch10_routing.moe_top_k", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8), experts=_array(16, 2),
+recipe("lab.ch10_routing.moe_top_k", lambda: dict(a=_array(16, 8), w=_array(4, 8, 8), experts=_array(16, 2),
                                                    gates=_array(16, 2)),
        a=ARR, w=ARR, experts=ARR, gates=ARR, mesh=[3, "abc"])
 
 # Fuzzed with bad values only, never called whole: the lab (a valid call compiles) and figures of measurements.
 LAB_RECIPES = {name for name in R if name.split(".")[0] in {m.split(".")[0] for m in LAB}} | {
-    "plots.roofline.sweep"}  # draws a bench.Sweep, which only a JAX measurement (bench.matmul_sweep) makes
+    "plots.roofline.sweep"}  # draws a bench.Sweep, which only a JAX measurement (lab.bench.matmul_sweep) makes
 # Results that are signed by nature: none so far. Figures and explorers are checked for leaks, not numbers.
 
 
