@@ -10,9 +10,11 @@ these same checks with SCALEBOOK_TIMINGS set so that each appends what it measur
 from __future__ import annotations
 
 import json
+import math
 import os
 
 SANITY = 10
+STOPPED = 30
 TIMINGS = "SCALEBOOK_TIMINGS"
 
 
@@ -24,3 +26,13 @@ def assert_fast(seconds: float, target: float, what: str) -> None:
             log.write(json.dumps({"what": what, "seconds": seconds, "target": target}) + "\n")
     assert seconds < SANITY * target, (
         f"{what} took {seconds:.3g} s, over {SANITY}x its {target:g} s target: far too slow to be noise")
+
+
+def assert_stopped(seconds: float, limit: float, what: str, unstopped: float = math.inf) -> None:
+    """Fail only if a run given `limit` seconds, which left alone would run `unstopped` seconds, took past STOPPED
+    times its limit: far more than a busy machine adds to a start and a kill, far less than the run unstopped."""
+    if not STOPPED * limit < unstopped:
+        raise ValueError(f"unstopped={unstopped:g} s is within {STOPPED}x the {limit:g} s limit: a run left to "
+                         "its end would pass; give the program longer to run")
+    assert seconds < STOPPED * limit, (
+        f"{what} took {seconds:.3g} s under a {limit:g} s limit, over {STOPPED}x it: the limit did not stop it")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from speed import assert_stopped
 
 pytest.importorskip("jax")
 
@@ -82,7 +83,7 @@ def test_the_time_limit_kills_every_process():
     with pytest.raises(multihost.MultihostError, match="time limit") as err:
         multihost.run("test_multihost:sleep_forever", timeout=6)
     assert err.value.process is None
-    assert time.monotonic() - start < 30
+    assert_stopped(time.monotonic() - start, 6, "two JAX processes that sleep for ever")
     assert _alive(err.value.pids) == []
 
 

@@ -1,0 +1,188 @@
+"""Tests that cannot lie: the rules every test file keeps, read from its source with `ast` (nothing is imported).
+
+- **No assert on wall time** outside `tests/speed.py`: a comparison inside an `assert` that reads a clock
+  (`time.time()`, `perf_counter()`, `monotonic()` ..., a name or a function's result computed from one, or an
+  explorer's `update()`, which returns the seconds it took) fails here. A test times a check through
+  `speed.assert_fast` (a target it fails only far past) or `speed.assert_stopped` (a limit a run must end within).
+- **No test module imports another.** Recipes and fixtures two test files share live in a helper module
+  (`tests/fuzzing.py`, `tests/fuzz_recipes.py`, `tests/traces.py`, `tests/explorers.py`, `tests/course/lms.py` ...).
+- **Explorers and figures are tested in `tests/upper/`** (and the built website in `tests/site/`): no test of the
+  ground floor, the course or the chapters' pipeline builds an explorer or draws a figure.
+- **An assert can fail:** none on constants alone, on a non-empty tuple (`assert (x, "why")`), or with a true
+  constant in an `or`.
+
+Each rule is first shown to catch what it names on a small fixture.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import speed
+
+TESTS = Path(__file__).resolve().parent
+FILES = sorted(p for p in TESTS.rglob("*.py") if "fixtures" not in p.relative_to(TESTS).parts)
+TEST_MODULES = {p.stem for p in FILES if p.stem.startswith("test_")}
+CLOCKS = {"time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+          "process_time_ns", "thread_time", "thread_time_ns"}
+SECONDS = {"update"}  # `Explorer.update(...)` returns the seconds the explorer took to answer
+TIMING_HOME = TESTS / "speed.py"
+# Where explorers and figures are tested: the upper floor's tests, and the website's.
+DRAWN_HOME = ("upper", "site")
+DRAWN = ("widgets", "plots")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(TESTS.parent))
+
+
+# --- clocks --------------------------------------------------------------------------------------------------------
+
+def _is_clock(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr in SECONDS or (f.attr in CLOCKS and isinstance(f.value, ast.Name) and f.value.id == "time")
+    return isinstance(f, ast.Name) and f.id in CLOCKS - {"time"}
+
+
+def _reads_clock(node: ast.AST, names: set[str], functions: set[str]) -> bool:
+    """Whether `node` reads a clock: a clock's call, a name bound to one, or a call of a function returning one."""
+    return any(_is_clock(sub) or (isinstance(sub, ast.Name) and sub.id in names)
+               or (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in functions)
+               for sub in ast.walk(node))
+
+
+def _clocked_names(scope: ast.AST, functions: dict[str, set[int] | None]) -> set[str]:
+    """The names `scope` binds to a clock's reading, directly or through others (to a fixed point). A call of a
+    function that returns a tuple binds only the positions that read a clock (`code, _, seconds = _run()`)."""
+    names: set[str] = set()
+    timed = {f for f, where in functions.items() if where is None}
+    while True:
+        before = len(names)
+        for node in ast.walk(scope):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) or node.value is None:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            call = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
+            for target in targets:
+                if isinstance(target, ast.Tuple) and call in functions and functions[call] is not None:
+                    names |= {e.id for i, e in enumerate(target.elts)
+                              if i in functions[call] and isinstance(e, ast.Name)}
+                elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    names |= {t.id for t, v in zip(target.elts, value.elts)
+                              if isinstance(t, ast.Name) and _reads_clock(v, names, timed)}
+                elif _reads_clock(value, names, timed | {f for f in functions if functions[f]}):
+                    names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if len(names) == before:
+            return names
+
+
+def _clocked_functions(tree: ast.Module) -> dict[str, set[int] | None]:
+    """{function: the positions of its returned tuple that read a clock, or None when its whole result does}."""
+    found: dict[str, set[int] | None] = {}
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        names = _clocked_names(fn, {})
+        for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None):
+            if isinstance(ret.value, ast.Tuple):
+                where = {i for i, e in enumerate(ret.value.elts) if _reads_clock(e, names, set())}
+                if where:
+                    found[fn.name] = where
+            elif _reads_clock(ret.value, names, set()):
+                found[fn.name] = None
+    return found
+
+
+def timing_asserts(source: str) -> list[int]:
+    """The lines of `source` whose `assert` compares a clock's reading."""
+    tree = ast.parse(source)
+    functions = _clocked_functions(tree)
+    timed = {f for f, where in functions.items() if where is None}
+    lines = set()
+    module = ast.Module([n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef))], [])
+    for scope in [module, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        names = _clocked_names(scope, functions)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assert) and any(
+                    isinstance(c, ast.Compare) and _reads_clock(c, names, timed) for c in ast.walk(node.test)):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
+CLOCKED = '''
+import time
+def _run():
+    start = time.monotonic()
+    return 3, time.monotonic() - start
+def test_a():
+    start = time.monotonic()
+    assert time.monotonic() - start < 30
+def test_b():
+    code, seconds = _run()
+    assert code == 3
+    assert seconds < 30
+def test_c(explorer):
+    assert explorer.update(B=1) < 0.02
+def test_d():
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        pass
+    assert deadline
+'''
+
+
+def test_the_clock_rule_catches_raw_timing_asserts():
+    assert timing_asserts(CLOCKED) == [8, 12, 14]  # not `code == 3`, nor a deadline's wait
+
+
+def test_no_assert_reads_a_clock_outside_speed_py():
+    found = [f"{_rel(p)}:{line}" for p in FILES if p != TIMING_HOME
+             for line in timing_asserts(p.read_text(encoding="utf-8"))]
+    assert not found, f"asserts on wall time (use speed.assert_fast or speed.assert_stopped): {found}"
+
+
+def test_a_limit_check_fails_only_when_the_limit_did_not_stop_the_run():
+    speed.assert_stopped(80, 3, "a run killed late on a busy machine", unstopped=300)
+    with pytest.raises(AssertionError, match="did not stop"):
+        speed.assert_stopped(300, 3, "a run left to its end", unstopped=300)
+    with pytest.raises(ValueError, match="unstopped=60"):  # a check that a run left to its end would pass
+        speed.assert_stopped(5, 3, "a run", unstopped=60)
+
+
+# --- asserts that can fail ------------------------------------------------------------------------------------------
+
+def hollow_asserts(source: str) -> list[int]:
+    """The lines of `source` whose assert cannot fail: on constants alone, on a non-empty tuple, list, set or dict
+    (`assert (x, "why")`), or an `or` with a true constant (`assert x < 0.1 or True`)."""
+    lines = []
+    for node in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)):
+        test = node.test
+        constant = not any(isinstance(n, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(test))
+        container = isinstance(test, (ast.Tuple, ast.List, ast.Set)) and test.elts or (
+            isinstance(test, ast.Dict) and test.keys)
+        true_or = isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and any(
+            isinstance(v, ast.Constant) and v.value for v in test.values)
+        if constant or container or true_or:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_hollow_rule_catches_asserts_that_cannot_fail():
+    source = ("assert True\nassert x < 0.1 or True\nassert 1 + 1 == 2\nassert (x == 1, 'why')\nassert x or y\n"
+              "assert x == x  # NaN is not NaN\nassert f(x) == 2\nassert not x, 'why'\n")
+    assert hollow_asserts(source) == [1, 2, 3, 4]
+
+
+def test_every_assert_can_fail():
+    found = [f"{_rel(p)}:{line}" for p in FILES for line in hollow_asserts(p.read_text(encoding="utf-8"))]
+    assert not found, f"asserts that cannot fail: {found}"
+
+
+def test_the_rules_read_every_floor():
+    """A rule that reads no file passes vacuously: every floor's tests are read."""
+    assert {p.relative_to(TESTS).parts[0] for p in FILES} >= {"ground", "upper", "course", "chapters", "site"}
