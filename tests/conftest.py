@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-# The tests live in a folder per floor; a few import one another by name (the fuzz tests share their recipe
-# tables, a figure test's trace), so every floor's folder is on the path, beside this one's shared helpers.
+# The tests live in a folder per floor, and a floor may keep a helper module of its own (tests/course/lms.py,
+# tests/upper/traces.py) beside this folder's shared ones: every floor's folder is on the path, so each helper is
+# imported by its name. A test module never imports another (tests/test_tests.py).
 for _floor in ("ground", "upper", "course", "chapters"):
     sys.path.insert(0, str(Path(__file__).resolve().parent / _floor))
 

@@ -154,6 +154,29 @@ def test_a_limit_check_fails_only_when_the_limit_did_not_stop_the_run():
         speed.assert_stopped(5, 3, "a run", unstopped=60)
 
 
+# --- test modules import helpers, never one another -----------------------------------------------------------------
+
+def imported_tests(source: str, test_modules: set[str]) -> list[str]:
+    """The test modules `source` imports, at its top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in test_modules]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [node.module] if node.module.split(".")[0] in test_modules else []
+    return found
+
+
+def test_the_import_rule_catches_a_test_importing_a_test():
+    source = "import fuzzing\nfrom test_fuzz import R\ndef f():\n    import test_figures_09_12\n"
+    assert imported_tests(source, {"test_fuzz", "test_figures_09_12"}) == ["test_fuzz", "test_figures_09_12"]
+
+
+def test_no_test_module_imports_another():
+    found = {_rel(p): names for p in FILES if (names := imported_tests(p.read_text(encoding="utf-8"), TEST_MODULES))}
+    assert not found, f"test modules importing test modules (move what they share to a helper module): {found}"
+
+
 # --- asserts that can fail ------------------------------------------------------------------------------------------
 
 def hollow_asserts(source: str) -> list[int]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from explorers import assert_answers_fast
+from traces import HLO, sample_trace
 
 import scalebook as sb
 from scalebook import profiling
@@ -90,32 +91,8 @@ def test_pipeline_timeline_counts_its_bubble():
     assert "busy 67%" in sb.plots.gpu_diagrams.gpu_pipeline(2, 2).axes[0].get_title()
 
 
-HLO = """HloModule jit_f, num_partitions=2
-
-%fused_computation (p0: f32[8,16], p1: f32[16,4]) -> f32[8,4] {
-  %p0 = f32[8,16]{1,0} parameter(0)
-  %p1 = f32[16,4]{1,0} parameter(1)
-  ROOT %dot.1 = f32[8,4]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}
-
-ENTRY %main (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
-  %x = f32[8,16]{1,0} parameter(0), sharding={devices=[1,2]<=[2]}, metadata={op_name="x"}
-  %w = f32[16,4]{1,0} parameter(1), sharding={devices=[2,1]<=[2]}, metadata={op_name="w"}
-  %fusion.1 = f32[8,4]{1,0} fusion(%x, %w), calls=%fused_computation, metadata={op_name="jit(f)/jvp(l0/ffw)/dot"}
-  ROOT %all-reduce.1 = f32[8,4]{1,0} all-reduce(%fusion.1), metadata={op_name="jit(f)/transpose(jvp(l0/ffw))/add"}
-}
-"""
-
-
-def _trace() -> profiling.Trace:
-    events = [profiling.OpEvent(name, device, start, 1e-5, run) for run in ("a", "b") for device in (0, 1)
-              for name, start in (("fusion.1", 0.0), ("all-reduce.1", 2e-5))]
-    chip = sb.get_chip("v5e")
-    return profiling.Trace(tuple(events), HLO, profiling._op_table(events, HLO, chip), chip)
-
-
 def test_op_table_has_kinds_scopes_and_a_breakdown():
-    trace = _trace()
+    trace = sample_trace()
     assert {(r["op"], r["kind"], r["scope"]) for r in trace.table} == {
         ("fusion.1", "matmul", "l0/ffw"), ("all-reduce.1", "collective", "l0/ffw (bwd)")}
     assert trace.row("fusion.1")["flops"] == 2 * 8 * 16 * 4
@@ -127,7 +104,7 @@ def test_op_table_has_kinds_scopes_and_a_breakdown():
 def test_profile_figures_and_explorers():
     pytest.importorskip("matplotlib")
     pytest.importorskip("ipywidgets")
-    trace = _trace()
+    trace = sample_trace()
     for fig in (sb.plots.profile.timeline(trace), sb.plots.profile.timeline(trace, scope="l0/ffw"),
                 sb.plots.trace.op_rooflines(trace), sb.plots.trace.time_breakdown(trace),
                 sb.plots.trace.fusion_graph(HLO, "fusion.1"), sb.plots.trace.compile_stages(),

@@ -16,9 +16,7 @@ starts, so the fuzz compiles nothing. Arguments that are JAX arrays or functions
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +24,9 @@ import fuzzing
 import matplotlib
 import numpy as np
 import pytest
+from fuzz_recipes import GROUND, GROUND_EXEMPT, LAB, RECORD, UPPER_MODULES, mesh_4x4, superpod
 from fuzzing import NAN, guarded, kind_gaps, missing_recipes, resolve, summary
-from test_fuzz import EXEMPT as GROUND_EXEMPT
-from test_fuzz import R as GROUND  # re-exports of ground-floor callables are fuzzed there
+from traces import sample_trace
 
 import scalebook as sb
 import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
@@ -36,17 +34,6 @@ import scalebook.rings  # noqa: F401  (sb.rings in the recipes)
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-
-def _submodules(package: str) -> list[str]:
-    pkg = importlib.import_module(f"scalebook.{package}")
-    return [f"{package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
-
-
-DRAWN = ["plots", *_submodules("plots"), "widgets", *_submodules("widgets")]
-LAB = _submodules("lab")
-MODULES = DRAWN + LAB
-
-RECORD = "result record: built by the library from validated inputs, read by the reader"
 DRAWING = "a drawing primitive on a matplotlib Axes the module's own figures pass in (not a calculator)"
 EXEMPT = {
     "plots.diagram.cell": DRAWING, "plots.diagram.box": DRAWING, "plots.diagram.arrow": DRAWING,
@@ -109,19 +96,6 @@ def recipe(name: str, valid: Callable[[], dict[str, Any]] = dict, /, **kinds: An
     R[name] = (lambda: {**defaults, **valid()}, {**inferred(fn), **kinds})
 
 
-def _hw(**kw: Any) -> Any:
-    return sb.TpuMesh("v5e", X=4, Y=4, **kw)
-
-
-def _cluster() -> Any:
-    return sb.hardware.gpu.get_cluster("h100-superpod", gpus=1024)
-
-
-def _trace() -> Any:
-    from test_figures_09_12 import _trace as trace
-    return trace()
-
-
 def _memory() -> Any:
     return sb.training.memory("llama3-8b", 2**20, 256)
 
@@ -133,13 +107,13 @@ OBJ = "obj"
 # --- figures -------------------------------------------------------------------------------------------------------
 recipe("plots.array_layouts.sharding_gallery", lambda: dict(specs=["A[I_X, J_Y]"], mesh={"X": 2, "Y": 2}),
        specs=[["A[I_X"], 3, None], mesh=[{"X": 0}, 3, "abc"])
-recipe("plots.array_layouts.matmul_cases", lambda: dict(exprs=["A[I_X, J] @ B[J, K] -> C[I_X, K]"], mesh=_hw(),
+recipe("plots.array_layouts.matmul_cases", lambda: dict(exprs=["A[I_X, J] @ B[J, K] -> C[I_X, K]"], mesh=mesh_4x4(),
                                                            sizes={"I": 64, "J": 64, "K": 64}),
        exprs=[["A[I] @"], 3, None], mesh=OBJ, sizes=[{"I": -1, "J": 64, "K": 64}, 3, None])
 for _f in ("chip_diagram", "memory_hierarchy", "tray"):
     recipe(f"plots.chip.{_f}", lambda: dict(chip="v5e"), chip="name")
-recipe("plots.chip.hosts", lambda: dict(mesh=_hw()), mesh=OBJ)
-recipe("plots.chip.slices", lambda: dict(mesh=_hw(), subslices=[((0, 0), (2, 2))]), mesh=OBJ,
+recipe("plots.chip.hosts", lambda: dict(mesh=mesh_4x4()), mesh=OBJ)
+recipe("plots.chip.slices", lambda: dict(mesh=mesh_4x4(), subslices=[((0, 0), (2, 2))]), mesh=OBJ,
        subslices=[[((0, 0), (9, 9))], [((0, 0), (-1, 2))], 3, None])
 recipe("plots.chip.pod_cubes", lambda: dict(mesh=sb.TpuMesh("v5p", X=8, Y=8, Z=8)), mesh=OBJ)
 recipe("plots.chip.elementwise_pipeline", steps=[[0, -1], [2.5], 3])
@@ -154,8 +128,8 @@ recipe("plots.gpu_diagrams.gpu_chip")
 recipe("plots.gpu_diagrams.sm_diagram")
 recipe("plots.gpu_diagrams.warp_divergence")
 recipe("plots.gpu_diagrams.nvlink_nodes", generations=[["9.0"], 3, None])
-recipe("plots.gpu_diagrams.sharp_diagram", lambda: dict(cluster=_cluster()), cluster=OBJ)
-recipe("plots.gpu_diagrams.sharp_bandwidth", lambda: dict(cluster=_cluster(), overhead=1e-5), cluster=OBJ,
+recipe("plots.gpu_diagrams.sharp_diagram", lambda: dict(cluster=superpod()), cluster=OBJ)
+recipe("plots.gpu_diagrams.sharp_bandwidth", lambda: dict(cluster=superpod(), overhead=1e-5), cluster=OBJ,
        overhead="nonneg", nbytes=PAIR)
 recipe("plots.gpu_diagrams.nvl72", lambda: dict(cluster=sb.hardware.gpu.get_cluster("gb200-superpod")), cluster=OBJ)
 recipe("plots.gpu_diagrams.nvswitch", generation="name")
@@ -163,11 +137,11 @@ recipe("plots.gpu_diagrams.gpu_pipeline", t_send="nonneg", t_reduce="nonneg")
 recipe("plots.gpu_diagrams.megatron_configs",
        lambda: dict(rows=[{"model": "gpt", "model parallel": 8, "tokens/GPU": 1e3, "critical tokens/GPU": 5e2}]),
        rows=[[{"model": "gpt"}], 3, None])
-recipe("plots.gpu_diagrams.expert_parallel", lambda: dict(cluster=_cluster()), cluster=OBJ)
-recipe("plots.gpus.fat_tree", lambda: dict(cluster=_cluster()), cluster=OBJ)
-recipe("plots.gpus.level_bandwidth", lambda: dict(clusters=[_cluster()]), clusters=[[3], 3, None])
-recipe("plots.gpus.sharded_all_gather", lambda: dict(cluster=_cluster()), cluster=OBJ, inner=[[1, 0], [2.5], 3])
-recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=_hw(), cluster=_cluster()), mesh=OBJ, cluster=OBJ, nbytes=PAIR)
+recipe("plots.gpu_diagrams.expert_parallel", lambda: dict(cluster=superpod()), cluster=OBJ)
+recipe("plots.gpus.fat_tree", lambda: dict(cluster=superpod()), cluster=OBJ)
+recipe("plots.gpus.level_bandwidth", lambda: dict(clusters=[superpod()]), clusters=[[3], 3, None])
+recipe("plots.gpus.sharded_all_gather", lambda: dict(cluster=superpod()), cluster=OBJ, inner=[[1, 0], [2.5], 3])
+recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=mesh_4x4(), cluster=superpod()), mesh=OBJ, cluster=OBJ, nbytes=PAIR)
 recipe("plots.gpus.ragged_all_to_all", units=[[2, 0], [2.5], 3, None])
 recipe("plots.gpus.achieved_bandwidth", lambda: dict(peak=4e11, overhead=1e-5), overhead="nonneg",
        quoted=[[(1e6, NAN)], 3], nbytes=PAIR)
@@ -186,10 +160,10 @@ recipe("plots.models.attention_share", models=[["llama3-8bx"], 3, None], T=PAIR)
 recipe("plots.models.param_breakdown", models=[["llama3-8bx"], 3, None])
 recipe("plots.parallelism.layer_chain")
 recipe("plots.parallelism.layout", lambda: dict(strategy="fsdp"))
-recipe("plots.parallelism.pass_bytes", lambda: dict(mesh_of={"fsdp": _hw()}, B=1024, D=512, F=2048),
-       mesh_of=[{"fsdp": 3}, {"fsdpx": _hw()}, 3, None])
+recipe("plots.parallelism.pass_bytes", lambda: dict(mesh_of={"fsdp": mesh_4x4()}, B=1024, D=512, F=2048),
+       mesh_of=[{"fsdp": 3}, {"fsdpx": mesh_4x4()}, 3, None])
 recipe("plots.parallelism.comms_ratio", batches=[[1, NAN], [0], 3])
-recipe("plots.profile.timeline", lambda: dict(trace=_trace()), trace=OBJ, run=[2.5, "abc", None],
+recipe("plots.profile.timeline", lambda: dict(trace=sample_trace()), trace=OBJ, run=[2.5, "abc", None],
        scope=[3], window=PAIR[:3] + [3])
 recipe("plots.roofline.roofline", lambda: dict(chips="v5e"), chips=["v5ex", 3, None, ["v5e", "h10x"]],
        intensity=PAIR)
@@ -211,10 +185,10 @@ recipe("plots.sharding.sharding_grid", lambda: dict(spec="A[I_X, J_Y]", mesh={"X
                                                      sizes={"I": 64, "J": 64}),
        spec=["A[I_X", 3, None], mesh=[{"X": 0}, 3, None], sizes=[{"I": -1, "J": 64}, 3, None])
 recipe("plots.sharding.ring_steps")
-recipe("plots.sharding.collective_vs_size", lambda: dict(mesh=_hw(), axes="X"), mesh=OBJ, axes=["Q", 3],
+recipe("plots.sharding.collective_vs_size", lambda: dict(mesh=mesh_4x4(), axes="X"), mesh=OBJ, axes=["Q", 3],
        sizes=[[1e6, NAN], [-1], 3], measured=[[(1e6, -1)], 3])
 recipe("plots.tpu.bandwidth_ladder", chips=[["v5ex"], 3, None])
-recipe("plots.tpu.torus", lambda: dict(mesh=_hw()), mesh=OBJ)
+recipe("plots.tpu.torus", lambda: dict(mesh=mesh_4x4()), mesh=OBJ)
 recipe("plots.tpu.systolic", lambda: dict(step=2), step="count0")
 recipe("plots.tpu.systolic_strip", steps=[[0, -1], [2.5], 3])
 recipe("plots.tpu.stage_breakdown", lambda: dict(stages={"load": 1e-3, "math": 2e-3}),
@@ -222,10 +196,10 @@ recipe("plots.tpu.stage_breakdown", lambda: dict(stages={"load": 1e-3, "math": 2
 recipe("plots.trace.compile_stages")
 recipe("plots.trace.tiling", lambda: dict(shape=(4, 8), tile="T(2,4)"), shape=[(4, -1), (2.5, 3), 3, None],
        tile=["T(8,", 3, None])
-recipe("plots.trace.fusion_graph", lambda: dict(hlo=_trace().hlo, name="fusion.1"),
+recipe("plots.trace.fusion_graph", lambda: dict(hlo=sample_trace().hlo, name="fusion.1"),
        hlo=[3, None], name=["nosuch", 3, None])
-recipe("plots.trace.time_breakdown", lambda: dict(trace=_trace()), trace=OBJ)
-recipe("plots.trace.op_rooflines", lambda: dict(trace=_trace()), trace=OBJ)
+recipe("plots.trace.time_breakdown", lambda: dict(trace=sample_trace()), trace=OBJ)
+recipe("plots.trace.op_rooflines", lambda: dict(trace=sample_trace()), trace=OBJ)
 recipe("plots.trace.memory_budget", lambda: dict(parts={"weights": 1e9}), parts=[{"w": NAN}, {"w": -1}, 3, None])
 recipe("plots.training.tokens", lambda: dict(n=1e6), n="nonneg")
 recipe("plots.training.strategy_times", batches=[[1, NAN], [0], 3])
@@ -266,10 +240,10 @@ for _f in ("kv_cache_table", "remat_table", "model_explorer", "kv_cache_explorer
            "attention_roofline_explorer"):
     recipe(f"widgets.models.{_f}")
 recipe("widgets.models.attention_share_explorer", causal="name")
-recipe("widgets.profiling.op_view", lambda: dict(trace=_trace(), op="fusion.1"), trace=OBJ)
-recipe("widgets.profiling.op_explorer", lambda: dict(trace=_trace()), trace=OBJ)
-recipe("widgets.profiling.breakdown_view", lambda: dict(trace=_trace()), trace=OBJ)
-recipe("widgets.profiling.breakdown_explorer", lambda: dict(trace=_trace()), trace=OBJ)
+recipe("widgets.profiling.op_view", lambda: dict(trace=sample_trace(), op="fusion.1"), trace=OBJ)
+recipe("widgets.profiling.op_explorer", lambda: dict(trace=sample_trace()), trace=OBJ)
+recipe("widgets.profiling.breakdown_view", lambda: dict(trace=sample_trace()), trace=OBJ)
+recipe("widgets.profiling.breakdown_explorer", lambda: dict(trace=sample_trace()), trace=OBJ)
 for _f in ("profile_example_view", "profile_example_explorer", "collective_check_view", "collective_check_explorer",
            "memory_check_view", "memory_check_explorer"):
     recipe(f"widgets.profiling.{_f}")
@@ -283,7 +257,7 @@ recipe("widgets.serving.batching_html", lambda: dict(slots=2, outputs=[3, 2, 4],
 recipe("widgets.serving.batching_stepper", step="count0", outputs=[[3, 0], [2.5], 3, None])
 recipe("widgets.sharding.spec_options", lambda: dict(name="A", dims=["I", "J"]), name="text",
        dims=[3, None, [3]], axes=[3, None, [3]])
-recipe("widgets.sharding.collective_chart", lambda: dict(mesh=_hw(), axes="X", kind="all_gather", nbytes=1e6),
+recipe("widgets.sharding.collective_chart", lambda: dict(mesh=mesh_4x4(), axes="X", kind="all_gather", nbytes=1e6),
        mesh=OBJ, axes=["Q", 3], also_sharded="-")
 recipe("widgets.sharding.collective_explorer", axes="name", also_sharded="name", wrap="name")
 recipe("widgets.sharding.matmul_explorer", A=["A[I_X", 3, None], B=["B[J", 3, None], C=["C[I", 3, None])
@@ -296,7 +270,7 @@ recipe("widgets.sharding.grid_svg", lambda: dict(spec="A[I_X, J_Y]", axes={"X": 
        spec=["A[I_X", 3, None], axes=[{"X": 0}, 3, None], sizes=[{"I": -1, "J": 64}, 3, None])
 recipe("widgets.sharding.sharding_grid_explorer", spec=["A[I_X", 3, None])
 recipe("widgets.sharding.memory_explorer", spec=["A[I_X", 3, None])
-recipe("widgets.tpu.mesh_svg", lambda: dict(mesh=_hw()), mesh=OBJ, marks=[3, "abc"], route=[3, [(99, 99)]])
+recipe("widgets.tpu.mesh_svg", lambda: dict(mesh=mesh_4x4()), mesh=OBJ, marks=[3, "abc"], route=[3, [(99, 99)]])
 recipe("widgets.tpu.systolic_svg", lambda: dict(run=sb.systolic.simulate(W=np.ones((3, 3)), X=np.ones((2, 3))),
                                                  step=1), run=OBJ, step="count0")
 recipe("widgets.tpu.torus_explorer", chips=[["v5ex"], 3, None])
@@ -354,12 +328,12 @@ recipe("lab.bench.collective_sweep", kinds=[["all_gahter"], 3, None], sizes=[[10
 recipe("lab.bench.collective_factors", lambda: dict(
     sweep=sb.tables.Table([{"kind": "psum", "V": v, "measured": 1e-5 + v / 1e11} for v in (2**20, 2**24)]),
     chip=sb.get_chip("h100"), n_devices=8), sweep=[3, None, sb.tables.Table([])], chip=[3, "abc"])
-recipe("lab.profiling.op_costs", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
+recipe("lab.profiling.op_costs", lambda: dict(hlo=sample_trace().hlo), hlo=[3, None])
 recipe("lab.profiling.op_kind", lambda: dict(opcodes="dot"), opcodes=[3, None])
 recipe("lab.profiling.op_scope", lambda: dict(line="%x = f32[2]{0} add(%a, %b)"), line=[3, None])
-recipe("lab.profiling.fusion_text", lambda: dict(hlo=_trace().hlo, name="fused_computation"), hlo=[3, None],
+recipe("lab.profiling.fusion_text", lambda: dict(hlo=sample_trace().hlo, name="fused_computation"), hlo=[3, None],
        name=["nosuch", 3, None])
-recipe("lab.profiling.parameters", lambda: dict(hlo=_trace().hlo), hlo=[3, None])
+recipe("lab.profiling.parameters", lambda: dict(hlo=sample_trace().hlo), hlo=[3, None])
 recipe("lab.profiling.read_trace", lambda: dict(path="/nonexistent/trace.json.gz"), path=[3, None, "/nonexistent/x"])
 recipe("lab.profiling.capture", lambda: dict(fn=abs), fn=FN, repeats="count", chip=["v5ex", 3])
 recipe("lab.multihost.run", lambda: dict(program="global_array"), program=["nosuch", 3, None],
@@ -410,7 +384,7 @@ LAB_RECIPES = {name for name in R if name.split(".")[0] in {m.split(".")[0] for 
 
 
 def test_every_public_callable_has_a_recipe():
-    missing = missing_recipes({**GROUND, **R}, {**GROUND_EXEMPT, **EXEMPT}, MODULES)
+    missing = missing_recipes({**GROUND, **R}, {**GROUND_EXEMPT, **EXEMPT}, UPPER_MODULES)
     assert not missing, f"public callables without a fuzz recipe (add one to tests/upper/test_fuzz_upper.py): {missing}"
 
 

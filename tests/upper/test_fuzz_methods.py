@@ -14,9 +14,9 @@ import random
 from typing import Any
 
 import fuzzing
+from fuzz_recipes import GROUND_MODULES, UPPER_MODULES
 from fuzzing import HUGE, INF, NAN, Recipes, summary
-from test_fuzz import MODULES as GROUND_MODULES
-from test_fuzz_upper import MODULES as UPPER_MODULES
+from traces import sample_trace
 
 import scalebook as sb
 from scalebook import serving
@@ -58,11 +58,6 @@ def _report() -> Any:
 
 def _chart() -> Any:
     return sb.svg.Chart(title="t").line([1, 2, 3], [1, 4, 9])
-
-
-def _trace() -> Any:
-    from test_figures_09_12 import _trace as trace
-    return trace()
 
 
 def _explorer() -> Any:
@@ -156,8 +151,8 @@ M: Recipes = {
     "inference.StepEstimate.summary": (lambda: dict(self=sb.inference.decode_step("llama3-8b", "v5e", 8, 8, 8192)),
                                        {}),
     "lab.runtime.Runtime.summary": (lambda: dict(self=_runtime()), {}),
-    "lab.profiling.Trace.breakdown": (lambda: dict(self=_trace()), {"by": "name"}),
-    "lab.profiling.Trace.row": (lambda: dict(self=_trace(), op="fusion.1"), {"op": "name"}),
+    "lab.profiling.Trace.breakdown": (lambda: dict(self=sample_trace()), {"by": "name"}),
+    "lab.profiling.Trace.row": (lambda: dict(self=sample_trace(), op="fusion.1"), {"op": "name"}),
     "widgets.core.Explorer.values": (lambda: dict(self=_explorer()), {}),
     "widgets.core.Explorer.refresh": (lambda: dict(self=_explorer()), {}),
     "widgets.core.Explorer.snapshot_html": (lambda: dict(self=_explorer()), {}),
