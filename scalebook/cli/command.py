@@ -215,7 +215,7 @@ def _plan(args: argparse.Namespace) -> str:
         hardware, note = _default_cluster(args.chip, args.chips)
     else:
         hardware = args.chip
-    result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq, efficiency=args.efficiency,
+    result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq, efficiency=args.efficiency or "book",
                   fsdp=args.fsdp, recompute=args.recompute, microbatch_tokens=args.microbatch, tp=args.tp,
                   pp=args.pp, cp=args.cp, ep=args.ep)
     unit = _unit(result.chip)

@@ -76,9 +76,8 @@ class Puzzle:
             raise ValueError(f"layout={layout} uses {layout.chips} chips; the run has {self.chips}")
         if layout.dp > 1 and layout.fsdp > 1:
             raise ValueError(f"layout={layout} mixes DP and FSDP; use one of them for the data-parallel degree")
-        tries = [predict(self.model, self.hardware, self.chips, self.batch_tokens, self.seq_len, tp=layout.tp,
-                         pp=layout.pp, cp=layout.cp, ep=layout.ep, fsdp=layout.fsdp > 1, recompute=recompute,
-                         virtual_stages=layout.virtual_stages, efficiency="calibrated")
+        tries = [predict(self.model, self.hardware, self.chips, self.batch_tokens, self.seq_len, layout=layout,
+                         recompute=recompute, efficiency="calibrated")
                  for recompute in ("selective", "full")]
         return next((p for p in tries if p.fits and p.memory_per_chip <= self.max_memory), tries[0])
 

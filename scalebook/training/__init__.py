@@ -9,13 +9,15 @@ before it:
     footprint.py   memory per chip: the book's 10 bytes/parameter and the mixed-precision (Korthikanti) count
     book.py        ch. 5's per-layer roofline of each strategy, its thresholds and `step_time`
     prediction.py  `predict`: one step of a published layout, term by term, ideal (the book's bound) or calibrated
-    planner.py     `plan`: one candidate loop over Layouts, priced by either model; `check_parallelism`
+    planner.py     `plan`: one candidate loop over Layouts, priced by the book's model or a prediction (`PLAN_MODES`)
     curves.py      ch. 5's strategy curves against the batch and the FSDP + TP best split
 
 (The modules are not named after the functions they hold, so `import scalebook.training.planner as m` binds the
 module and `sb.training.plan` the function.) This face's `__all__` is the package's contract; each name loads its
-module on first use. `critical_batch` is an old name of `min_tokens_per_chip` (tokens per chip that hide a
-strategy's communication), kept apart from `roofline.critical_batch` (a matmul's batch at the ridge point).
+module on first use. A layout travels whole: `predict`, `training_memory` and `plan`'s candidates take one
+`Layout` (keyword degrees build one, `Layout.of`), and `fsdp` is a degree wherever it appears, as in `Layout`.
+`critical_batch` is an old name of `min_tokens_per_chip` (tokens per chip that hide a strategy's communication),
+kept apart from `roofline.critical_batch` (a matmul's batch at the ridge point).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
         pipeline_schedule,
         zero_bubble_schedule,
     )
-    from .planner import TrainingPlan, check_parallelism, plan
+    from .planner import PLAN_MODES, TrainingPlan, check_parallelism, plan
     from .prediction import Prediction, predict
 
 _TABLE = {
@@ -73,7 +75,7 @@ _TABLE = {
     **{name: "book" for name in ("STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip",
                                  "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "expert_parallel")},
     "Prediction": "prediction", "predict": "prediction",
-    "TrainingPlan": "planner", "plan": "planner", "check_parallelism": "planner",
+    "PLAN_MODES": "planner", "TrainingPlan": "planner", "plan": "planner", "check_parallelism": "planner",
     **{name: name for name in ("layout", "pipeline", "footprint", "book", "terms", "prediction", "planner", "curves")},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).

@@ -226,7 +226,7 @@ def step_time(model: TransformerConfig | str, hardware: Chip | str | GpuCluster,
     `P` pipeline stages of `microbatches` each (default 4·P) stretch the compute by the bubble,
     (M + P - 1) / M, and add their sends to the communication.
     """
-    model = get_model(model)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
     hardware, chip = resolve(hardware)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; allowed: {list(STRATEGIES)}")

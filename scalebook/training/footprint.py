@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..hardware.chips import Chip, get_chip
 from ..models import TransformerConfig, get_model
 from ..units import check_choice, check_int, check_non_negative, checks, dtype_bytes, fmt_bytes, is_a
+from .layout import Layout, degree_or_flag
 
 __all__ = ["OPTIMIZERS", "REMAT_SAVES", "RECOMPUTE", "REMAT_OF", "Memory", "MEMORY_PARTS", "parts_per_chip",
            "activation_bytes", "memory", "max_params", "activation_bytes_per_layer", "training_memory"]
@@ -81,7 +82,7 @@ def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_la
     `saves_per_layer` is a count of [tokens, D]-sized arrays per layer, or a remat policy name from
     REMAT_SAVES ('none' ~ 20, 'big_matmuls' ~ 7, 'block' = 1).
     """
-    model = get_model(model)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
     saves = (REMAT_SAVES[check_choice("saves_per_layer", saves_per_layer, REMAT_SAVES)]
              if isinstance(saves_per_layer, str) else check_non_negative("saves_per_layer", saves_per_layer, 1e3))
     return saves * tokens * model.D * model.L * dtype_bytes(dtype)
@@ -98,7 +99,7 @@ def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1
     optimizer update. Adam with bf16 parameters and fp32 moments is 2 + 8 = 10 bytes per parameter.
     `zero` (0-3) says which of them are sharded over the chips (see `Memory`).
     """
-    model = get_model(model)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
     P = model.param_count()
@@ -151,44 +152,56 @@ def activation_bytes_per_layer(model: TransformerConfig, tokens: float, seq_len:
     return sbh * (split + scores)
 
 
-@checks(seq_len="count", tp="count", pp="count", cp="count", dp="count", ep="count", microbatch_tokens="?size",
-        microbatches="count", virtual_stages="count", recompute=RECOMPUTE, fsdp="flag", sequence_parallel="?flag",
-        flash_attention="flag", param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS,
+@checks(seq_len="count", layout=is_a(Layout, type(None)), tp="?count", pp="?count", cp="?count", dp="?count",
+        ep="?count", fsdp=degree_or_flag, microbatch_tokens="?size", microbatches="?count",
+        virtual_stages="?count", recompute=RECOMPUTE, sequence_parallel="?flag", flash_attention="flag",
+        param_bytes="size", grad_bytes="size", master_bytes="size", optimizer=OPTIMIZERS,
         reshard_after_forward="flag")
-def training_memory(model: TransformerConfig | str, seq_len: int, tp: int = 1, pp: int = 1, cp: int = 1, dp: int = 1,
-                    microbatch_tokens: float | None = None, microbatches: int = 1, virtual_stages: int = 1,
-                    ep: int = 1,
-                    recompute: str = "selective", fsdp: bool = False, sequence_parallel: bool | None = None,
+def training_memory(model: TransformerConfig | str, seq_len: int, layout: Layout | None = None, *,
+                    tp: int | None = None, pp: int | None = None, cp: int | None = None, dp: int | None = None,
+                    fsdp: int | None = None, ep: int | None = None, microbatch_tokens: float | None = None,
+                    microbatches: int | None = None, virtual_stages: int | None = None,
+                    recompute: str = "selective", sequence_parallel: bool | None = None,
                     flash_attention: bool = True, param_bytes: float = 2, grad_bytes: float = 4,
                     master_bytes: float = 4, optimizer: str = "adam",
                     reshard_after_forward: bool = True) -> dict[str, float]:
-    """Return the bytes each chip of the most loaded (first) pipeline stage holds, by part.
+    """Return the bytes each chip of the most loaded (first) pipeline stage holds, by part, under `layout`
+    (a `Layout`; or its degrees as keywords, which build one: `tp`, `pp`, `cp`, `ep`, `dp`, `fsdp`,
+    `virtual_stages`, `microbatches`, each 1 unless given).
 
     Mixed precision keeps bf16 weights (`param_bytes`), fp32 gradients (`grad_bytes`), fp32 master weights
     (`master_bytes`) and Adam's two fp32 moments: 2 + 4 + 4 + 8 = 18 bytes per parameter (16 with bf16
-    gradients), not the book's 10. The master weights and moments are sharded over the data-parallel chips
-    (and context-parallel ones, which share the weights): ZeRO-1. `fsdp` also shards the gradients (each
-    microbatch's are reduce-scattered as they appear) and the weights: a layer's are gathered just before use
-    and freed after it (`reshard_after_forward`, as ZeRO-3, PyTorch's FULL_SHARD and MaxText do), so a chip
-    holds its shard plus two gathered layers (the one running and the one prefetched) and one layer's full
-    gradient before it is reduce-scattered. `reshard_after_forward=False` keeps the stage's weights gathered
-    through the step, as Llama 3's FSDP runs. An MoE's routed experts are split `ep` ways on top of that.
-    Activations: `activation_bytes_per_layer` for the L/pp layers of a stage, times the microbatches in
-    flight — under 1F1B the first stage holds min(pp, microbatches) of them, and interleaving with v
-    virtual stages adds (pp-1)/(pp·v) of that (Korthikanti et al. 2022). The logits ([tokens, V/t] fp32)
-    live on the last stage; with one stage they add to the first.
+    gradients), not the book's 10. The master weights and moments are sharded over the data-parallel chips of a
+    group (and context-parallel ones, which share the weights): ZeRO-1 over `dp`, or over `fsdp` when the layout
+    shards. FSDP (fsdp > 1) also shards the gradients (each microbatch's are reduce-scattered as they appear)
+    and the weights: a layer's are gathered just before use and freed after it (`reshard_after_forward`, as
+    ZeRO-3, PyTorch's FULL_SHARD and MaxText do), so a chip holds its shard plus two gathered layers (the one
+    running and the one prefetched) and one layer's full gradient before it is reduce-scattered.
+    `reshard_after_forward=False` keeps the stage's weights gathered through the step, as Llama 3's FSDP runs.
+    An MoE's routed experts are split `ep` ways on top of that. Activations: `activation_bytes_per_layer` for the
+    L/pp layers of a stage, times the microbatches in flight — under 1F1B the first stage holds min(pp,
+    microbatches) of them, and interleaving with v virtual stages adds (pp-1)/(pp·v) of that (Korthikanti et
+    al. 2022). The logits ([tokens, V/t] fp32) live on the last stage; with one stage they add to the first.
     """
-    model = get_model(model)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
+    degrees = {"tp": tp, "pp": pp, "cp": cp, "dp": dp, "fsdp": fsdp, "ep": ep, "virtual_stages": virtual_stages,
+               "microbatches": microbatches}
+    given = {name: value for name, value in degrees.items() if value is not None}
+    if layout is not None and given:
+        raise ValueError(f"layout={layout} and {sorted(given)}: give the degrees once, in the layout or as keywords")
+    if isinstance(given.get("fsdp"), bool):  # the old flag: FSDP shards over the `dp` chips given
+        sharded, shards = given.pop("fsdp"), given.pop("dp", 1)
+        given.update({"fsdp": shards} if sharded else {"dp": shards})
+    lay = layout if layout is not None else Layout(**given)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
+    tp, pp, cp, ep, v, fsdp = lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.sharded
     tokens = (microbatch_tokens or seq_len) / cp
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
     experts = model.components().get("MoE routed experts", (0, 0))[0]
     local = (model.param_count() - experts + experts / ep) / (tp * pp)
-    shards = dp * cp
+    shards = (lay.fsdp if fsdp else lay.dp) * cp
     grad_shards = shards if fsdp else 1
     per_layer = activation_bytes_per_layer(model, tokens, seq_len // cp, tp, recompute, sp, flash_attention)
-    in_flight = min(pp, microbatches) * (1 + (pp - 1) / (pp * virtual_stages) if virtual_stages > 1 else 1)
+    in_flight = min(pp, lay.microbatches or 1) * (1 + (pp - 1) / (pp * v) if v > 1 else 1)
     logits = tokens * model.V / tp * 4 if pp == 1 else 0.0
     weights, gradients = local * param_bytes, local * grad_bytes / grad_shards
     if fsdp and reshard_after_forward:

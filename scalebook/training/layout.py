@@ -7,11 +7,12 @@ ch. 5's strategies (DP, FSDP, TP, FSDP + TP, DP + TP with pipelining, in its X/Y
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from ..units import check_int
 
-__all__ = ["Layout"]
+__all__ = ["Layout", "degree_or_flag"]
 
 # ch. 5's strategies in its letters: X the data (or FSDP) degree, Y the tensor-parallel degree, P the stages.
 _STRATEGY_DEGREES = {
@@ -78,6 +79,29 @@ class Layout:
         X, Y, P = (check_int(name, value) for name, value in (("X", X), ("Y", Y), ("P", P)))
         return cls(**_STRATEGY_DEGREES[strategy](X, Y, P))
 
+    @classmethod
+    def of(cls, chips: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1, dp: int | None = None,
+           fsdp: int | None = None, virtual_stages: int = 1, microbatches: int | None = None) -> Layout:
+        """The layout of `chips` chips with these degrees: the data-parallel chips, chips / (tp·pp·cp), go to `dp`
+        (ZeRO-1) unless `fsdp` or `dp` says how they split (the other takes the rest: `fsdp=256` of 512 data chips
+        leaves dp=2, FSDP inside each of two groups)."""
+        chips = check_int("chips", chips)
+        tp, pp, cp = (check_int(name, value) for name, value in (("tp", tp), ("pp", pp), ("cp", cp)))
+        if chips % (tp * pp * cp):
+            raise ValueError(f"n_chips={chips} must be a multiple of tp·pp·cp = {tp * pp * cp}")
+        data = chips // (tp * pp * cp)
+        for name, value in (("dp", dp), ("fsdp", fsdp)):
+            if value is not None and data % check_int(name, value):
+                raise ValueError(f"{name}={value} must divide the {data} data-parallel chips of n_chips={chips} / "
+                                 f"(tp·pp·cp = {tp * pp * cp})")
+        if dp is not None and fsdp is not None and dp * fsdp != data:
+            raise ValueError(f"dp·fsdp = {dp}·{fsdp} must equal the {data} data-parallel chips of n_chips={chips}")
+        if fsdp is None:
+            dp = data if dp is None else dp
+            fsdp = data // dp
+        return cls(dp=data // fsdp, fsdp=fsdp, tp=tp, pp=pp, cp=cp, ep=ep, virtual_stages=virtual_stages,
+                   microbatches=microbatches)
+
     def __str__(self) -> str:
         parts = [f"{name.upper()} {value}" for name, value in (("tp", self.tp), ("pp", self.pp), ("cp", self.cp),
                                                               ("ep", self.ep), ("fsdp", self.fsdp), ("dp", self.dp))
@@ -85,3 +109,14 @@ class Layout:
         if self.virtual_stages > 1:
             parts.append(f"v={self.virtual_stages}")
         return " × ".join(parts) or "one chip"
+
+
+def degree_or_flag(name: str, value: object) -> object:
+    """A `checks` kind for an `fsdp` argument: None, or a degree as in `Layout`. The old flag (True: FSDP over the
+    data-parallel chips; False: ZeRO-1) still works and warns until release 0.3."""
+    if isinstance(value, bool):
+        warnings.warn(f"{name}={value} is deprecated and goes in release 0.3: {name} is a degree, as in Layout "
+                      f"({name}=<the data-parallel chips> shards them all, {name}=1 keeps ZeRO-1), or pass a Layout",
+                      DeprecationWarning, stacklevel=4)
+        return value
+    return value if value is None else check_int(name, value)

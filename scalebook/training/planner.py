@@ -2,9 +2,9 @@
 
 `plan` runs one candidate loop (`_search`) over `Layout`s, priced by either model:
 
-- the book's (`efficiency=None`): ch. 5's strategies (DP, FSDP, TP, FSDP x TP; on GPU clusters also TP in a
-  node x pipeline x ZeRO-1), each priced by `step_time` with the book's 10 bytes/parameter memory, plus pure
-  data parallelism across slices over DCN when a run spans pods;
+- the book's (`efficiency='book'`, the default): ch. 5's strategies (DP, FSDP, TP, FSDP x TP; on GPU clusters
+  also TP in a node x pipeline x ZeRO-1), each priced by `step_time` with the book's 10 bytes/parameter memory, plus
+  pure data parallelism across slices over DCN when a run spans pods;
 - the ideal or calibrated prediction (`efficiency='ideal'` or `'calibrated'`): the layouts of published runs —
   TP (inside an NVLink node, or over a TPU slice's ICI) x PP (with virtual stages) x CP (long sequences) x EP
   (MoE models) x ZeRO-1 or FSDP, recompute selective or full — priced by `predict`, memory counted the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -29,10 +30,10 @@ from ..tables import Table
 from ..units import check_choice, check_int, checks, fmt_bytes, fmt_time, is_a
 from .book import min_tokens_per_chip, step_time
 from .footprint import OPTIMIZERS, RECOMPUTE, REMAT_OF, REMAT_SAVES, Memory, memory
-from .layout import Layout
+from .layout import Layout, degree_or_flag
 from .prediction import Prediction, predict
 
-__all__ = ["TrainingPlan", "plan", "check_parallelism"]
+__all__ = ["PLAN_MODES", "TrainingPlan", "plan", "check_parallelism"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -89,7 +90,7 @@ class TrainingPlan:
         if self.prediction is not None:
             settings = self.prediction.settings
             return (f"{self.model.name} on {self.n_chips} × {self.chip.name}: {self.layout}"
-                    f"{'' if settings['fsdp'] else ' (ZeRO-1)'}, recompute {settings['recompute']}; "
+                    f"{'' if self.layout.sharded else ' (ZeRO-1)'}, recompute {settings['recompute']}; "
                     f"{self.prediction.efficiency} MFU {self.mfu:.1%} (ideal bound {self.ideal_mfu:.1%}), "
                     f"{fmt_bytes(self.prediction.memory_per_chip)} per chip")
         idle = self.n_chips - self.chips_used
@@ -262,11 +263,12 @@ _SEARCH_EP = (1, 2, 4, 8, 16, 32, 64)
 
 def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequences: int, long: bool,
                        fixed: dict[str, int | None], sharding: tuple[bool, ...],
-                       recomputes: tuple[str, ...]) -> Iterator[tuple[Layout, bool, str]]:
-    """(Layout, fsdp, recompute) worth pricing: TP up to `max_tp` (a node, or a slice's ICI), PP up to 64 stages
+                       recomputes: tuple[str, ...]) -> Iterator[tuple[Layout, str]]:
+    """(Layout, recompute) worth pricing: TP up to `max_tp` (a node, or a slice's ICI), PP up to 64 stages
     with up to 4 virtual stages, CP only for long sequences, EP for MoE models (dividing the experts and the
-    data-parallel chips), a data-parallel degree that divides the batch's sequences, ZeRO-1 or FSDP as `sharding`
-    allows; a degree in `fixed` is not searched."""
+    data-parallel chips), a data-parallel degree that divides the batch's sequences, its chips ZeRO-1 (dp) or
+    FSDP (fsdp) as `sharding` allows; a degree in `fixed` is not searched (a fixed fsdp degree > 1 is all the
+    data-parallel chips)."""
     def options(name: str, values: tuple[int, ...], ok: Callable[[int], bool]) -> tuple[int, ...]:
         return (fixed[name],) if fixed.get(name) is not None else tuple(v for v in values if ok(v))
 
@@ -282,15 +284,17 @@ def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequ
                     for v in ((1, 2, 4) if pp > 1 else (1,)):
                         if pp * v > model.L:
                             continue
-                        for fsdp in sharding:
-                            layout = Layout(dp=1 if fsdp else data, fsdp=data if fsdp else 1, tp=tp, pp=pp, cp=cp,
-                                            ep=ep, virtual_stages=v)
+                        for sharded in sharding:
+                            if sharded and (data == 1 or fixed.get("fsdp") not in (None, data)):
+                                continue  # FSDP over one chip is ZeRO-1's layout, priced once
+                            layout = Layout(dp=1 if sharded else data, fsdp=data if sharded else 1, tp=tp, pp=pp,
+                                            cp=cp, ep=ep, virtual_stages=v)
                             for recompute in recomputes:
-                                yield layout, fsdp, recompute
+                                yield layout, recompute
 
 
 def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip: Chip, n_chips: int,
-                    batch_tokens: float, seq_len: int, efficiency: str, tp_overlap: bool, fsdp: bool | None,
+                    batch_tokens: float, seq_len: int, efficiency: str, tp_overlap: bool, fsdp: int | bool | None,
                     recompute: str | None, microbatch_tokens: float | None,
                     fixed: dict[str, int | None]) -> TrainingPlan:
     """`plan` priced by `predict` (see `plan`)."""
@@ -302,20 +306,19 @@ def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip:
         pod = math.prod(chip.max_slice or (n_chips,))
         if n_chips > pod:
             raise ValueError(f"n_chips={n_chips}: the predicted search lays out one {chip.name} slice (at most "
-                             f"{pod} chips); across slices only the book's model (efficiency None) plans data "
+                             f"{pod} chips); across slices only the book's model (efficiency='book') plans data "
                              "parallelism over DCN")
         hw, max_tp = chip, 16
-    sharding = (False, True) if fsdp is None else (fsdp,)
+    sharding = (False, True) if fsdp is None else (fsdp,) if isinstance(fsdp, bool) else (fsdp > 1,)
     recomputes = ("selective", "full") if recompute is None else (recompute,)
-    layouts = _published_layouts(model, n_chips, max_tp, int(batch_tokens // seq_len), seq_len >= 32768, fixed,
-                                 sharding, recomputes)
+    layouts = _published_layouts(model, n_chips, max_tp, int(batch_tokens // seq_len), seq_len >= 32768,
+                                 {**fixed, "fsdp": None if isinstance(fsdp, bool) else fsdp}, sharding, recomputes)
 
-    def price(candidate: tuple[Layout, bool, str], mode: str = efficiency) -> _Priced:
-        lay, sharded, policy = candidate
-        p = predict(model, hw, n_chips, batch_tokens, seq_len, tp=lay.tp, pp=lay.pp, cp=lay.cp, ep=lay.ep,
-                    fsdp=sharded, virtual_stages=lay.virtual_stages, recompute=policy, efficiency=mode,
+    def price(candidate: tuple[Layout, str], mode: str = efficiency) -> _Priced:
+        lay, policy = candidate
+        p = predict(model, hw, n_chips, batch_tokens, seq_len, layout=lay, recompute=policy, efficiency=mode,
                     tp_overlap=tp_overlap, microbatch_tokens=microbatch_tokens)
-        row = {"layout": str(p.layout), "ZeRO": 3 if sharded else 1, "recompute": policy, "step": p.step_time,
+        row = {"layout": str(p.layout), "ZeRO": 3 if lay.sharded else 1, "recompute": policy, "step": p.step_time,
                "MFU": p.mfu, "memory/chip": p.memory_per_chip}
         return _Priced(p.layout, p.step_time, p.memory_per_chip, p.fits, row, prediction=p, settings=candidate)
 
@@ -335,10 +338,22 @@ def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip:
     flops = best.prediction.mfu * best.step * chip.peak_flops()
     est = Estimate(flops, 0.0, flops / chip.peak_flops(), best.step, channel="network" if chip.kind == "gpu" else "ICI",
                    label=f"{model.name} step ({efficiency})")
-    kind = "fsdp" if best.settings[1] else "zero1"
+    kind = "fsdp" if lay.sharded else "zero1"
     return TrainingPlan(model, chip, n_chips, batch_tokens, f"tp_pp_cp_{kind}", 1, lay.data_parallel, lay.tp, lay.pp,
                         est, table, cp=lay.cp, prediction=best.prediction, ideal=ideal,
                         memory_per_chip=best.memory_per_chip, ep=lay.ep, layout=lay)
+
+
+PLAN_MODES = ("book", "ideal", "calibrated")
+
+
+def _mode(name: str, value: object) -> object:
+    """A `checks` kind for `plan`'s `efficiency`: one of `PLAN_MODES`, or the old None (deprecated: warns)."""
+    if value is None:
+        warnings.warn(f"{name}=None is deprecated and goes in release 0.3: the book's model is "
+                      f"{name}='book' (the default)", DeprecationWarning, stacklevel=4)
+        return value
+    return check_choice(name, value, PLAN_MODES)
 
 
 def _none_or(allowed: tuple[str, ...]) -> Callable[[str, object], object]:
@@ -347,39 +362,42 @@ def _none_or(allowed: tuple[str, ...]) -> Callable[[str, object], object]:
 
 
 @checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
-        efficiency=_none_or(("ideal", "calibrated")), tp_overlap="flag", fsdp="?flag", recompute=_none_or(RECOMPUTE),
+        efficiency=_mode, tp_overlap="flag", fsdp=degree_or_flag, recompute=_none_or(RECOMPUTE),
         microbatch_tokens="?size", tp="?count", pp="?count", cp="?count", ep="?count")
 def plan(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
-         sequence_sharding: bool = True, efficiency: str | None = None, tp_overlap: bool = False,
-         fsdp: bool | None = None, recompute: str | None = None, microbatch_tokens: float | None = None,
+         sequence_sharding: bool = True, efficiency: str = "book", tp_overlap: bool = False,
+         fsdp: int | None = None, recompute: str | None = None, microbatch_tokens: float | None = None,
          tp: int | None = None, pp: int | None = None, cp: int | None = None, ep: int | None = None) -> TrainingPlan:
     """Return the fastest layout of `model` on `n_chips` of `hardware` (a chip or a `GpuCluster`) that fits in
     HBM, for steps of `batch_tokens` tokens in sequences of `seq_len`, with the table of candidates.
 
-    `efficiency=None`, the book's model: DP, FSDP, TP and FSDP x TP (GPU clusters: TP in a node, and TP x PP x
-    ZeRO-1) priced by `step_time`, plus pure DP across slices over DCN when `n_chips` exceeds a pod. The
-    data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a layout
-    uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens). `saves_per_layer`
-    (or `recompute`, mapped to the book's save counts) sets the activations. Its MFU is a bound.
+    `efficiency='book'` (the default), the book's model: DP, FSDP, TP and FSDP x TP (GPU clusters: TP in a node,
+    and TP x PP x ZeRO-1) priced by `step_time`, plus pure DP across slices over DCN when `n_chips` exceeds a
+    pod. The data-parallel degree must divide the batch: in sequences, or in tokens with `sequence_sharding`; a
+    layout uses the most chips for which it does (the book's 2048 x 4 on a pod of 8960 for 4M tokens).
+    `saves_per_layer` (or `recompute`, mapped to the book's save counts) sets the activations. Its MFU is a bound.
 
     `efficiency='ideal'` or `'calibrated'`: the layouts of published runs (TP x PP x CP x EP x ZeRO-1/FSDP,
     selective or full recompute, one sequence per microbatch unless `microbatch_tokens`), each priced by
     `predict` and kept only where its memory fits; on a GPU cluster or one TPU slice. `tp_overlap`: the
-    framework hides TP collectives behind the matmuls (Megatron-Core's --tp-comm-overlap); `fsdp`: None tries
-    ZeRO-1 and FSDP, a flag only the one the framework has.
+    framework hides TP collectives behind the matmuls (Megatron-Core's --tp-comm-overlap).
 
-    `tp`, `pp`, `cp`, `ep` fix a degree instead of searching it (the book's model searches TP and PP only).
+    `tp`, `pp`, `cp`, `ep` and `fsdp` fix a degree instead of searching it (the book's model searches TP and PP
+    only): `fsdp=1` keeps the data-parallel chips ZeRO-1, as a framework without FSDP does; a degree above 1 shards
+    them all, in layouts that have that many. The model and the hardware are resolved here, once, and passed on
+    as objects.
     """
-    model = get_model(model)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
     hardware, chip = resolve(hardware)
+    efficiency = "book" if efficiency is None else efficiency
     if seq_len <= 0 or batch_tokens < seq_len or batch_tokens % seq_len:
         raise ValueError(f"batch_tokens={batch_tokens!r} must be a whole number of sequences of seq_len={seq_len!r}")
-    if efficiency is None:
-        for name, value in (("cp", cp), ("ep", ep), ("microbatch_tokens", microbatch_tokens)):
-            if value not in (None, 1):
-                raise ValueError(f"{name}={value!r}: the book's model (efficiency=None) has no {name}; pass "
-                                 f"efficiency='ideal' or 'calibrated'")
+    if efficiency == "book":
+        for name, value in (("cp", cp), ("ep", ep), ("microbatch_tokens", microbatch_tokens), ("fsdp", fsdp)):
+            if value is not None and (name == "fsdp" or value != 1):
+                raise ValueError(f"{name}={value!r}: the book's model (efficiency='book') has no {name} to fix; "
+                                 f"pass efficiency='ideal' or 'calibrated'")
         saves = REMAT_SAVES[REMAT_OF[recompute]] if recompute is not None else saves_per_layer
         return _book_plan(model, hardware, chip, n_chips, batch_tokens, seq_len, saves, optimizer,
                           sequence_sharding, tp, pp)

@@ -13,6 +13,7 @@ nothing else on the critical path); `"calibrated"` uses the chip's sourced facto
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,9 @@ from ..hardware.chips import Chip, Efficiency
 from ..hardware.gpu import GpuCluster, resolve
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
-from ..units import checks, fmt_bytes
+from ..units import checks, fmt_bytes, is_a
 from .footprint import RECOMPUTE, training_memory
-from .layout import Layout
+from .layout import Layout, degree_or_flag
 from .terms import (
     CROSS_ENTROPY_BYTES,
     SCORE_BYTES,
@@ -43,7 +44,7 @@ from .terms import (
     tp_term,
 )
 
-__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "predict"]
+__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "Prediction", "predict", "layout_of"]
 
 @dataclass(frozen=True)
 class Prediction:
@@ -85,23 +86,55 @@ class Prediction:
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
-@checks(n_chips="count", global_batch_tokens="size", seq_len="count", tp="count", pp="count", cp="count", ep="count",
-        fsdp="flag", microbatch_tokens="?size", virtual_stages="count", recompute=RECOMPUTE, dtype="dtype",
-        sequence_parallel="?flag", flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size",
-        master_bytes="size", balanced_stages="flag", reshard_after_forward="flag", slices="count")
+def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: int | bool | None) -> Layout:
+    """The `Layout` a caller meant: `layout` itself, or the one its keyword `degrees` (tp, pp, cp, ep, dp, fsdp,
+    virtual_stages; None where not given) build over `n_chips`, with the old flag `fsdp=True` (all the
+    data-parallel chips, or those of one slice of `slices`) and `fsdp=False` (ZeRO-1) read as degrees."""
+    given = {name: value for name, value in degrees.items() if value is not None}
+    if layout is not None:
+        if given or slices != 1:
+            raise ValueError(f"layout={layout} and {sorted(given) or ['slices']}: give the degrees once, in the "
+                             f"layout or as keywords")
+        if layout.chips != n_chips:
+            raise ValueError(f"layout={layout} occupies {layout.chips} chips, not n_chips={n_chips}")
+        return layout
+    fsdp = given.pop("fsdp", None)
+    if isinstance(fsdp, bool):
+        data = n_chips // (given.get("tp", 1) * given.get("pp", 1) * given.get("cp", 1) * slices) or 1
+        fsdp = data if fsdp else None
+    if slices > 1:
+        if fsdp is None or fsdp == 1:
+            raise ValueError(f"slices={slices} needs FSDP inside each TPU slice (an fsdp degree)")
+        given["dp"] = slices
+    lay = Layout.of(n_chips, fsdp=fsdp, **given)
+    if slices > 1 and lay.dp != slices:
+        raise ValueError(f"slices={slices} must divide the data-parallel chips into slices of fsdp={lay.fsdp}")
+    return lay
+
+
+@checks(n_chips="count", global_batch_tokens="size", seq_len="count", layout=is_a(Layout, type(None)), tp="?count",
+        pp="?count", cp="?count", ep="?count", dp="?count", fsdp=degree_or_flag, microbatch_tokens="?size",
+        virtual_stages="?count", recompute=RECOMPUTE, dtype="dtype", sequence_parallel="?flag",
+        flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size", master_bytes="size",
+        balanced_stages="flag", reshard_after_forward="flag", slices="count")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
-            global_batch_tokens: float, seq_len: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
-            fsdp: bool = False, microbatch_tokens: float | None = None, virtual_stages: int = 1,
+            global_batch_tokens: float, seq_len: int, *, layout: Layout | None = None, tp: int | None = None,
+            pp: int | None = None, cp: int | None = None, ep: int | None = None, dp: int | None = None,
+            fsdp: int | None = None, microbatch_tokens: float | None = None, virtual_stages: int | None = None,
             recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
             cp_overlap: bool = True, grad_bytes: float = 4, master_bytes: float = 4,
             balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
-    Data parallelism is n_chips / (tp·pp·cp) (ZeRO-1, or FSDP with `fsdp`); expert parallelism splits an MoE's
-    experts `ep` ways over the data-parallel chips. A step is `global_batch_tokens` tokens in sequences of
-    `seq_len`; each data-parallel replica cuts its share into microbatches of `microbatch_tokens` (default one
-    sequence) that flow through `pp` stages (1F1B, interleaved over `virtual_stages`).
+    The layout is a `Layout` (`layout=`), or its degrees as keywords, which build one (`Layout.of`): `tp`, `pp`
+    (with `virtual_stages`), `cp`, `ep`, and the data-parallel chips n_chips / (tp·pp·cp) as `dp` (ZeRO-1,
+    the default) and `fsdp` (FSDP: `fsdp=` all of them; a TPU run of several slices, `Layout(dp=slices,
+    fsdp=...)` or `slices=`, shards FSDP inside each and all-reduces gradients across them over DCN, as
+    MaxText's DCN data parallelism). Expert parallelism splits an MoE's experts `ep` ways over the
+    data-parallel chips. A step is `global_batch_tokens` tokens in sequences of `seq_len`; each data-parallel
+    replica cuts its share into microbatches of `microbatch_tokens` (default one sequence, or as many as the
+    layout's `microbatches` make) that flow through `pp` stages (1F1B, interleaved over `virtual_stages`).
 
     `efficiency='ideal'` is the book's bound: the hardware FLOPs (model + recompute) at peak, every collective at
     peak bandwidth and hidden behind compute, no bubble. `'calibrated'` puts each term on the critical path as a
@@ -113,40 +146,44 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     slowed by `Efficiency.interference` while hidden collectives run; and the busy total divided by the
     framework's share (`Efficiency.framework`).
 
-    `fsdp` re-shards each layer's weights after use (`reshard_after_forward`, as ZeRO-3, PyTorch's FULL_SHARD
-    and MaxText do); `reshard_after_forward=False` keeps them gathered through the step (Llama 3). `slices`: a
-    TPU run of several slices shards FSDP inside each and all-reduces gradients across them over DCN (MaxText's
-    DCN data parallelism: a hybrid `Layout(dp=slices, fsdp=...)`). Gradients
+    FSDP re-shards each layer's weights after use (`reshard_after_forward`, as ZeRO-3, PyTorch's FULL_SHARD
+    and MaxText do); `reshard_after_forward=False` keeps them gathered through the step (Llama 3). Gradients
     reduce at `grad_bytes` (fp32 by default, as Megatron's and Llama 3's runs do). `sequence_parallel` defaults
     to on when tp > 1; `flash_attention` (default on) never stores the scores; `balanced_stages`: the first and
     last stages hold one layer fewer, so the head and the loss take the place of a layer on the last one.
+    The model and the hardware may be names; given as objects they are used as they are (`plan` resolves them
+    once).
     """
-    model = get_model(model)
+    model = model if isinstance(model, TransformerConfig) else get_model(model)
     hw, chip = resolve(hardware.chip if isinstance(hardware, TpuMesh) else hardware)
+    lay = layout_of(n_chips, layout, slices, tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, fsdp=fsdp,
+                    virtual_stages=virtual_stages)
     eff = chip.efficiency(efficiency)
-    if n_chips % (tp * pp * cp):
-        raise ValueError(f"n_chips={n_chips} must be a multiple of tp·pp·cp = {tp * pp * cp}")
-    if ep > 1 and not model.is_moe:
-        raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
-    if seq_len % cp:
-        raise ValueError(f"seq_len={seq_len} must split evenly over cp={cp}")
-    data = n_chips // (tp * pp * cp)
+    if lay.ep > 1 and not model.is_moe:
+        raise ValueError(f"ep={lay.ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
+    if seq_len % lay.cp:
+        raise ValueError(f"seq_len={seq_len} must split evenly over cp={lay.cp}")
+    if lay.dp > 1 and lay.sharded and (chip.kind != "tpu" or not chip.dcn_bandwidth):
+        raise ValueError(f"layout={lay}: data parallelism across FSDP groups (dp > 1 with fsdp > 1) is a TPU run of "
+                         f"several slices joined over DCN; {chip.name} has no DCN figure to price it")
+    data = lay.data_parallel
+    if microbatch_tokens is None and lay.microbatches is not None:
+        microbatch_tokens = global_batch_tokens / data / lay.microbatches
     mb = microbatch_tokens or seq_len
     M = global_batch_tokens / data / mb
     if M < 1 or abs(M - round(M)) > 1e-9:
         raise ValueError(f"global_batch_tokens={global_batch_tokens!r} must give each of the {data} data-parallel "
                          f"replicas a whole number (>= 1) of microbatches of {mb:g} tokens")
-    if slices > 1 and (not fsdp or data % slices or chip.kind != "tpu" or not chip.dcn_bandwidth):
-        raise ValueError(f"slices={slices} needs FSDP inside each TPU slice (fsdp=True, a chip with a DCN figure) "
-                         f"and must divide the {data} data-parallel replicas")
-    lay = Layout(dp=slices if fsdp else data, fsdp=data // slices if fsdp else 1, tp=tp, pp=pp, cp=cp, ep=ep,
-                 virtual_stages=virtual_stages, microbatches=round(M))
-    sp = tp > 1 if sequence_parallel is None else sequence_parallel
+    if lay.microbatches not in (None, round(M)):
+        raise ValueError(f"layout={lay} has {lay.microbatches} microbatches, and microbatch_tokens="
+                         f"{microbatch_tokens!r} makes {round(M)}")
+    lay = dataclasses.replace(lay, microbatches=round(M))
+    sp = lay.tp > 1 if sequence_parallel is None else sequence_parallel
     s = StepContext(model, chip, collective_hardware(hw, n_chips), lay, n_chips, global_batch_tokens, seq_len, mb,
                     round(M), recompute, dtype, sp, flash_attention, efficiency, eff)
     ideal = efficiency == "ideal"
-    memory = training_memory(model, seq_len, tp, pp, cp, data // slices, mb, s.M, virtual_stages, ep, recompute,
-                             fsdp, sp, flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
+    memory = training_memory(model, seq_len, lay, microbatch_tokens=mb, recompute=recompute, sequence_parallel=sp,
+                             flash_attention=flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
                              reshard_after_forward=reshard_after_forward)
     peak = chip.peak_flops(dtype)
     if ideal:
@@ -170,7 +207,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         hidden=hidden,
         memory=memory,
         layout=lay,
-        settings={"fsdp": fsdp, "slices": slices, "reshard_after_forward": reshard_after_forward if fsdp else None,
+        settings={"fsdp": lay.fsdp, "reshard_after_forward": reshard_after_forward if lay.sharded else None,
                   "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,

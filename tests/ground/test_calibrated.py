@@ -167,7 +167,7 @@ def test_all_gather_context_parallelism_is_exposed():
     """Llama 3's CP all-gathers K and V before the attention (its section 3.3.2): with `cp_overlap=False` the
     ring's seconds move from `hidden` to the step's breakdown."""
     args = ("llama3-405b", "h100", 16384, 2**24, 131072)
-    kw = dict(tp=8, cp=16, pp=16, fsdp=True)
+    kw = dict(tp=8, cp=16, pp=16, fsdp=8)
     ring = sb.training.predict(*args, **kw)
     gathered = sb.training.predict(*args, **kw, cp_overlap=False)
     assert ring.breakdown["cp"] == 0 and ring.hidden["cp"] > 0

@@ -9,7 +9,7 @@ from scalebook import training
 
 def _llama(n=8192, **kw):
     """Llama 3 405B's 8k layout: TP 8 x PP 16 x FSDP that keeps each stage's weights gathered (the paper)."""
-    return training.predict("llama3-405b", "h100", n, 16 * 2**20, 8192, tp=8, pp=16, fsdp=True,
+    return training.predict("llama3-405b", "h100", n, 16 * 2**20, 8192, tp=8, pp=16, fsdp=n // 128,
                             reshard_after_forward=False, **kw)
 
 
@@ -104,7 +104,7 @@ def _megatron_core_matches():
             # what Megatron-Core r0.8 offered and these runs used: its distributed optimizer (ZeRO-1, no FSDP)
             # and --tp-comm-overlap
             plan = training.plan(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
-                                 efficiency="calibrated", fsdp=False, tp_overlap=True)
+                                 efficiency="calibrated", fsdp=1, tp_overlap=True)
             hits += p["tp"] * p["pp"] / 2 <= plan.tp * plan.pp <= 2 * p["tp"] * p["pp"]
     return hits
 
@@ -128,8 +128,8 @@ def test_expert_parallelism_splits_the_experts_and_pays_its_all_to_alls():
 
 def test_a_tpu_slice_is_accepted_as_hardware():
     mesh = sb.TpuMesh("v4", X=8, Y=8, Z=8)
-    p = training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=True)
-    assert p.step_time > training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=True,
+    p = training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=64)
+    assert p.step_time > training.predict("llama3-70b", mesh, 512, 512 * 8192, 8192, tp=8, fsdp=64,
                                           efficiency="ideal").step_time
 
 
@@ -151,14 +151,14 @@ def test_fsdp_over_many_nodes_is_exposed_layer_by_layer():
     """Each layer's gather hides only behind that layer's forward; over 1,024 one-GPU-per-node ranks its ring's
     latency and bandwidth outlast it, so FSDP shows on the critical path where ZeRO-1 does not."""
     kw = dict(tp=8, pp=2, virtual_stages=4, recompute="full")
-    fsdp = training.predict("llama3-405b", "h100", 16384, 16 * 2**20, 8192, fsdp=True, **kw)
-    zero1 = training.predict("llama3-405b", "h100", 16384, 16 * 2**20, 8192, fsdp=False, **kw)
+    fsdp = training.predict("llama3-405b", "h100", 16384, 16 * 2**20, 8192, fsdp=1024, **kw)
+    zero1 = training.predict("llama3-405b", "h100", 16384, 16 * 2**20, 8192, **kw)
     assert fsdp.breakdown["dp"] > 0.1 * fsdp.step_time > zero1.breakdown["dp"]
 
 
 def test_plan_can_be_held_to_the_frameworks_data_parallelism():
-    zero1 = training.plan("llama3-70b", "h100", 256, 2**21, 8192, efficiency="calibrated", fsdp=False)
-    assert zero1.prediction.settings["fsdp"] is False and not zero1.layout.sharded
+    zero1 = training.plan("llama3-70b", "h100", 256, 2**21, 8192, efficiency="calibrated", fsdp=1)
+    assert not zero1.layout.sharded and not zero1.prediction.layout.sharded
     with pytest.raises(ValueError, match="fsdp"):
         training.plan("llama3-70b", "h100", 256, 2**21, 8192, efficiency="calibrated", fsdp="yes")
 
