@@ -91,6 +91,13 @@ def test_breakdown_explorer_marks_the_step_at_the_chosen_batch():
     assert step.batch == 64 and step.time == sb.inference.decode_step("llama3-70b", "v5e", 16, 64, 8192, 1, 1).time
 
 
+def test_breakdown_explorer_says_a_batch_past_full_memory_does_not_fit():
+    ex = sb.widgets.latency_breakdown_explorer(batch=4096)  # LLaMA 3-70B int8 on 16 v5e: HBM is full near B = 300
+    assert "does not fit: 348 GB &gt; 16 GB of HBM" in ex.output.value
+    ex.update(batch=64)
+    assert "fits: " in ex.output.value and "does not fit" not in ex.output.value
+
+
 def test_kv_variants_explorer_opens_on_32k_tokens():
     table, chart = sb.widgets.kv_variants_explorer().result
     assert table[0]["KV bytes"] == pytest.approx(85.9e9, rel=1e-3) and "<svg" in chart.to_svg()
