@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,8 +31,8 @@ def _bandwidth(chip: Chip, bandwidth: float | None) -> float:
     return check_positive("bandwidth", W)
 
 
-@checks(flops="nonneg", nbytes="nonneg", dtype="dtype", bandwidth="?size", channel="text", efficiency="fraction",
-        label="text")
+@checks(flops="nonneg", nbytes="nonneg", dtype="dtype", bandwidth="?size", channel="text", assumed_mfu="fraction",
+        efficiency="?fraction", label="text")
 def estimate(
     flops: float,
     nbytes: float,
@@ -39,23 +40,35 @@ def estimate(
     dtype: str = "bf16",
     bandwidth: float | None = None,
     channel: str = "HBM",
-    efficiency: float = 1.0,
+    assumed_mfu: float = 1.0,
     label: str = "",
     terms: Sequence[tuple[str, str]] = (),
+    efficiency: float | None = None,
 ) -> Estimate:
     """Return the roofline `Estimate` of an operation doing `flops` FLOPs and moving `nbytes` bytes.
 
-    `bandwidth` (bytes/s) defaults to the chip's HBM bandwidth; `efficiency` (0-1] scales the peak
-    FLOP/s to what kernels really reach (TPUs ~0.95, H100/B200 ~0.8-0.85).
+    `bandwidth` (bytes/s) defaults to the chip's HBM bandwidth; `assumed_mfu` (0-1] scales the peak
+    FLOP/s to what kernels really reach (TPUs ~0.95, H100/B200 ~0.8-0.85). (`efficiency`, its old name, warns:
+    `efficiency` is a mode elsewhere, 'ideal' or 'calibrated'.)
     """
     chip = get_chip(chip)
-    C = chip.peak_flops(dtype) * efficiency
+    C = chip.peak_flops(dtype) * _assumed_mfu(assumed_mfu, efficiency)
     W = _bandwidth(chip, bandwidth)
     return Estimate(
         flops=float(flops), bytes=float(nbytes), t_math=flops / C, t_comms=nbytes / W,
         channel=channel, label=label,
         terms=(("C", fmt_rate(C)), (f"W ({channel})", fmt_rate(W, "B/s")), *terms),
     )
+
+
+def _assumed_mfu(assumed_mfu: float, efficiency: float | None) -> float:
+    """The fraction of peak to assume: `assumed_mfu`, or the old keyword `efficiency` (warns until release 0.3)."""
+    if efficiency is None:
+        return assumed_mfu
+    warnings.warn("efficiency=<a fraction> is deprecated and goes in release 0.3: a roofline's fraction of peak is "
+                  "assumed_mfu (efficiency is a mode elsewhere: 'ideal' or 'calibrated')", DeprecationWarning,
+                  stacklevel=4)
+    return efficiency
 
 
 def _compute_dtype(act_dtype: str, weight_dtype: str) -> str:
@@ -72,7 +85,7 @@ def _matmul_dtypes(dtype: str, weight_dtype: str | None, act_dtype: str | None, 
 
 
 @checks(B="size", D="size", F="size", dtype="dtype", weight_dtype="?dtype", act_dtype="?dtype", out_dtype="?dtype",
-        compute_dtype="?dtype", bandwidth="?size", channel="text", efficiency="fraction")
+        compute_dtype="?dtype", bandwidth="?size", channel="text", assumed_mfu="fraction", efficiency="?fraction")
 def matmul(
     B: float,
     D: float,
@@ -86,14 +99,15 @@ def matmul(
     compute_dtype: str | None = None,
     bandwidth: float | None = None,
     channel: str = "HBM",
-    efficiency: float = 1.0,
+    assumed_mfu: float = 1.0,
+    efficiency: float | None = None,
 ) -> Estimate:
     """Return the `Estimate` of X[B, D] @ W[D, F] -> Y[B, F] on one chip.
 
     FLOPs = 2·B·D·F. Bytes = B·D (read X) + D·F (read W) + B·F (write Y), each times its dtype's size.
     `dtype` sets all three; `weight_dtype`, `act_dtype` (X), `out_dtype` (Y) override one each, e.g.
     int8 weights with bf16 activations. The multiply runs in `compute_dtype` (default: the wider of the
-    two inputs).
+    two inputs). `assumed_mfu` scales the peak FLOP/s (see `estimate`).
     """
     B, D, F = (check_positive(n, v) for n, v in (("B", B), ("D", D), ("F", F)))
     if 2 * B * D * F > LARGEST:
@@ -107,7 +121,7 @@ def matmul(
     )
     return estimate(
         2 * B * D * F, bx + bw + by, chip, dtype=c, bandwidth=bandwidth, channel=channel,
-        efficiency=efficiency, label=f"matmul [{B:g},{D:g}]·[{D:g},{F:g}] {c}", terms=terms,
+        assumed_mfu=_assumed_mfu(assumed_mfu, efficiency), label=f"matmul [{B:g},{D:g}]·[{D:g},{F:g}] {c}", terms=terms,
     )
 
 

@@ -14,7 +14,7 @@ BAD_CALLS = [
     (lambda: sb.roofline.matmul(1024, 8192, 8192, "v5e", dtype="fp8"), ValueError, "no published fp8 peak"),
     (lambda: sb.roofline.matmul(1024, 8192, 8192, "v2", bandwidth=-5), ValueError, "bandwidth=-5 must be"),
     (lambda: sb.roofline.estimate(-1, 10, "v5e"), ValueError, "flops=-1 must be"),
-    (lambda: sb.roofline.estimate(1, 10, "v5e", efficiency=1.5), ValueError, "efficiency"),
+    (lambda: sb.roofline.estimate(1, 10, "v5e", assumed_mfu=1.5), ValueError, "assumed_mfu"),
     (lambda: sb.roofline.critical_intensity("v5e", bandwidth=0), ValueError, "bandwidth"),
     (lambda: sb.roofline.achievable_flops(-1, "v5e"), ValueError, "intensity"),
     (lambda: sb.roofline.einsum_flops("BD;DF", {"B": 1}), ValueError, "spec="),

@@ -122,7 +122,7 @@ def test_tiled_matmul_intensity_follows_the_tile_sizes():
 
 def test_efficiency_scales_the_math_clock():
     full = r.matmul(4096, 8192, 8192, "h100")
-    real = r.matmul(4096, 8192, 8192, "h100", efficiency=0.8)
+    real = r.matmul(4096, 8192, 8192, "h100", assumed_mfu=0.8)
     assert real.t_math == pytest.approx(full.t_math / 0.8)
 
 
