@@ -187,13 +187,14 @@ def test_memory_bars_total_matches_math():
 
 # --- ch. 5's diagrams and explorers (issue 21) -------------------------------------------------------------------
 
-from scalebook.plots.schedules import interleaved_schedule, zero_bubble_schedule  # noqa: E402
+from scalebook.training import interleaved_schedule, zero_bubble_schedule  # noqa: E402
 from scalebook.widgets.training import (  # noqa: E402
     dp_capacity_explorer,
     layout_step_explorer,
     threshold_explorer,
     threshold_table,
 )
+
 
 def test_interleaved_grid_idles_exactly_the_formula_and_zero_bubble_idles_less_than_1f1b():
     grid = interleaved_schedule(4, 8, virtual=2)
