@@ -9,7 +9,8 @@ loads a name on first use, so importing a face loads nothing.
 
 Old names live in a dated deprecation table in the style of JAX's `_deprecations`: name → (message, target,
 removal release), the target written `"module"` for a module or `"module:attr"` for an object in it. Using an
-old name warns (`DeprecationWarning`) and then works, until the release named.
+old name warns (`DeprecationWarning`) and then works, until the release named. `served` and `deprecations` give a
+face's two tables to whoever checks them (the tests), so no one reads a face's private names.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["face", "resolve"]
+__all__ = ["face", "resolve", "served", "deprecations", "Deprecations"]
 
 Deprecations = dict[str, tuple[str, str, str]]
+_FACES: dict[str, tuple[dict[str, str], Deprecations]] = {}  # package → (table, deprecation table), set by `face`
 
 
 def resolve(package: str, target: str) -> Any:
@@ -31,6 +33,20 @@ def resolve(package: str, target: str) -> Any:
     module, _, attr = target.partition(":")
     loaded = importlib.import_module(f"{package}.{module}")
     return getattr(loaded, attr) if attr else loaded
+
+
+def served(package: str) -> dict[str, str]:
+    """Return the table of the face `package` (public name → the module defining it, relative to the face)."""
+    importlib.import_module(package)
+    if package not in _FACES:
+        raise ValueError(f"package={package!r} is not a face (its __init__.py does not call faces.face)")
+    return dict(_FACES[package][0])
+
+
+def deprecations(package: str) -> Deprecations:
+    """Return the dated deprecation table of the face `package` (old name → message, target, removal release)."""
+    served(package)
+    return dict(_FACES[package][1])
 
 
 def _names_module(name: str, target: str) -> bool:
@@ -48,6 +64,7 @@ def face(package: str, table: dict[str, str], deprecated: Deprecations) -> tuple
     clash = sorted(set(table) & set(deprecated))
     if clash:
         raise ValueError(f"names {clash} of {package} are both current (table) and deprecated")
+    _FACES[package] = (table, deprecated)
 
     def __getattr__(name: str) -> Any:
         if name in table:

@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 import scalebook as sb
-from scalebook import gemm, inference, training
+from scalebook import faces, gemm, inference, training
 from scalebook.training import Layout
 
 
@@ -29,7 +29,7 @@ def test_modules_bind_as_modules_and_the_face_serves_its_table():
     for name in ("layout", "pipeline", "footprint", "book", "terms", "prediction", "planner"):
         module = importlib.import_module(f"scalebook.training.{name}")
         assert module.__name__ == f"scalebook.training.{name}" and getattr(training, name) is module
-    assert set(training.__all__) == set(training._TABLE)
+    assert set(training.__all__) == set(faces.served("scalebook.training"))
     assert set(training.__all__) >= {"predict", "plan", "step_time", "memory", "Layout", "Prediction"}
 
 
