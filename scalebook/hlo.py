@@ -297,7 +297,8 @@ def collectives(hlo: str) -> list[Collective]:
 # --- tiled layouts ---------------------------------------------------------------------------------------------
 
 
-def _tiles(tile: str | Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+def parse_tiles(tile: str | Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """Return a layout's tiles, outermost first: 'T(8,128)(2,1)' or ((8, 128), (2, 1)) gives ((8, 128), (2, 1))."""
     if isinstance(tile, str):
         tiles = tuple(tuple(int(d) for d in t.split(",") if d.strip()) for t in _TILE_RE.findall(tile))
         if not tile.startswith("T") or not tiles:
@@ -329,7 +330,7 @@ def padding(shape: Sequence[int], tile: str | Sequence[Sequence[int]], dtype: st
     shape = tuple(check_kind("shape", shape, "counts"))
     if not shape:
         raise ValueError(f"shape={shape!r} must be a non-empty tuple of positive sizes")
-    tiles = _tiles(tile)
+    tiles = parse_tiles(tile)
     if not tiles:
         raise ValueError(f"tile must name at least one tile, got {tile!r}")
     padded = _pad(shape, tiles[0])
@@ -353,7 +354,7 @@ def memory_order(shape: Sequence[int], tile: str | Sequence[Sequence[int]]) -> l
     f32[3,5] with T(2,2) is a 4 x 6 grid whose last slot, a padding one, is element 23."""
     if len(shape) != 2:
         raise ValueError(f"shape must have two dimensions, got {tuple(shape)!r}")
-    tiles = list(_tiles(tile))
+    tiles = list(parse_tiles(tile))
     if not tiles or any(len(t) != 2 for t in tiles):
         raise ValueError(f"tile must be 2-D tiles such as 'T(2,2)', got {tile!r}")
     a, b = tiles[0]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..hlo import _tiles, memory_order, padding, parse_hlo
+from ..hlo import memory_order, padding, parse_hlo, parse_tiles
 from ..kinds import has, mapping_of
 from ..units import checks, fmt_bytes, fmt_time
 from .base import figure, finish, legend_below
@@ -58,7 +58,7 @@ def tiling(shape: Sequence[int], tile: str, dtype: str = "f32") -> Figure:
 
     positions = memory_order(shape, tile)
     info = padding(shape, tile, dtype)
-    a, b = _tiles(tile)[0]
+    a, b = parse_tiles(tile)[0]
     rows, cols = len(positions), len(positions[0])
     fig, ax = figure((0.55 * cols + 2.0, 0.55 * rows + 1.4))
     for i in range(rows):
