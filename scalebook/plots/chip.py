@@ -1,6 +1,7 @@
 """Concept diagrams of TPU hardware, drawn from a `Chip` or a `TpuMesh` so that they follow their numbers:
-a chip's TensorCores, the memory hierarchy, a host's tray, slices cut from a pod, a pod built of cubes, hosts
-joined by DCN, the elementwise pipeline HBM → VMEM → VPU and the MXU's tile pipeline."""
+slices cut from a pod, a pod built of cubes, the elementwise pipeline HBM → VMEM → VPU and the MXU's tile pipeline,
+a pod's hop distances; and, served here from `tpu_diagrams`, one chip and its host: the chip's TensorCores, its
+memory hierarchy, a host's tray and hosts joined by DCN."""
 
 from __future__ import annotations
 
@@ -9,130 +10,19 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..hardware.chips import VMEM_FACTOR, Chip
-from ..hardware.sm import PIPELINE_STAGES, VPU_SHAPE, pipeline_stages, vpu_flops_per_core
+from ..hardware.sm import PIPELINE_STAGES, pipeline_stages
 from ..hardware.topology import TpuMesh
-from ..units import checks, fmt_bytes, fmt_rate, is_a, sequence_of
+from ..units import checks, is_a, sequence_of
 from .base import figure
-from .diagram import COLOURS, arrow, box, canvas, panels
+from .diagram import box, canvas, panels
 from .sharding import PALETTE
-from .tpu_diagrams import _host_shape, _text, _tpu, chip_diagram, tray
+from .tpu_diagrams import chip_diagram, hosts, memory_hierarchy, tray
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["chip_diagram", "memory_hierarchy", "tray", "hosts", "slices",
            "pod_cubes", "elementwise_pipeline", "mxu_pipeline", "banner"]
-
-VREGS_PER_CORE = 64  # vector registers of 8 x 128 x 4 B on a v5p core (How To Scale Your Model, ch. 2, appendix)
-
-
-def memory_hierarchy(chip: Chip | str = "v5e", title: str | None = None) -> Figure:
-    """Draw the path operands take, HBM → VMEM → vector registers → VPU / MXU, with each level's capacity and the
-    bandwidth of each hop (per TensorCore where the spec is per core)."""
-    c = _tpu(chip)
-    cores = c.cores or 1
-    vreg = VREGS_PER_CORE * VPU_SHAPE[0] * VPU_SHAPE[1] * 4
-    vmem_bw = VMEM_FACTOR * c.hbm_bandwidth if c.hbm_bandwidth else None
-    fig, ax = canvas(13.6, 4.4, (10.0, 3.6), title or f"{c.name}: where the operands of one multiply travel")
-    levels = [
-        ("HBM", f"{_text(c.hbm_bytes, fmt_bytes)}\nper chip", COLOURS["hbm"]),
-        ("VMEM", f"{_text(c.vmem_bytes, lambda b: fmt_bytes(b, binary=True))}\nper core", COLOURS["vmem"]),
-        ("vector registers", f"{fmt_bytes(vreg, binary=True)} per core\n({VREGS_PER_CORE} × 8×128×4 B)",
-         COLOURS["scalar"]),
-    ]
-    for k, (name, detail, colour) in enumerate(levels):
-        box(ax, 0.2 + k * 3.5, 1.3, 2.6, 1.9, f"{name}\n{detail}", colour, 8)
-    hops = [_text(c.hbm_bandwidth, lambda b: fmt_rate(b, "B/s")), _text(vmem_bw, lambda b: fmt_rate(b, "B/s"))
-            + f"\n(≈{VMEM_FACTOR:g}× HBM)"]
-    for k, label in enumerate(hops):
-        arrow(ax, (2.8 + k * 3.5, 2.25), (3.7 + k * 3.5, 2.25), both=True, lw=1.6, label=label, offset=(0, 0.75))
-    vpu = vpu_flops_per_core(c)
-    box(ax, 10.9, 2.5, 2.5, 1.4, f"VPU\n{_text(vpu, fmt_rate)} per core", COLOURS["vpu"], 8)
-    box(ax, 10.9, 0.6, 2.5, 1.4, f"MXUs\n{_text(c.bf16_flops and c.bf16_flops / cores, fmt_rate)}\nper core (bf16)",
-        COLOURS["mxu"], 8)
-    arrow(ax, (9.8, 2.4), (10.9, 3.1))
-    arrow(ax, (9.8, 2.1), (10.9, 1.3))
-    arrow(ax, (7.7, 1.3), (10.9, 0.9), rad=0.25, label="MXU reads VMEM", offset=(0.4, -0.65))
-    ax.text(6.8, 0.05, "capacity falls and bandwidth rises at each step to the right", ha="center", fontsize=8,
-            style="italic")
-    return fig
-
-
-def _chip_grid(ax, xs: Sequence[float], ys: Sequence[float], size: float, label=None, colour=None,
-               links: bool = True) -> None:
-    """Draw chips at every (x, y) of a grid with ICI links between grid neighbours."""
-    for i, j in itertools.product(range(len(xs)), range(len(ys))):
-        if links and i + 1 < len(xs):
-            ax.plot([xs[i], xs[i + 1]], [ys[j], ys[j]], color="#1f77b4", lw=1.5, zorder=1)
-        if links and j + 1 < len(ys):
-            ax.plot([xs[i], xs[i]], [ys[j], ys[j + 1]], color="#1f77b4", lw=1.5, zorder=1)
-        box(ax, xs[i] - size / 2, ys[j] - size / 2, size, size, label(i, j) if label else "",
-            colour(i, j) if colour else COLOURS["chip"], 6.5, zorder=2)
-
-
-def _tray(ax, x0: float, y0: float, hx: int, hy: int, pitch: float, first: tuple[int, int], colour: str,
-          host_y: float, host: str, pcie: str) -> None:
-    """Draw one host's tray of hx × hy chips from (x0, y0) with ICI inside, and its host box at `host_y`, joined
-    to the tray by one PCIe arrow."""
-    xs = [x0 + pitch / 2 + i * pitch for i in range(hx)]
-    ys = [y0 + pitch / 2 + j * pitch for j in range(hy)]
-    _chip_grid(ax, xs, ys, 0.62 * pitch, label=lambda i, j: f"({first[0] + i},{first[1] + j})",
-               colour=lambda i, j: colour)
-    box(ax, x0 + 0.05, y0 + 0.05, hx * pitch - 0.1, hy * pitch - 0.1, "", "none", ls=":", edge="#2ca02c", lw=1.3,
-        zorder=0)
-    top = host_y > y0
-    box(ax, x0 + 0.2, host_y, hx * pitch - 0.4, 0.7, host, colour, 8)
-    start = (x0 + hx * pitch / 2, host_y if top else host_y + 0.7)
-    end = (start[0], y0 + hy * pitch if top else y0)
-    arrow(ax, start, end, both=True, colour="#2ca02c", lw=2.0, label=pcie, offset=(0.0, 0.0))
-
-
-def _pcie(c: Chip) -> str:
-    return f"PCIe {_text(c.pcie_bandwidth, lambda b: fmt_rate(b, 'B/s'))}/chip"
-
-
-def hosts(mesh: TpuMesh, title: str | None = None) -> Figure:
-    """Draw a slice with its hosts: each host beside its tray of chips (PCIe), ICI between neighbouring chips
-    inside and across trays, and DCN joining the hosts. Chips are labelled (x, y); trays are dotted."""
-    if not isinstance(mesh, TpuMesh) or len(mesh.axes) != 2:
-        raise ValueError(f"mesh must be a 2-D TpuMesh, got {mesh!r}")
-    c = mesh.chip
-    X, Y = mesh.axes["X"], mesh.axes["Y"]
-    hx, hy = _host_shape(c)
-    if X % hx or Y % hy:
-        hx, hy = hy, hx
-    if X % hx or Y % hy:
-        raise ValueError(f"mesh {X}x{Y} is not tiled by {c.name}'s host trays of {hx}x{hy}")
-    gx, gy = X // hx, Y // hy
-    if gy > 2:
-        raise ValueError(f"mesh {X}x{Y} has {gy} rows of trays; the drawing holds at most 2 (hosts above and below)")
-    pitch = 1.2
-    width, height = X * pitch + 1.2, Y * pitch + 3.6
-    fig, ax = canvas(width, height, (min(11.0, 0.8 * width + 0.8), min(10.0, 0.8 * height + 0.8)),
-                     title or f"{c.name} {X}x{Y}: {mesh.hosts} hosts, each with its own tray of {hx * hy} chips")
-    tints = ["#deebf7", "#fde0dd", "#e5f5e0", "#fff7bc", "#efedf5", "#fee6ce", "#f0f0f0", "#e0f3f8"]
-    xs = [0.9 + i * pitch for i in range(X)]
-    ys = [2.3 + j * pitch for j in range(Y)]
-    for i, j in itertools.product(range(X), range(Y)):  # ICI across tray boundaries
-        if i + 1 < X and (i + 1) % hx == 0:
-            ax.plot([xs[i], xs[i + 1]], [ys[j], ys[j]], color="#1f77b4", lw=1.5, zorder=1)
-        if j + 1 < Y and (j + 1) % hy == 0:
-            ax.plot([xs[i], xs[i]], [ys[j], ys[j + 1]], color="#1f77b4", lw=1.5, zorder=1)
-    host_boxes = []
-    for b, a in itertools.product(range(gy), range(gx)):
-        x0, y0 = 0.9 - pitch / 2 + a * hx * pitch, 2.3 - pitch / 2 + b * hy * pitch
-        host_y = y0 + hy * pitch + 0.45 if b == gy - 1 else y0 - 1.15
-        k = len(host_boxes)
-        _tray(ax, x0, y0, hx, hy, pitch, (a * hx, b * hy), tints[k % len(tints)], host_y, f"host {k}", _pcie(c))
-        host_boxes.append((x0 + 0.2, host_y + 0.35))
-    for (x1, y1), (x2, y2) in itertools.pairwise(host_boxes):
-        ax.plot([x1, 0.12, 0.12, x2], [y1, y1, y2, y2], color="#9467bd", lw=2, zorder=0)
-    ax.text(0.2, 0.02, f"purple: DCN between hosts ({_text(c.dcn_bandwidth, lambda b: fmt_rate(b, 'B/s'))} per "
-                       f"chip); blue: ICI ({_text(c.ici_bandwidth, lambda b: fmt_rate(b, 'B/s'))} one way per link)",
-            fontsize=8)
-    return fig
-
 
 Subslice = tuple[Sequence[int], Sequence[int]]
 
