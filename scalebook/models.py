@@ -113,6 +113,11 @@ class TransformerConfig:
     def _mlp(self, width: int) -> int:
         return (3 if self.gated else 2) * self.D * width
 
+    @property
+    def expert_params(self) -> int:
+        """Parameters of one expert's MLP (of width F_expert, else F): 3·D·F gated, 2·D·F not."""
+        return self._mlp(self.F_expert or self.F)
+
     # --- parameters --------------------------------------------------------------------------------------------
 
     def attention_params(self) -> int:
@@ -126,9 +131,8 @@ class TransformerConfig:
 
     def components(self) -> dict[str, tuple[int, int]]:
         """Return {component: (parameters, active parameters per token)} for the whole model."""
-        fe = self.F_expert or self.F
         dense_mlp = self._mlp(self.F) * (self.L - self.moe_layers)
-        expert = self._mlp(fe)
+        expert = self.expert_params
         parts = {
             "attention": (self.L * self.attention_params(),) * 2,
             "MLP (dense)": (dense_mlp, dense_mlp),

@@ -271,7 +271,7 @@ def expert_parallel(model: TransformerConfig | str, hardware: Chip | str | GpuCl
         raise ValueError(f"{model.name or 'this model'} has no experts (E=1); expert parallelism needs an MoE")
     if not isinstance(Z, int) or not 1 <= Z <= model.E:
         raise ValueError(f"Z={Z!r} must be an integer between 1 and E={model.E}")
-    expert = model._mlp(model.F_expert or model.F)
+    expert = model.expert_params
     flops = 6 * batch_tokens * (model.k + model.shared) * expert * model.moe_layers / Z
     values = batch_tokens * model.k * model.D * model.moe_layers
     token_bytes = batch_tokens * model.D * model.moe_layers * dtype_bytes(dtype)
