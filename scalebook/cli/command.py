@@ -308,7 +308,8 @@ def _bench(args: argparse.Namespace) -> str:
     return str(sweep)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """Return the `scalebook` command's parser: the calculators' subcommands and the teacher's."""
     parser = Parser(prog="scalebook", description="Calculators from the scalebook textbook.")
     sub = parser.add_subparsers(dest="command", required=True)
     chips = sub.add_parser("chips", help="table of accelerator specs")
@@ -397,7 +398,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status (2 with a one-line message on bad input, never a traceback)."""
-    parser = _parser()
+    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(join_negative_values(argv, value_options(parser)))

@@ -87,7 +87,7 @@ def _cpu_runtime(n_cpu_devices: int) -> Runtime | None:
     return Runtime(version, "cpu", n_cpu_devices, "cpu", chip_for_device_kind("cpu"), host())
 
 
-def _started_runtime(n_cpu_devices: int) -> Runtime:
+def started_runtime(n_cpu_devices: int) -> Runtime:
     """The runtime JAX reports once started (JAX is started here), or one without JAX where it is not installed."""
     try:
         import jax
@@ -118,7 +118,7 @@ def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = Non
         print(whose)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
-    info = _cpu_runtime(n_cpu_devices) or _started_runtime(n_cpu_devices)
+    info = _cpu_runtime(n_cpu_devices) or started_runtime(n_cpu_devices)
     if not quiet:
         print(info.summary())
     return info
@@ -143,6 +143,15 @@ def a_mesh(name: str, value: object) -> object:
     if value is not None and not (hasattr(value, "axis_names") and hasattr(value, "shape")):
         raise ValueError(f"{name}={value!r:.60} must be a jax.sharding.Mesh (runtime.device_mesh) or None")
     return value
+
+
+def jax_and_numpy() -> tuple[Any, Any]:
+    """Return the modules `jax` and `jax.numpy`, imported on the first call (the lab's modules load JAX only when a
+    function needs it)."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax, jnp
 
 
 def jnp_dtype(name: str) -> Any:

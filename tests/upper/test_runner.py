@@ -16,7 +16,7 @@ import hostile
 import pytest
 from speed import assert_stopped
 
-from scalebook.cli.command import _parser
+from scalebook.cli.command import build_parser
 from scalebook.course.answers import GRADE_ANSWERS
 from scalebook.course.grader import autograde, runner, submissions
 
@@ -106,7 +106,7 @@ import scalebook as sb
 info = sb.setup(quiet=True)
 started = "jax" in sys.modules
 import jax
-print(started, info == sb.runtime._started_runtime(8), len(jax.devices()))
+print(started, info == sb.runtime.started_runtime(8), len(jax.devices()))
 """
 
 
@@ -129,4 +129,4 @@ def test_jobs_default_to_the_cpus_this_process_may_use(tmp_path, monkeypatch):
     monkeypatch.setattr(autograde, "grade_one", lambda s, root, timeout, sandboxed, limits, *rest:
                         seen.append(limits.jobs) or submissions.Result(s, "graded"))
     autograde.grade(subs, tmp_path / "g.csv", root=Path(__file__).resolve().parents[2], sandboxed=False)
-    assert seen == [3] and _parser().parse_args(["grade", str(subs)]).jobs is None
+    assert seen == [3] and build_parser().parse_args(["grade", str(subs)]).jobs is None
