@@ -41,7 +41,7 @@ class Published:
         return float(self.value)
 
 
-def _read(path: Path) -> dict[str, Published]:
+def read_chapter(path: Path) -> dict[str, Published]:
     """The numbers of one chapter file, each checked for its fields."""
     chapter, numbers = path.stem, {}
     for name, row in load(f"data/book/{path.name}").items():
@@ -57,7 +57,7 @@ def _read(path: Path) -> dict[str, Published]:
 @functools.cache
 def book_numbers() -> dict[str, Published]:
     """Every number of `data/book/*.toml`, by key ('03_sharding.all_gather_y_wraparound')."""
-    return {key: number for path in sorted(_FOLDER.glob("*.toml")) for key, number in _read(path).items()}
+    return {key: number for path in sorted(_FOLDER.glob("*.toml")) for key, number in read_chapter(path).items()}
 
 
 def published(key: str) -> Published:

@@ -49,7 +49,7 @@ def make_mesh(axes: dict[str, int] | None = None, mode: str = "auto") -> jax.sha
     return device_mesh(dict(axes or MESH_SHAPE), mode)
 
 
-def _put(mesh: jax.sharding.Mesh, shape: tuple[int, ...], spec: tuple, seed: int = 0) -> jax.Array:
+def random_on_mesh(mesh: jax.sharding.Mesh, shape: tuple[int, ...], spec: tuple, seed: int = 0) -> jax.Array:
     """Return a random float32 array of `shape` laid out on `mesh` by the PartitionSpec `spec`."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
@@ -76,7 +76,7 @@ def sharding_modes(B: int, D: int, F: int) -> Table:
     rows = []
 
     def add(mode: str, how: str, fn: Callable, mesh: jax.sharding.Mesh) -> None:
-        x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), ("Y", None), seed=1)
+        x, w = random_on_mesh(mesh, (B, D), ("X", "Y")), random_on_mesh(mesh, (D, F), ("Y", None), seed=1)
         with jax.set_mesh(mesh):
             colls = collectives(jax.jit(fn), x, w)
             out = jax.jit(fn)(x, w)
@@ -197,7 +197,7 @@ def time_collective_matmul(B: int, D: int, F: int, repeats: int = 5) -> Table:
 
 
     mesh = make_mesh()
-    x, w = _put(mesh, (B, D), ("X", "Y")), _put(mesh, (D, F), (None, "Y"), seed=1)
+    x, w = random_on_mesh(mesh, (B, D), ("X", "Y")), random_on_mesh(mesh, (D, F), (None, "Y"), seed=1)
     programs = {
         "jit (AllGather, then matmul)": jax.jit(lambda x, w: x @ w),
         "collective matmul (ppermute ring)": jax.jit(lambda x, w: collective_matmul(x, w, mesh)),
@@ -340,9 +340,9 @@ def time_overlapped_mlp(B: int, D: int, F: int, repeats: int = 5) -> Table:
     X, Y = mesh.shape["X"], mesh.shape["Y"]
     if B % X or D % Y or F % Y:
         raise ValueError(f"B={B}, D={D}, F={F} must split evenly: B over X={X}, D and F over Y={Y}")
-    x = _put(mesh, (B, D), ("X", "Y"))
-    w_in = _put(mesh, (D, F), (None, "Y"), seed=1) / D**0.5
-    w_out = _put(mesh, (F, D), ("Y", None), seed=2) / F**0.5
+    x = random_on_mesh(mesh, (B, D), ("X", "Y"))
+    w_in = random_on_mesh(mesh, (D, F), (None, "Y"), seed=1) / D**0.5
+    w_out = random_on_mesh(mesh, (F, D), ("Y", None), seed=2) / F**0.5
     programs = {
         "jit MLP (AllGather, matmuls, reduce)": jax.jit(lambda x, wi, wo: jax.nn.relu(x @ wi) @ wo,
                                                         out_shardings=NamedSharding(mesh, P("X", "Y"))),

@@ -268,7 +268,8 @@ def _peak_dtype(chip: Chip, dtype: str) -> str:
     raise ValueError(f"{chip.name} has no peak FLOP/s figure to bound an op in {dtype}")
 
 
-def _op_table(events: Sequence[OpEvent], hlo: str, chip: Chip) -> Table:
+def op_table(events: Sequence[OpEvent], hlo: str, chip: Chip) -> Table:
+    """Return a table of the traced ops, one row per op: its median measured time beside its roofline on `chip`."""
     costs = op_costs(hlo)
     rows = []
     for name in dict.fromkeys(e.name for e in events):
@@ -317,4 +318,4 @@ def capture(fn: Callable[..., Any], *args: Any, repeats: int = 3, chip: Chip | s
         if not files:
             raise RuntimeError(f"jax.profiler wrote no *.trace.json.gz under {folder}")
         events = read_trace(files[-1])
-    return Trace(tuple(events), hlo, _op_table(events, hlo, chip), chip)
+    return Trace(tuple(events), hlo, op_table(events, hlo, chip), chip)

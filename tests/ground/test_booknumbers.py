@@ -116,4 +116,4 @@ def test_a_malformed_row_is_refused(tmp_path, monkeypatch):
     (tmp_path / "01_rooflines.toml").write_text('[x]\nvalue = 1\nrtol = 0.1\nsorce = "typo"\n')
     monkeypatch.setattr(booknumbers, "load", lambda rel: tomllib.loads((tmp_path / Path(rel).name).read_text()))
     with pytest.raises(ValueError, match=r"\['sorce'\] are unknown and \['source'\] are missing"):
-        booknumbers._read(tmp_path / "01_rooflines.toml")
+        booknumbers.read_chapter(tmp_path / "01_rooflines.toml")

@@ -42,7 +42,7 @@ OFFLINE = ("--window-size=1280,900", "--proxy-server=http://127.0.0.1:9",
            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
-class _Chromium:
+class Chromium:
     """One headless Chromium driven over --remote-debugging-pipe (commands on its fd 3, replies on its fd 4)."""
 
     def __init__(self, flags: tuple[str, ...] = ()) -> None:
@@ -117,7 +117,7 @@ class _Chromium:
         self._profile.cleanup()
 
 
-def _load(browser: _Chromium, url: str, timeout: float) -> tuple[str, list[dict]]:
+def _load(browser: Chromium, url: str, timeout: float) -> tuple[str, list[dict]]:
     """Open `url` in a fresh tab; return its session and the events up to `SETTLE` s after its load event."""
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -134,7 +134,7 @@ def _load(browser: _Chromium, url: str, timeout: float) -> tuple[str, list[dict]
 
 def console_problems(url: str, timeout: float = 60) -> list[str]:
     """Load `url` in a fresh tab and return its exceptions, console errors and failed local loads."""
-    browser = _Chromium()
+    browser = Chromium()
     try:
         _, events = _load(browser, url, timeout)
     except TimeoutError as error:
@@ -151,7 +151,7 @@ def read_offline(url: str, expression: str, timeout: float = 60) -> tuple[Any, l
     Off-host requests go to a proxy on a closed local port and fail; the browser never sends loopback through a
     proxy, so a page served from 127.0.0.1 or opened from disk still loads its own files.
     """
-    browser = _Chromium(OFFLINE)
+    browser = Chromium(OFFLINE)
     try:
         session, events = _load(browser, url, timeout)
         reply = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from browser import _Chromium
+from browser import Chromium
 
 BOXES = "document.querySelectorAll('div.scalebook-explorer[data-scalebook]')"
 
@@ -91,7 +91,7 @@ class LivePage:
         self.requests: list[str] = []
         self.errors: list[str] = []
         self._proxy = _Recorder()
-        self._browser = _Chromium()
+        self._browser = Chromium()
         # The page gets a browser context of its own whose proxy is the recorder; the browser's own background
         # requests stay outside it.
         context = self._browser.send("Target.createBrowserContext",

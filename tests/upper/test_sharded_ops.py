@@ -21,8 +21,8 @@ if jax.device_count() < 8:
 @pytest.fixture(scope="module")
 def ring_inputs():
     mesh = ch10_programs.make_mesh()
-    x = ch10_programs._put(mesh, (64, 128), ("X", "Y"))
-    w = ch10_programs._put(mesh, (128, 256), (None, "Y"), seed=1)
+    x = ch10_programs.random_on_mesh(mesh, (64, 128), ("X", "Y"))
+    w = ch10_programs.random_on_mesh(mesh, (128, 256), (None, "Y"), seed=1)
     return mesh, x, w
 
 
@@ -38,7 +38,7 @@ def test_sharding_modes_compile_to_the_expected_reductions() -> None:
 
 def test_explicit_mode_carries_the_sharding_in_the_type() -> None:
     mesh = ch10_programs.make_mesh(mode="explicit")
-    x = ch10_programs._put(mesh, (64, 128), ("X", "Y"))
+    x = ch10_programs.random_on_mesh(mesh, (64, 128), ("X", "Y"))
     assert str(jax.typeof(x)) == "float32[64@X,128@Y]"
 
 
@@ -75,15 +75,15 @@ def test_time_collective_matmul_agrees_with_jit() -> None:
 def mlp_inputs():
     """x[B_X, D_Y], w_in[D, F_Y], w_out[F_Y, D] with B=64, D=128, F=256, weights scaled by 1/sqrt(fan-in)."""
     mesh = ch10_programs.make_mesh()
-    x = ch10_programs._put(mesh, (64, 128), ("X", "Y"))
-    w_in = ch10_programs._put(mesh, (128, 256), (None, "Y"), seed=1) / 128**0.5
-    w_out = ch10_programs._put(mesh, (256, 128), ("Y", None), seed=2) / 256**0.5
+    x = ch10_programs.random_on_mesh(mesh, (64, 128), ("X", "Y"))
+    w_in = ch10_programs.random_on_mesh(mesh, (128, 256), (None, "Y"), seed=1) / 128**0.5
+    w_out = ch10_programs.random_on_mesh(mesh, (256, 128), ("Y", None), seed=2) / 256**0.5
     return mesh, x, w_in, w_out
 
 
 def test_reduce_scatter_collective_matmul_equals_the_plain_product(mlp_inputs) -> None:
     mesh, _, w_in, w_out = mlp_inputs
-    t = ch10_programs._put(mesh, (64, 256), ("X", "Y"), seed=3)
+    t = ch10_programs.random_on_mesh(mesh, (64, 256), ("X", "Y"), seed=3)
     fn = jax.jit(lambda t, w: ch10_programs.reduce_scatter_collective_matmul(t, w, mesh))
     out = fn(t, w_out)
     np.testing.assert_allclose(out, t @ w_out, rtol=1e-5, atol=1e-5)
@@ -93,7 +93,7 @@ def test_reduce_scatter_collective_matmul_equals_the_plain_product(mlp_inputs) -
 
 def test_allreduce_collective_matmul_equals_the_plain_product(mlp_inputs) -> None:
     mesh, x, _, _ = mlp_inputs
-    w = ch10_programs._put(mesh, (128, 256), ("Y", None), seed=4) / 128**0.5
+    w = ch10_programs.random_on_mesh(mesh, (128, 256), ("Y", None), seed=4) / 128**0.5
     fn = jax.jit(lambda a, w: ch10_programs.allreduce_collective_matmul(a, w, mesh))
     out = fn(x, w)
     np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-5)
@@ -112,8 +112,8 @@ def test_overlapped_mlp_equals_the_plain_block(mlp_inputs) -> None:
 
 def test_reduce_scatter_collective_matmul_rejects_uneven_chunks() -> None:
     mesh = ch10_programs.make_mesh()
-    t = ch10_programs._put(mesh, (64, 256), ("X", "Y"))
-    w = ch10_programs._put(mesh, (256, 6), ("Y", None), seed=1)
+    t = ch10_programs.random_on_mesh(mesh, (64, 256), ("X", "Y"))
+    w = ch10_programs.random_on_mesh(mesh, (256, 6), ("Y", None), seed=1)
     with pytest.raises(ValueError, match="chunks"):
         ch10_programs.reduce_scatter_collective_matmul(t, w, mesh)
 

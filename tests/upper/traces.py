@@ -28,4 +28,4 @@ def sample_trace() -> profiling.Trace:
     events = [profiling.OpEvent(name, device, start, 1e-5, run) for run in ("a", "b") for device in (0, 1)
               for name, start in (("fusion.1", 0.0), ("all-reduce.1", 2e-5))]
     chip = sb.get_chip("v5e")
-    return profiling.Trace(tuple(events), HLO, profiling._op_table(events, HLO, chip), chip)
+    return profiling.Trace(tuple(events), HLO, profiling.op_table(events, HLO, chip), chip)
