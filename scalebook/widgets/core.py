@@ -26,6 +26,11 @@ from .web import Log, Text, control, describe, render
 __all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 
 
+def opening_on(options: Sequence[Any], value: Any) -> list[Any]:
+    """The menu `options` with `value` first (added if missing), so an explorer opens on it."""
+    return [value, *[o for o in options if o != value]]
+
+
 def _control(name: str, spec: Any):
     """Return the widget for one control spec, or None when `spec` is a fixed value."""
     import ipywidgets as w

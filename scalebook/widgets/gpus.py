@@ -15,8 +15,7 @@ from ..tables import Table
 from ..training.book import min_tokens_per_chip
 from ..training.planner import check_parallelism
 from ..units import checks, fmt_bytes, fmt_rate, fmt_time, geomspace
-from .core import Explorer, Log, explore
-from .sharding import _first
+from .core import Explorer, Log, explore, opening_on
 
 __all__ = ["gpu_anatomy_table", "gpu_anatomy_explorer", "fat_tree_view", "fat_tree_explorer", "gpu_layout_view",
            "gpu_layout_explorer"]
@@ -51,8 +50,8 @@ def gpu_anatomy_table(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = 
 def gpu_anatomy_explorer(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Explorer:
     """Return the SM calculator: pick a GPU, a clock and a dtype; opens on the H100 at the 1.83 GHz its tensor
     peak assumes, where a tensor core does 1024 bf16 FLOPs per cycle."""
-    return explore(gpu_anatomy_table, title="What one GPU's parts deliver", chip=_first(GPU_CHIPS, chip),
-                   clock_ghz=(1.0, 2.2, 0.01, clock_ghz), dtype=_first(["bf16", "fp8", "int8", "fp4"], dtype))
+    return explore(gpu_anatomy_table, title="What one GPU's parts deliver", chip=opening_on(GPU_CHIPS, chip),
+                   clock_ghz=(1.0, 2.2, 0.01, clock_ghz), dtype=opening_on(["bf16", "fp8", "int8", "fp4"], dtype))
 
 
 @checks(gpus="count", nbytes="size", inner="count", sharp="flag", cluster="text")
@@ -87,9 +86,9 @@ def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str
     inner axis it stays sharded over and SHARP; opens on ch. 12's AllGather of bf16[8192, 32768] in one SU, or on
     whichever question's answer the arguments give (the chapter opens one per question, titled by `title`)."""
     return explore(fat_tree_view, title=title,
-                   cluster=_first(list(PRESETS), cluster), gpus=_first(GPU_COUNTS, gpus),
-                   kind=_first(list(KINDS), kind), nbytes=Log(1e3, 1e11, nbytes),
-                   inner=_first([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=_first([False, True], sharp))
+                   cluster=opening_on(list(PRESETS), cluster), gpus=opening_on(GPU_COUNTS, gpus),
+                   kind=opening_on(list(KINDS), kind), nbytes=Log(1e3, 1e11, nbytes),
+                   inner=opening_on([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=opening_on([False, True], sharp))
 
 
 @checks(gpus="count", batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count", cluster="text")
@@ -116,7 +115,7 @@ def gpu_layout_explorer(cluster: str = "h100-superpod", gpus: int = 4096, batch_
     """Return the layout check (ch. 12, quiz 5): opens on LLaMA-3 70B's 4M-token batch on 4096 H100s with
     8-way TP and 8-way pipelining, which turns a communication-bound layout compute-bound."""
     return explore(gpu_layout_view, title="Tokens per GPU against the data-parallel threshold",
-                   cluster=_first(list(PRESETS), cluster), gpus=_first(GPU_COUNTS, gpus),
-                   batch_tokens=Log(1e5, 1e8, batch_tokens), tp=_first([1, 2, 4, 8, 16], tp),
-                   pp=_first([1, 2, 4, 8, 16, 32], pp), ep=_first([1, 2, 4, 8, 16, 32, 64], 1),
-                   E=_first([1, 8, 64, 128, 256], 1), k=_first([1, 2, 4, 8], 1))
+                   cluster=opening_on(list(PRESETS), cluster), gpus=opening_on(GPU_COUNTS, gpus),
+                   batch_tokens=Log(1e5, 1e8, batch_tokens), tp=opening_on([1, 2, 4, 8, 16], tp),
+                   pp=opening_on([1, 2, 4, 8, 16, 32], pp), ep=opening_on([1, 2, 4, 8, 16, 32, 64], 1),
+                   E=opening_on([1, 8, 64, 128, 256], 1), k=opening_on([1, 2, 4, 8], 1))

@@ -24,7 +24,7 @@ from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_
 from ..svg import Chart
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, geomspace, is_a
-from .core import Explorer, Log, explore
+from .core import Explorer, Log, explore, opening_on
 from .tpu import Picture
 
 __all__ = ["spec_options", "collective_chart", "collective_explorer", "matmul_explorer", "ring_html",
@@ -45,11 +45,6 @@ def spec_options(name: str, dims: Sequence[str], axes: Sequence[str] = ("X", "Y"
         parts = ["".join(a for a, o in zip(axes, owner) if o == k) for k in (1, 2)]
         out.append(f"{name}[{', '.join(f'{d}_{a}' if a else d for d, a in zip(dims, parts))}]")
     return sorted(out, key=lambda spec: (spec.count("_"), len(spec)))
-
-
-def _first(options: Sequence, value) -> list:
-    """The menu `options` with `value` first (added if missing), so an explorer opens on it."""
-    return [value, *[o for o in options if o != value]]
 
 
 def _pow2(x: float) -> int:
@@ -94,9 +89,9 @@ def collective_explorer(kind: str = "all_gather", chip: str = "v5e", X: int = 8,
     sizes = [1, 2, 4, 8, 16]
     return explore(
         _collective_view, title="One collective on a TPU mesh",
-        kind=_first(KINDS, kind), chip=_first(TPU_CHIPS, chip), X=_first(sizes, X), Y=_first(sizes, Y),
-        Z=_first(sizes, Z), axes=_first(["X", "Y", "Z", "XY", "XYZ"], axes), nbytes=Log(1e2, 1e11, nbytes),
-        also_sharded=_first(["none", "X", "Y", "Z", "XY", "YZ"], also_sharded), wrap=_first(list(_WRAP), wrap),
+        kind=opening_on(KINDS, kind), chip=opening_on(TPU_CHIPS, chip), X=opening_on(sizes, X), Y=opening_on(sizes, Y),
+        Z=opening_on(sizes, Z), axes=opening_on(["X", "Y", "Z", "XY", "XYZ"], axes), nbytes=Log(1e2, 1e11, nbytes),
+        also_sharded=opening_on(["none", "X", "Y", "Z", "XY", "YZ"], also_sharded), wrap=opening_on(list(_WRAP), wrap),
     )
 
 
@@ -120,9 +115,9 @@ def matmul_explorer(A: str = "A[I_X, J_Y]", B: str = "B[J_Y, K]", C: str = "C[I_
     sizes = [1, 2, 4, 8, 16]
     return explore(
         _matmul_view, title="A sharded matmul: the plan and its alternatives",
-        A=_first(spec_options("A", ("I", "J"), axes), A), B=_first(spec_options("B", ("J", "K"), axes), B),
-        C=_first(spec_options("C", ("I", "K"), axes), C), chip=_first(TPU_CHIPS, chip),
-        X=_first(sizes, X), Y=_first(sizes, Y), Z=_first(sizes, Z),
+        A=opening_on(spec_options("A", ("I", "J"), axes), A), B=opening_on(spec_options("B", ("J", "K"), axes), B),
+        C=opening_on(spec_options("C", ("I", "K"), axes), C), chip=opening_on(TPU_CHIPS, chip),
+        X=opening_on(sizes, X), Y=opening_on(sizes, Y), Z=opening_on(sizes, Z),
         I=Log(16, 2**20, I), J=Log(16, 2**20, J), K=Log(16, 2**20, K),
     )
 
@@ -222,8 +217,9 @@ def ring_explorer(n: int = 8, kind: str = "all_gather", direction: str = "bidire
     """Return a step-by-step explorer of a ring collective: which pieces sit on which device after each step."""
     return explore(
         _ring_view, title="A ring collective, step by step",
-        n=(2, 16, 1, n), kind=_first(RING_KINDS, kind), direction=_first(["bidirectional", "one-way"], direction),
-        links=_first(["wraparound", "no wraparound"], links), step=(0, 15, 1, step),
+        n=(2, 16, 1, n), kind=opening_on(RING_KINDS, kind),
+        direction=opening_on(["bidirectional", "one-way"], direction),
+        links=opening_on(["wraparound", "no wraparound"], links), step=(0, 15, 1, step),
     )
 
 
@@ -285,8 +281,9 @@ def sharding_grid_explorer(spec: str = "A[I_X, J_Y]", X: int = 2, Y: int = 2, I:
     """Return an explorer of which device holds which block of A[I, J] for a chosen sharding and mesh."""
     return explore(
         _grid_view, title="Which device holds which block",
-        spec=_first(spec_options("A", ("I", "J")), spec), X=_first([1, 2, 4, 8], X), Y=_first([1, 2, 4, 8], Y),
-        I=Log(16, 65536, I), J=Log(16, 65536, J), dtype=_first(["bf16", "fp32", "int8"], dtype),
+        spec=opening_on(spec_options("A", ("I", "J")), spec), X=opening_on([1, 2, 4, 8], X),
+        Y=opening_on([1, 2, 4, 8], Y),
+        I=Log(16, 65536, I), J=Log(16, 65536, J), dtype=opening_on(["bf16", "fp32", "int8"], dtype),
     )
 
 
@@ -317,7 +314,7 @@ def memory_explorer(spec: str = "A[I_XY, J]", chip: str = "v5p", X: int = 2, Y: 
     mesh_sizes = [1, 2, 4, 8, 16]
     return explore(
         _memory_view, title="Memory of a sharded array",
-        spec=w.Text(value=spec, description="spec", continuous_update=False), chip=_first(TPU_CHIPS, chip),
-        X=_first(mesh_sizes, X), Y=_first(mesh_sizes, Y), Z=_first(mesh_sizes, Z),
-        dtype=_first(["int8", "bf16", "fp32"], dtype), **sizes,
+        spec=w.Text(value=spec, description="spec", continuous_update=False), chip=opening_on(TPU_CHIPS, chip),
+        X=opening_on(mesh_sizes, X), Y=opening_on(mesh_sizes, Y), Z=opening_on(mesh_sizes, Z),
+        dtype=opening_on(["int8", "bf16", "fp32"], dtype), **sizes,
     )

@@ -19,8 +19,8 @@ from ..training.curves import strategy_cost, strategy_curves
 from ..training.footprint import REMAT_SAVES, max_params, memory, parts_per_chip
 from ..training.pipeline import PIPELINE_SCHEDULES, idle_fraction, pipeline_bubble, pipeline_schedule
 from ..units import checks, fmt_bytes, fmt_time, is_a
-from .core import Explorer, Log, explore
-from .sharding import TPU_CHIPS, _first
+from .core import Explorer, Log, explore, opening_on
+from .sharding import TPU_CHIPS
 from .tpu import Picture
 
 __all__ = ["training_roofline_chart", "training_roofline_explorer", "memory_picture", "training_memory_explorer",
@@ -67,7 +67,7 @@ def training_roofline_explorer(chip: str = "v5p", N: int = 4096, D: float = 8192
     return explore(
         lambda chip, N, D, F, M_X, M_Y, B: training_roofline_chart(chip, N, round(D), round(F), M_X, M_Y, B),
         title="Compute vs communication per strategy",
-        chip=_first(TPU_CHIPS, chip), N=_first(CHIP_COUNTS, N), D=Log(1024, 65536, D), F=Log(1024, 262144, F),
+        chip=opening_on(TPU_CHIPS, chip), N=opening_on(CHIP_COUNTS, N), D=Log(1024, 65536, D), F=Log(1024, 262144, F),
         M_X=(1, 3, 1, M_X), M_Y=(1, 3, 1, M_Y), B=Log(1e4, 1e8, B),
     )
 
@@ -124,10 +124,10 @@ def training_memory_explorer(model: str = "llama2-13b", B: float = 16e6, N: int 
     problem 2 (LLaMA 2-13B, 16M tokens, checkpoints of In and the two [B, F] activations per layer)."""
     return explore(
         _memory_view, title="Training memory per chip",
-        model=_first(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b"], model),
-        B=Log(1e5, 1e8, B), N=_first(CHIP_COUNTS + [1, 16], N), chip=_first(TPU_CHIPS, chip),
-        remat=_first(_REMAT_MENU, remat), optimizer=_first(["adam", "adafactor", "sgd", "none"], optimizer),
-        layout=_first(["FSDP (state sharded)", "DP (state replicated)"], layout),
+        model=opening_on(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b"], model),
+        B=Log(1e5, 1e8, B), N=opening_on(CHIP_COUNTS + [1, 16], N), chip=opening_on(TPU_CHIPS, chip),
+        remat=opening_on(_REMAT_MENU, remat), optimizer=opening_on(["adam", "adafactor", "sgd", "none"], optimizer),
+        layout=opening_on(["FSDP (state sharded)", "DP (state replicated)"], layout),
     )
 
 
@@ -161,7 +161,8 @@ def pipeline_explorer(stages: int = 4, microbatches: int = 8, schedule: str = "1
     """Return an explorer of a pipeline schedule: the stage × time grid with idle slots shaded, and the bubble."""
     return explore(
         _pipeline_view, title="Pipeline schedule and its bubble",
-        stages=(2, 16, 1, stages), microbatches=(1, 32, 1, microbatches), schedule=_first(["1f1b", "gpipe"], schedule),
+        stages=(2, 16, 1, stages), microbatches=(1, 32, 1, microbatches),
+        schedule=opening_on(["1f1b", "gpipe"], schedule),
         virtual=(1, 8, 1, virtual),
     )
 
@@ -194,8 +195,8 @@ def threshold_explorer(chip: str = "v5p", B: float = 2e6, F: float = 28672, N: i
     """Return an explorer of every strategy's bound (`threshold_table`); each worked example opens it on its
     own inputs."""
     return explore(lambda chip, B, F, N, M_X, M_Y: threshold_table(chip, B, round(F), N, M_X, M_Y),
-                   title="How many tokens per chip each strategy needs", chip=_first(TPU_CHIPS, chip),
-                   B=Log(1e3, 1e9, B), F=Log(1024, 262144, F), N=_first([64, *CHIP_COUNTS], N),
+                   title="How many tokens per chip each strategy needs", chip=opening_on(TPU_CHIPS, chip),
+                   B=Log(1e3, 1e9, B), F=Log(1024, 262144, F), N=opening_on([64, *CHIP_COUNTS], N),
                    M_X=(1, 3, 1, M_X), M_Y=(1, 3, 1, M_Y))
 
 
@@ -210,8 +211,8 @@ def _capacity(chip: str, optimizer: str, param_bytes: int, state_bytes: int) -> 
 
 def dp_capacity_explorer(chip: str = "v5p", optimizer: str = "adam") -> Explorer:
     """Return an explorer of the largest model pure data parallelism fits (ch. 5, Ex2: about 9B on a v5p)."""
-    return explore(_capacity, title="The largest model pure DP can train", chip=_first(TPU_CHIPS, chip),
-                   optimizer=_first(["adam", "adafactor", "sgd", "none"], optimizer), param_bytes=[2, 4],
+    return explore(_capacity, title="The largest model pure DP can train", chip=opening_on(TPU_CHIPS, chip),
+                   optimizer=opening_on(["adam", "adafactor", "sgd", "none"], optimizer), param_bytes=[2, 4],
                    state_bytes=[4, 2])
 
 
@@ -227,8 +228,8 @@ def layout_step_explorer(model: str = "llama2-13b", chip: str = "v5p", n_chips: 
         return step_time(model, chip, n_chips, B, strategy, M_X=M_X, mfu=mfu, **axes)
 
     return explore(view, title="One training step under a layout",
-                   model=_first(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b"], model),
-                   chip=_first(TPU_CHIPS, chip), n_chips=_first(CHIP_COUNTS, n_chips), B=Log(1e5, 1e8, B),
-                   strategy=_first(["fsdp_tp", "fsdp", "dp", "tp"], strategy),
-                   X=_first([64, 128, 256, 512, 1024, 2048, 4096], X), M_X=(1, 3, 1, M_X),
+                   model=opening_on(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b"], model),
+                   chip=opening_on(TPU_CHIPS, chip), n_chips=opening_on(CHIP_COUNTS, n_chips), B=Log(1e5, 1e8, B),
+                   strategy=opening_on(["fsdp_tp", "fsdp", "dp", "tp"], strategy),
+                   X=opening_on([64, 128, 256, 512, 1024, 2048, 4096], X), M_X=(1, 3, 1, M_X),
                    mfu=(0.1, 1.0, 0.05, mfu))
