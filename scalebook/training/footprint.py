@@ -89,19 +89,24 @@ def activation_bytes(model: TransformerConfig | str, tokens: float, saves_per_la
 
 
 @checks(batch_tokens="size", n_chips="count", optimizer=OPTIMIZERS, param_dtype="dtype", opt_dtype="dtype",
-        grad_dtype="?dtype", zero=lambda n, v: check_int(n, v, 0, 3))
+        grad_dtype="?dtype", zero=lambda n, v: check_int(n, v, 0, 3), layout=is_a(Layout, type(None)))
 def memory(model: TransformerConfig | str, batch_tokens: float, n_chips: int = 1, saves_per_layer: float | str = 4,
            optimizer: str = "adam", param_dtype: str = "bf16", opt_dtype: str = "fp32",
-           grad_dtype: str | None = None, zero: int = 3) -> Memory:
+           grad_dtype: str | None = None, zero: int = 3, *, layout: Layout | None = None) -> Memory:
     """Return the training memory: parameters, gradients, optimizer state and saved activations (bytes).
 
     Gradients are not counted separately by default (`grad_dtype=None`): the book folds them into the
     optimizer update. Adam with bf16 parameters and fp32 moments is 2 + 8 = 10 bytes per parameter.
-    `zero` (0-3) says which of them are sharded over the chips (see `Memory`).
+    `zero` (0-3) says which of them are sharded over the chips (see `Memory`). A data-parallel `layout` says
+    both: its chips, ZeRO-3 when it shards (`Layout(fsdp=n)`), else ZeRO-1 (`Layout(dp=n)`); the book's count
+    has no tensor, pipeline or context split (`training_memory` has).
     """
     model = model if isinstance(model, TransformerConfig) else get_model(model)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {list(OPTIMIZERS)}")
+    if layout is not None:
+        if layout.chips != layout.data_parallel:
+            raise ValueError(f"layout={layout}: the book's count shards by ZeRO stage over data-parallel chips only; "
+                             "use training_memory for tensor, pipeline or context parallelism")
+        n_chips, zero = layout.chips, 3 if layout.sharded else 1
     P = model.param_count()
     return Memory(
         params=P * dtype_bytes(param_dtype),

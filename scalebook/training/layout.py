@@ -80,12 +80,12 @@ class Layout:
         return cls(**_STRATEGY_DEGREES[strategy](X, Y, P))
 
     @classmethod
-    def of(cls, chips: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1, dp: int | None = None,
+    def of(cls, n_chips: int, *, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1, dp: int | None = None,
            fsdp: int | None = None, virtual_stages: int = 1, microbatches: int | None = None) -> Layout:
-        """The layout of `chips` chips with these degrees: the data-parallel chips, chips / (tp·pp·cp), go to `dp`
+        """The layout of `n_chips` chips with these degrees: the data-parallel chips, n_chips / (tp·pp·cp), go to `dp`
         (ZeRO-1) unless `fsdp` or `dp` says how they split (the other takes the rest: `fsdp=256` of 512 data chips
         leaves dp=2, FSDP inside each of two groups)."""
-        chips = check_int("chips", chips)
+        chips = check_int("n_chips", n_chips)
         tp, pp, cp = (check_int(name, value) for name, value in (("tp", tp), ("pp", pp), ("cp", cp)))
         if chips % (tp * pp * cp):
             raise ValueError(f"n_chips={chips} must be a multiple of tp·pp·cp = {tp * pp * cp}")

@@ -86,6 +86,7 @@ class Prediction:
                 f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
 
 
+@checks(n_chips="count", layout=is_a(Layout, type(None)), slices="count")
 def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: int | bool | None) -> Layout:
     """The `Layout` a caller meant: `layout` itself, or the one its keyword `degrees` (tp, pp, cp, ep, dp, fsdp,
     virtual_stages; None where not given) build over `n_chips`, with the old flag `fsdp=True` (all the
@@ -207,7 +208,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         hidden=hidden,
         memory=memory,
         layout=lay,
-        settings={"fsdp": lay.fsdp, "reshard_after_forward": reshard_after_forward if lay.sharded else None,
+        settings={"reshard_after_forward": reshard_after_forward if lay.sharded else None,
                   "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,

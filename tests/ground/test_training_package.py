@@ -272,3 +272,10 @@ def test_plan_fixes_an_fsdp_degree_as_it_fixes_the_others():
     assert old.layout == zero1.layout
     with pytest.raises(ValueError, match="fsdp"):
         training.plan("llama3-70b", "h100", 256, 2**21, 8192, fsdp=8)  # the book's model fixes no fsdp
+
+
+def test_the_books_memory_takes_a_data_parallel_layout_as_its_chips_and_zero_stage():
+    assert training.memory("llama3-70b", 2**21, layout=Layout(fsdp=4096)) == training.memory("llama3-70b", 2**21, 4096)
+    assert training.memory("llama3-70b", 2**21, layout=Layout(dp=8)) == training.memory("llama3-70b", 2**21, 8, zero=1)
+    with pytest.raises(ValueError, match="layout=.*training_memory"):
+        training.memory("llama3-70b", 2**21, layout=Layout(fsdp=8, tp=8))
