@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         collectives,
         compare,
         course,
-        deployment,
         estimate,
         gemm,
         hardware,
@@ -32,12 +31,10 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         inference,
         lab,
         models,
-        moe,
         overlap,
         plots,
         rings,
         roofline,
-        serving,
         sharding,
         svg,
         systolic,
@@ -58,6 +55,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     from .hardware.chips import Chip, get_chip, list_chips
     from .hardware.gpu import GpuCluster
     from .hardware.topology import TpuMesh
+    from .inference import deployment, moe, serving
     from .lab import bench, multihost, profiling, runtime, xla
     from .lab.runtime import setup
     from .models import TransformerConfig, get_model
@@ -68,8 +66,8 @@ __version__ = "0.1.0"
 
 # The ground floor's modules, and the wings (folders with a face of their own).
 _MODULES = ("units", "tables", "svg", "estimate", "compare", "hardware", "models", "roofline", "gemm", "systolic",
-            "collectives", "rings", "sharding", "overlap", "hlo", "training", "inference", "moe", "serving",
-            "deployment", "validation", "lab", "book", "course", "plots", "widgets", "cli")
+            "collectives", "rings", "sharding", "overlap", "hlo", "training", "inference", "validation", "lab", "book",
+            "course", "plots", "widgets", "cli")
 # The one table of the face: each name `import scalebook as sb` offers → the module that defines it (a module's
 # own name, or a path ending in it: the module). Nothing is imported until a name is first used.
 _TABLE = {
@@ -81,6 +79,8 @@ _TABLE = {
     "expect": "book.checks", "checked_numbers": "book.checks", "published": "book.numbers",
     "check": "course.answers", "problem": "course.variants", "hint": "course.hints", "setup": "lab.runtime",
     **{name: name for name in _MODULES},
+    # the inference package's modules that chapters call by their own name (sb.serving.simulate, sb.moe.dispatch)
+    **{name: f"inference.{name}" for name in ("deployment", "moe", "serving")},
     # the lab's and the book's modules that chapters call by their own name (sb.xla.compiled, sb.bench.calibrate)
     **{name: f"lab.{name}" for name in ("runtime", "xla", "bench", "profiling", "multihost")},
     "cheatsheet": "book.cheatsheet",
@@ -98,6 +98,8 @@ _DEPRECATED = {
     "labs": ("use sb.lab (the chapters' programs live in the lab)", "lab", "0.3"),
     "grading": ("use sb.expect and sb.checked_numbers (the book's checks are sb.book.checks)", "book.checks", "0.3"),
     "notebooks": ("use sb.book.notebooks", "book.notebooks", "0.3"),
+    "serving_report": ("use sb.serving (Report, METRICS) or sb.inference.serving.report (percentile)",
+                       "inference.serving.report", "0.3"),
 }
 
 __all__ = list(_TABLE)

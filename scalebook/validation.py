@@ -23,7 +23,7 @@ from typing import Any
 
 from .data import load
 from .hardware.chips import Efficiency, get_chip
-from .inference import decode_step, prefill
+from .inference.steps import decode_step, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
 from .training.prediction import predict as train_predict

@@ -410,7 +410,7 @@ GROUND: Recipes = {
                            "assumed_mfu": "?fraction", "compute_dtype": "name", "attention": "flag",
                            "param_bytes": "size", "kv_bytes": "size", "mesh": [3, "abc"], "efficiency": "name",
                            "batch": "count"}),
-    "inference.default_mesh": (lambda: dict(chip="v5e", n_chips=8), {"chip": "name", "n_chips": "count"}),
+    "collectives.default_mesh": (lambda: dict(chip="v5e", n_chips=8), {"chip": "name", "n_chips": "count"}),
     "inference.max_batch": (lambda: dict(model="llama3-8b", chip="v5e", n_chips=8, context=8192),
                             {"model": "name", "chip": "name", "n_chips": "count", "context": "nonneg",
                              "param_bytes": "size", "kv_bytes": "size"}),

@@ -59,17 +59,23 @@ def misspell(value: Any) -> str:
     return f"{value}x" if isinstance(value, str) else "misspelt"
 
 
+def reach(dotted: str) -> Any:
+    """The module or face a reader reaches as `sb.<dotted>`: imported by its path, else through the faces (`sb.serving`
+    is `scalebook.inference.serving`), else the class or object of that name (`sb.models.TransformerConfig`)."""
+    try:
+        return importlib.import_module(f"scalebook.{dotted}")
+    except ModuleNotFoundError:
+        owner = importlib.import_module("scalebook")
+        for part in dotted.split("."):
+            owner = getattr(owner, part)
+        return owner
+
+
 def resolve(name: str) -> Any:
     """The callable a recipe names, looked up as a reader would: 'module.attr' (sb.training.predict) or
     'module.Class.method' (sb.models.TransformerConfig.flops_per_token, called with the instance as `self`)."""
     module, _, attr = name.rpartition(".")
-    try:
-        owner = importlib.import_module(f"scalebook.{module}")
-    except ModuleNotFoundError:
-        if "." not in module:
-            raise
-        owner = resolve(module)
-    return getattr(owner, attr)
+    return getattr(reach(module), attr)
 
 
 def public_callables(modules: list[str]) -> dict[str, Any]:
@@ -77,7 +83,7 @@ def public_callables(modules: list[str]) -> dict[str, Any]:
     module that defines it or, for re-exports, under every module that lists it)."""
     found = {}
     for mod_name in modules:
-        module = importlib.import_module(f"scalebook.{mod_name}")
+        module = reach(mod_name)
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, type(np)) and not name.isupper():

@@ -28,7 +28,8 @@ MAX_LINES = 450
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
 UPPER = ("lab", "book", "plots", "widgets", "course", "cli", "notebooks")
 # The faces: a package's `__init__.py` that readers import, served by `faces.face` from its `_TABLE`.
-FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.lab", "scalebook.book", "scalebook.cli",
+FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.inference",
+         "scalebook.inference.serving", "scalebook.lab", "scalebook.book", "scalebook.cli",
          "scalebook.plots", "scalebook.widgets", "scalebook.course", "scalebook.course.grader")
 # Packages whose `__init__.py` is code, not a face, and why.
 NOT_FACES = {"scalebook.course.key": "the answer key's registry (`problem`, `get_problem`)",

@@ -13,7 +13,7 @@ from ..collectives import all_gather, all_reduce, all_to_all
 from ..hardware.chips import get_chip
 from ..hardware.gpu import GpuCluster
 from ..hardware.topology import TpuMesh
-from ..inference import decode_step, kv_cache_bytes
+from ..inference.steps import decode_step, kv_cache_bytes
 from ..models import get_model
 from ..roofline import critical_batch as matmul_critical_batch
 from ..roofline import matmul

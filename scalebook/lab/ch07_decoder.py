@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 
 from ..hardware.chips import Chip
-from ..inference import decode_time
+from ..inference.steps import decode_time
 from ..models import TransformerConfig
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_time, is_a

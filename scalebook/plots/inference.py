@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from .. import inference
 from ..hardware.chips import Chip, get_chip
-from ..inference import breakdown_curves, decode_critical_batch, decode_time, kv_variant_table
+from ..inference.caches import kv_variant_table
+from ..inference.steps import breakdown_curves, decode_critical_batch, decode_time
 from ..kinds import positive_range
 from ..models import TransformerConfig, get_model
 from ..units import checks

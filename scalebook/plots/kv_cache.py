@@ -12,7 +12,7 @@ import numpy as np
 
 from ..collectives import all_to_all
 from ..hardware.topology import TpuMesh
-from ..inference import kv_cache_bytes
+from ..inference.steps import kv_cache_bytes
 from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_bytes, fmt_time
 from .base import figure, schematic

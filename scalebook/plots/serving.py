@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from ..collectives import all_gather
 from ..hardware.topology import TpuMesh
-from ..inference import decode_step, pareto, prefill, speculative_speedup, weight_stationary
+from ..inference.serving.timelines import batching_snapshots, engine_segments
+from ..inference.steps import decode_step, pareto, prefill
+from ..inference.techniques import speculative_speedup, weight_stationary
 from ..kinds import a_model
 from ..models import TransformerConfig, get_model
-from ..serving import batching_snapshots, engine_segments
 from ..units import checks, fmt_time, is_a, sequence_of
 from .base import figure, finish, schematic, time_axis
 from .diagram import cell

@@ -6,15 +6,11 @@ Each answer is an SVG `Chart` with a `Table` or `StepEstimate` beside it: a redr
 
 from __future__ import annotations
 
+from ..estimate import StepEstimate
 from ..hardware.chips import get_chip
-from ..inference import (
-    StepEstimate,
-    breakdown_curves,
-    cost_per_million_tokens,
-    decode_step,
-    kv_variant_table,
-    pareto,
-)
+from ..inference.caches import kv_variant_table
+from ..inference.cost import cost_per_million_tokens
+from ..inference.steps import breakdown_curves, decode_step, pareto
 from ..svg import Chart
 from ..tables import Table
 from ..units import checks, fmt_time

@@ -7,7 +7,7 @@ token) are ground-floor functions in `scalebook.deployment`; this module only ex
 
 from __future__ import annotations
 
-from ..deployment import DTYPES, SLICES, serving_summary, slice_name
+from ..inference.deployment import DTYPES, SLICES, serving_summary, slice_name
 from ..units import checks
 from .core import Explorer, explore
 from .llama import _menu

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import html
 
-from ..inference import max_batch
-from ..serving import MODES, Engine, Lengths, Report, Workload, batching_snapshots, simulate
+from ..inference.serving.engine import MODES, Engine
+from ..inference.serving.report import Report
+from ..inference.serving.simulator import simulate
+from ..inference.serving.timelines import batching_snapshots
+from ..inference.serving.workload import Lengths, Workload
+from ..inference.steps import max_batch
 from ..svg import Chart
 from ..units import checks, is_a
 from .core import Explorer, Log, explore

@@ -1,13 +1,15 @@
-"""Chapter 8's planning tables (`scalebook.deployment`): FLOPs per dollar, the smallest slice per dtype, queries per
-second per chip, one configuration in full, the best slice under a latency budget and dollars per million tokens,
-against the book's numbers (How To Scale Your Model, ch. 8, as `book-facts.md` records them) and our recomputations.
+"""Chapter 8's planning tables (`scalebook.inference.deployment`): FLOPs per dollar, the smallest slice per dtype,
+queries per second per chip, one configuration in full, the best slice under a latency budget and dollars per million
+tokens, against the book's numbers (How To Scale Your Model, ch. 8, as `book-facts.md` records them) and our
+recomputations.
 """
 
 import pytest
 
 import scalebook as sb
 from scalebook import deployment, inference
-from scalebook.deployment import (
+from scalebook.inference import cost
+from scalebook.inference.deployment import (
     cost_table,
     flops_per_dollar,
     latency_budget,
@@ -110,7 +112,7 @@ def test_every_table_prices_chips_through_one_look_up(monkeypatch):
     doubled = {**real, "chips": {k: {**v, "usd_per_hour": 2 * v["usd_per_hour"]} for k, v in real["chips"].items()}}
     before = (flops_per_dollar()[2]["FLOPs per $"], cost_table({"a": 100.0})[0]["$ per M tokens"],
               qps_table()[1]["$ per M tokens"], latency_budget(ici=False)[-1]["$ per M tokens"])
-    monkeypatch.setattr(inference, "prices", lambda: doubled)
+    monkeypatch.setattr(cost, "prices", lambda: doubled)
     assert inference.chip_price("v5e") == 2.4
     after = (flops_per_dollar()[2]["FLOPs per $"], cost_table({"a": 100.0})[0]["$ per M tokens"],
              qps_table()[1]["$ per M tokens"], latency_budget(ici=False)[-1]["$ per M tokens"])

@@ -39,7 +39,8 @@ from scalebook.widgets import web
 web.open_faceless("scalebook.plots")
 """
 MODULES = ["units", "hardware", "models", "estimate", "roofline", "collectives", "sharding", "systolic", "tables",
-           "svg", "compare", "book.checks", "training", "inference", "deployment", "serving", "serving_report",
+           "svg", "compare", "book.checks", "training", "inference", "inference.steps", "inference.deployment",
+           "inference.moe", "inference.serving", "inference.serving.simulator", "inference.serving.report",
            "widgets.web", "widgets.core", "widgets.tpu", "widgets.models",
            "widgets.sharding", "widgets.gpus", "widgets.training", "widgets.inference", "widgets.llama",
            "plots.base", "plots.roofline", "plots.sharding", "plots.training", "plots.inference", "plots.tpu",

@@ -12,8 +12,19 @@ import time
 import pytest
 from speed import assert_fast
 
-from scalebook import inference, serving, serving_report
-from scalebook.serving import MODES, Engine, Lengths, Report, Workload, batching_snapshots, engine_segments, simulate
+from scalebook import inference, serving
+from scalebook.inference.serving import (
+    MODES,
+    Engine,
+    Lengths,
+    Report,
+    Workload,
+    batching_snapshots,
+    engine_segments,
+    simulate,
+    simulator,
+)
+from scalebook.inference.serving.report import percentile
 
 INT8 = {"model": "llama3-70b", "chip": "v5e", "n_chips": 16, "param_bytes": 1, "kv_bytes": 1}
 CHAT = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5))
@@ -33,8 +44,7 @@ def test_same_seed_same_report_and_another_seed_another():
 @pytest.mark.parametrize("mode", MODES)
 def test_ten_thousand_requests_simulate_in_under_two_seconds(mode):
     engine = Engine(**INT8, mode=mode)
-    serving._decode_cost.cache_clear()  # time a cold run: every step time computed afresh
-    serving._prefill_cost.cache_clear()
+    simulator.forget_step_times()  # time a cold run: every step time computed afresh
     start = time.perf_counter()
     report = simulate(CHAT, engine, 10_000)
     assert_fast(time.perf_counter() - start, 2.0, f"simulate 10,000 requests ({mode})")
@@ -45,11 +55,11 @@ def test_ten_thousand_requests_simulate_in_under_two_seconds(mode):
 @pytest.mark.parametrize("q", [0, 1, 25, 50, 90, 99, 100])
 def test_percentiles_interpolate_between_sorted_values_as_numpy_does(values, q):
     np = pytest.importorskip("numpy")  # the reference: NumPy's default ('linear') method
-    assert serving_report.percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-12)
+    assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-12)
 
 
 def test_a_percentile_of_nothing_is_nan():
-    assert math.isnan(serving_report.percentile([], 50))
+    assert math.isnan(percentile([], 50))
 
 
 def test_sampled_traffic_has_the_rate_and_median_lengths_asked_for():
@@ -66,7 +76,7 @@ def test_sampled_traffic_has_the_rate_and_median_lengths_asked_for():
 def test_the_same_seed_draws_the_same_requests_in_any_process():
     # Streams are seeded by name, so the reader's browser (Pyodide) draws exactly these first requests.
     requests = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5)).sample(3, seed=0)
-    probe = ("from scalebook.serving import Workload, Lengths; "
+    probe = ("from scalebook.inference.serving.workload import Workload, Lengths; "
              "r = Workload(2.0, Lengths(1024, 0.5), Lengths(256, 0.5)).sample(3, seed=0); "
              "print(repr((r.arrival, r.prompt, r.output)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -203,7 +213,7 @@ def test_serving_explorer_opens_and_redraws_fast():
 
 
 def test_simulator_stays_on_the_ground_floor():
-    probe = ("import sys, scalebook.serving; "
+    probe = ("import sys, scalebook.inference.serving.simulator; "
              "print([m for m in ('jax', 'matplotlib', 'ipywidgets') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -41,7 +41,7 @@ import sys
 import scalebook as sb
 before = sorted(m for m in sys.modules if m.startswith("scalebook."))
 sb.expect
-print(before, "scalebook.book.checks" in sys.modules, "scalebook.serving" in sys.modules)
+print(before, "scalebook.book.checks" in sys.modules, "scalebook.inference" in sys.modules)
 """
 
 

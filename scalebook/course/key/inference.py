@@ -9,17 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...hardware.chips import get_chip
-from ...inference import (
-    cost_per_million_tokens,
-    decode_step,
-    decode_time,
-    disaggregation_ratio,
-    kv_cache_bytes,
-    max_batch,
-    prefill,
-    speculative_speedup,
-    weight_stationary,
-)
+from ...inference.cost import cost_per_million_tokens
+from ...inference.steps import decode_step, decode_time, kv_cache_bytes, max_batch, prefill
+from ...inference.techniques import disaggregation_ratio, speculative_speedup, weight_stationary
 from ...models import get_model
 from ...roofline import critical_batch
 from ..variants import vary

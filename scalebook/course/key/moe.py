@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ...hardware.gpu import GpuCluster
 from ...hardware.topology import TpuMesh
-from ...inference import weights_read
+from ...inference.moe import decode_step, dispatch, dropped_fraction, expert_choice_unserved, serving_shard
+from ...inference.steps import weights_read
 from ...models import expected_experts, get_model
-from ...moe import decode_step, dispatch, dropped_fraction, expert_choice_unserved, serving_shard
 from ..variants import vary
 from . import problem
 

@@ -8,16 +8,10 @@ in SI base units. Every decode step here leaves the inter-chip collectives out, 
 from __future__ import annotations
 
 from ...hardware.chips import get_chip
-from ...inference import (
-    cost_per_million_tokens,
-    decode_step,
-    disaggregation_ratio,
-    evicted_per_step,
-    kv_cache_bytes,
-    max_batch,
-    prefill,
-    smallest_topology,
-)
+from ...inference.caches import evicted_per_step, smallest_topology
+from ...inference.cost import cost_per_million_tokens
+from ...inference.steps import decode_step, kv_cache_bytes, max_batch, prefill
+from ...inference.techniques import disaggregation_ratio
 from ...models import get_model
 from ...roofline import critical_batch
 from ...training.book import tp_limit

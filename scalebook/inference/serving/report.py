@@ -1,4 +1,4 @@
-"""What a run of the serving simulator (`scalebook.serving`) measured: per-request latencies, their percentiles, and
+"""What a run of the serving simulator (`simulator.simulate`) measured: per-request latencies, their percentiles, and
 the run's throughput, batch, utilisation and MFU, as a `Report` that prints as a table and renders as HTML.
 
 Plain Python on tuples of floats, so it runs where NumPy does not (the website's calculators, under Pyodide).
@@ -11,35 +11,19 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .estimate import feasibility
-from .inference import kv_cache_bytes
-from .tables import Table
-from .units import check_number, checks, fmt_rate, fmt_time
+from ...estimate import feasibility
+from ...tables import Table
+from ...units import check_number, checks, fmt_rate, fmt_time
+from ..steps import kv_cache_bytes
+from .engine import Engine
+from .workload import Requests, Workload
 
-if TYPE_CHECKING:
-    from .serving import Engine, Workload
-
-__all__ = ["Requests", "Report", "percentile", "METRICS", "PERCENTILES"]
+__all__ = ["Report", "percentile", "METRICS", "PERCENTILES"]
 
 METRICS = ("ttft", "tpot", "e2e")
 PERCENTILES = (50, 90, 99)
 _LABELS = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end to end"}
-
-
-@dataclass(frozen=True)
-class Requests:
-    """Sampled requests, in arrival order: `arrival` (s), `prompt`, `uncached` (prompt tokens to prefill) and
-    `output` (tokens to generate, the first included)."""
-
-    arrival: tuple[float, ...]
-    prompt: tuple[int, ...]
-    uncached: tuple[int, ...]
-    output: tuple[int, ...]
-
-    def __len__(self) -> int:
-        return len(self.arrival)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

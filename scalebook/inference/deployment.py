@@ -2,8 +2,8 @@
 dtype, queries per second per chip, one configuration in full, the best slice under a latency budget, and dollars
 per million tokens.
 
-Every table is a plain function built on `scalebook.inference` (steps, batches, the one price look-up
-`inference.chip_price`), so a chapter prints one without a widget, an explorer redraws in milliseconds, and the
+Every table is a plain function built on `inference.steps` (steps, batches) and `inference.cost` (the one price
+look-up, `cost.chip_price`), so a chapter prints one without a widget, an explorer redraws in milliseconds, and the
 same code runs in the reader's browser. Dtype names ('bf16', 'int8', 'int4') set the bytes of weights and of KV
 caches alike.
 """
@@ -12,21 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .hardware.chips import Chip, get_chip
-from .hardware.topology import TpuMesh
-from .inference import (
-    StepEstimate,
-    chip_price,
-    cost_per_million_tokens,
-    decode_step,
-    max_batch,
-    prices,
-    smallest_topology,
-)
-from .kinds import mapping_of
-from .models import TransformerConfig, get_model
-from .tables import Table
-from .units import checks, dtype_bytes, fmt_bytes, fmt_time, sequence_of
+from ..estimate import StepEstimate
+from ..hardware.chips import Chip, get_chip
+from ..hardware.topology import TpuMesh
+from ..kinds import mapping_of
+from ..models import TransformerConfig, get_model
+from ..tables import Table
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, sequence_of
+from .caches import smallest_topology
+from .cost import chip_price, cost_per_million_tokens, prices
+from .steps import decode_step, max_batch
 
 __all__ = ["SLICES", "DTYPES", "slice_name", "flops_per_dollar", "topology_table", "qps_table", "serving_summary",
            "latency_budget", "cost_table"]
@@ -73,7 +68,7 @@ def _cost(chip: Chip, rate_per_chip: float) -> float | None:
 @checks(chips="?names")
 def flops_per_dollar(chips: Sequence[str] | None = None) -> Table:
     """Return, for each priced chip, its peak bf16 FLOP/s, HBM bandwidth, on-demand USD per hour, and the FLOPs and
-    HBM bytes one dollar buys (peak rate x 3600 / price). Prices come from `inference.prices()`, with their date."""
+    HBM bytes one dollar buys (peak rate x 3600 / price). Prices come from `cost.prices()`, with their date."""
     table = prices()
     rows = []
     for name in chips or table["chips"]:

@@ -1,4 +1,4 @@
-"""Inference accounting: KV caches, prefill and decode step times, batch limits, latency/throughput, cost.
+"""The step model of inference: KV caches, prefill and decode step times, batch limits, latency/throughput.
 
 A decode step (How To Scale Your Model, ch. 7) reads every parameter and every sequence's KV cache from
 HBM and does 2 FLOPs per parameter per sequence. The attention reads cannot hide behind the MLP, while the
@@ -23,24 +23,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cache
 
-from .collectives import all_gather, all_reduce, default_mesh, reduce_scatter
-from .data import load
-from .estimate import StepEstimate
-from .gemm import layer_efficiency
-from .hardware.chips import Chip, Efficiency, get_chip
-from .hardware.gpu import GpuCluster
-from .hardware.topology import TpuMesh
-from .models import TransformerConfig, expected_experts, get_model
-from .roofline import critical_batch
-from .tables import Table
-from .units import LARGEST, checks, fmt_bytes, fmt_time, geomspace, is_a, sequence_of
+from ..collectives import all_gather, all_reduce, default_mesh, reduce_scatter
+from ..estimate import StepEstimate
+from ..gemm import layer_efficiency
+from ..hardware.chips import Chip, Efficiency, get_chip
+from ..hardware.gpu import GpuCluster
+from ..hardware.topology import TpuMesh
+from ..models import TransformerConfig, expected_experts, get_model
+from ..roofline import critical_batch
+from ..tables import Table
+from ..units import LARGEST, checks, fmt_time, geomspace, is_a
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
-           "max_batch", "pareto", "decode_critical_batch", "Breakdown", "breakdown_curves", "kv_variant_table",
-           "smallest_topology", "prices", "chip_price", "cost_per_million_tokens",
-           "moe_critical_batch", "weight_stationary", "speculative_speedup", "disaggregation_ratio", "evicted_per_step"]
+           "max_batch", "pareto", "decode_critical_batch", "Breakdown", "breakdown_curves"]
 
 
 @checks(context="nonneg", batch="count", bytes_per_value="size", local_layers="frac0", window="nonneg",
@@ -297,125 +293,3 @@ def breakdown_curves(model: TransformerConfig | str = "llama3-70b", chip: Chip |
     return Breakdown(bs, [s.t_params for s in steps], [s.t_kv for s in steps], [s.t_math for s in steps],
                      [s.time for s in steps], decode_critical_batch(chip, param_bytes),
                      max_batch(model, chip, n_chips, context, param_bytes, kv_bytes))
-
-
-@checks(context="size", batch="count", window="size", local_layers="frac0", share="count")
-def kv_variant_table(model: TransformerConfig | str = "llama3-70b", context: float = 32768, batch: int = 1,
-                     window: float = 4096, local_layers: float = 5 / 6, share: int = 2) -> Table:
-    """Return the KV cache of `batch` sequences of `context` tokens under each trick: MHA, the model's GQA, MQA,
-    local attention in a fraction `local_layers` of the layers (last `window` tokens), `share` layers per cache,
-    an int8 cache, and all of the last four together; with each variant's saving against MHA."""
-    cfg = get_model(model)
-    mha = replace(cfg, K=cfg.N)
-    variants = [
-        (f"MHA (K = N = {cfg.N})", mha, {}),
-        (f"GQA (K = {cfg.K}), as published" if cfg.K not in (1, cfg.N) else f"as published (K = {cfg.K})", cfg, {}),
-        ("MQA (K = 1)", replace(cfg, K=1), {}),
-        (f"GQA + local attention ({local_layers:.0%} of layers, window {window:g})", cfg,
-         {"local_layers": local_layers, "window": window}),
-        (f"GQA + {share} layers share a cache", cfg, {"share": share}),
-        ("GQA, int8 cache", cfg, {"bytes_per_value": 1}),
-        ("GQA + local + shared + int8", cfg,
-         {"local_layers": local_layers, "window": window, "share": share, "bytes_per_value": 1}),
-    ]
-    full = kv_cache_bytes(mha, context, batch)
-    rows = []
-    for name, variant, kwargs in variants:
-        nbytes = kv_cache_bytes(variant, context, batch, **kwargs)
-        rows.append({"variant": name, "bytes/token": nbytes / (context * batch) if context else 0.0,
-                     "KV bytes": nbytes, "× smaller than MHA": full / nbytes if nbytes else float("inf")})
-    return Table(rows, formats={"bytes/token": fmt_bytes, "KV bytes": fmt_bytes,
-                                "× smaller than MHA": "{:.3g}".format},
-                 title=f"KV cache of {cfg.name or 'the model'}: {batch} × {context:g} tokens (bf16 unless stated)")
-
-
-@checks(param_bytes="size", context="nonneg", batch="count", kv_bytes="size",
-        shapes=sequence_of("counts", "(X, Y) shapes"))
-def smallest_topology(model: TransformerConfig | str, chip: Chip | str, param_bytes: float = 2, context: float = 0,
-                      batch: int = 1, kv_bytes: float = 2,
-                      shapes: Sequence[tuple[int, int]] = ((1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (4, 8),
-                                                           (8, 8), (8, 16), (16, 16))) -> tuple[int, int]:
-    """Return the smallest slice shape whose HBM holds the weights and `batch` KV caches of `context` tokens
-    (with the default context 0 the caches are left out, as the book sizes the slice)."""
-    model, chip = get_model(model), get_chip(chip)
-    need = model.param_count() * param_bytes + kv_cache_bytes(model, context, batch, kv_bytes)
-    for X, Y in shapes:
-        if X * Y * chip.hbm_bytes >= need:
-            return X, Y
-    raise ValueError(f"{model.name} at {param_bytes} bytes per weight does not fit any of the shapes {shapes}")
-
-
-@cache
-def prices() -> dict[str, dict]:
-    """Return the chip-hour price table (USD per chip-hour, with its date and source) from data/prices.toml."""
-    return load("data/prices.toml")
-
-
-def chip_price(chip: Chip | str) -> float:
-    """Return the listed on-demand price of one `chip` in US dollars per chip-hour (`prices()`; KeyError naming the
-    priced chips when it has none): the one price look-up of the package."""
-    chip = get_chip(chip)
-    table = prices()["chips"]
-    key = next((k for k in table if get_chip(k) is chip), None)
-    if key is None:
-        raise KeyError(f"no price for {chip.name}; priced chips: {sorted(table)}")
-    return table[key]["usd_per_hour"]
-
-
-@checks(tokens_per_second_per_chip="size")
-def cost_per_million_tokens(chip: Chip | str, tokens_per_second_per_chip: float) -> float:
-    """Return US dollars per million generated tokens at the listed chip-hour price."""
-    return chip_price(chip) / 3600 / tokens_per_second_per_chip * 1e6
-
-
-@checks(param_dtype="dtype", compute_dtype="dtype")
-def moe_critical_batch(model: TransformerConfig | str, chip: Chip | str, param_dtype: str = "bf16",
-                       compute_dtype: str = "bf16") -> float:
-    """Return the tokens per step an MoE layer needs to be compute-bound: the dense critical batch x E/k."""
-    model = get_model(model)
-    return critical_batch(chip, compute_dtype, weight_dtype=param_dtype) * model.E / model.k
-
-
-@checks(B="size", D="size", F="size", N="count")
-def weight_stationary(B: float, D: float, F: float, chip: Chip | str, N: int) -> dict[str, float]:
-    """Return the communication seconds of 1-D and 2-D weight-stationary sharding of an MLP on N chips (ch. 7, Q7).
-
-    1-D: 4·B·D / (3·W). 2-D (weights W_in[D_X, F_YZ]): 2·B·D/(X·W) + 4·B·F/(YZ·W) with X·YZ = N, smallest at
-    X = sqrt(N·D / (2F)) (sqrt(N/8) for F = 4D), where it is 2·B·sqrt(8·D·F) / (W·sqrt(N)). W is bidirectional.
-    Also returns the MLP's arithmetic time 4·B·D·F / (N·C) for comparison.
-    """
-    chip = get_chip(chip)
-    W = chip.ici_bidirectional
-    X = math.sqrt(N * D / (2 * F))
-    YZ = N / X
-    return {"1d": 4 * B * D / (3 * W), "2d": 2 * B * D / (X * W) + 4 * B * F / (YZ * W), "X": X, "YZ": YZ,
-            "math": 4 * B * D * F / (N * chip.bf16_flops)}
-
-
-@checks(acceptance="frac0", draft_tokens="count", draft_cost="nonneg")
-def speculative_speedup(acceptance: float, draft_tokens: int, draft_cost: float) -> float:
-    """Return the expected speed-up of speculative decoding (Leviathan et al., 2023).
-
-    Each step drafts `draft_tokens` tokens at `draft_cost` (a fraction of a target step each) and verifies
-    them in one target step; with per-token acceptance rate a, the step yields (1 - a^(γ+1)) / (1 - a) tokens.
-    """
-    if acceptance == 1:
-        raise ValueError("acceptance=1 drafts forever: the per-token acceptance rate must be below 1")
-    tokens = (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
-    return tokens / (draft_tokens * draft_cost + 1)
-
-
-@checks(prefill_seconds="size", step_seconds="size", batch="count", decode_tokens="count")
-def disaggregation_ratio(prefill_seconds: float, step_seconds: float, batch: int, decode_tokens: int) -> float:
-    """Return prefill servers per decode server so neither waits: each decode server finishes `batch`
-    sequences every `step_seconds · decode_tokens` seconds, and each needed one prefill."""
-    if min(prefill_seconds, step_seconds, batch, decode_tokens) <= 0:
-        raise ValueError("all arguments must be positive")
-    return prefill_seconds * batch / (step_seconds * decode_tokens)
-
-
-@checks(batch="count", prompt_tokens="nonneg", decode_tokens="size")
-def evicted_per_step(batch: int, prompt_tokens: float, decode_tokens: float) -> float:
-    """Return KV-cache tokens freed per decode step: B/G sequences finish, each holding P + G tokens."""
-    return batch * (prompt_tokens + decode_tokens) / decode_tokens
-

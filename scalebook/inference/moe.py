@@ -8,7 +8,7 @@ experts) and brings the k outputs back (combine, a second AllToAll). Three quest
   (`expert_choice_unserved`)? Both assume uniform routing, the balanced case a load-balancing loss aims for;
   a learned router is lumpier, so these are floors.
 - expert parallelism: how many experts the busiest chip of an EP group reads in a decode step
-  (`experts_read_per_chip`, the per-chip form of `inference.weights_read`, also when the group does not divide E:
+  (`experts_read_per_chip`, the per-chip form of `steps.weights_read`, also when the group does not divide E:
   each chip then holds ceil(E/ep) slots, the spare ones redundant copies, as DeepSeek's deployment does), and
   what one layer's dispatch and combine cost on a TPU slice or a GPU cluster (`dispatch`).
 - data parallelism for inference: how a deployment of `n_chips` chips splits weights and KV cache under one of
@@ -29,14 +29,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .collectives import all_to_all, default_mesh
-from .estimate import Estimate
-from .hardware.chips import Chip, Efficiency, get_chip
-from .hardware.gpu import GpuCluster
-from .hardware.topology import TpuMesh
-from .inference import StepEstimate, decode_time, tp_collectives
-from .models import TransformerConfig, expected_experts, get_model
-from .units import check_fields, check_int, checks, fmt_bytes, fmt_time, is_a
+from ..collectives import all_to_all, default_mesh
+from ..estimate import Estimate, StepEstimate
+from ..hardware.chips import Chip, Efficiency, get_chip
+from ..hardware.gpu import GpuCluster
+from ..hardware.topology import TpuMesh
+from ..models import TransformerConfig, expected_experts, get_model
+from ..units import check_fields, check_int, checks, fmt_bytes, fmt_time, is_a
+from .steps import decode_time, tp_collectives
 
 __all__ = ["SCHEMES", "capacity", "dropped_fraction", "expert_choice_unserved", "experts_read_per_chip", "dispatch",
            "ServingShard", "serving_shard", "decode_step"]
@@ -94,7 +94,7 @@ def experts_read_per_chip(tokens: float, E: int, k: int, ep: int) -> float:
     """Return the experts (per MoE layer) the busiest chip of an `ep`-chip EP group reads in one step over
     `tokens` tokens routed top-k of E: its ceil(E/ep) slots times the share of experts the batch touches
     (`expected_experts`), at least one as soon as any token routes there, at most all its slots. With ep
-    dividing E this is `inference.weights_read`'s count for one group; otherwise the spare slots hold
+    dividing E this is `steps.weights_read`'s count for one group; otherwise the spare slots hold
     redundant copies of busy experts (DeepSeek-V3's deployment), which take no extra reads."""
     check_int("k", k, high=E)
     if ep > E:
