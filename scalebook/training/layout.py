@@ -117,6 +117,6 @@ def degree_or_flag(name: str, value: object) -> object:
     if isinstance(value, bool):
         warnings.warn(f"{name}={value} is deprecated and goes in release 0.3: {name} is a degree, as in Layout "
                       f"({name}=<the data-parallel chips> shards them all, {name}=1 keeps ZeRO-1), or pass a Layout",
-                      DeprecationWarning, stacklevel=4)
+                      DeprecationWarning, stacklevel=3)
         return value
     return value if value is None else check_int(name, value)

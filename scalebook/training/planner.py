@@ -351,7 +351,7 @@ def _mode(name: str, value: object) -> object:
     """A `checks` kind for `plan`'s `efficiency`: one of `PLAN_MODES`, or the old None (deprecated: warns)."""
     if value is None:
         warnings.warn(f"{name}=None is deprecated and goes in release 0.3: the book's model is "
-                      f"{name}='book' (the default)", DeprecationWarning, stacklevel=4)
+                      f"{name}='book' (the default)", DeprecationWarning, stacklevel=3)
         return value
     return check_choice(name, value, PLAN_MODES)
 
