@@ -1,6 +1,6 @@
 """The validation suite: published runs (`data/published_runs.toml`) run through scalebook's model.
 
-Each run names what ran and what was measured. `predict(run, efficiency)` turns it into the same metric with
+Each run names what ran and what was measured. `predict_run(run, efficiency)` turns it into the same metric with
 the model's own functions — `inference.decode_step` / `prefill` for serving, `training.predict` for
 training steps and memory — either as the book's ideal bound (`efficiency="ideal"`: peak FLOP/s, peak
 bandwidth, no per-call latency) or with the chips' calibrated factors (`"calibrated"`, one set per chip,
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -26,10 +27,11 @@ from .hardware.chips import Efficiency, get_chip
 from .inference.steps import decode_step, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
+from .training.prediction import layout_of
 from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
 
-__all__ = ["PublishedRun", "runs", "calibration_runs", "sources", "model", "predict", "results", "table", "summary",
+__all__ = ["PublishedRun", "runs", "calibration_runs", "sources", "model", "predict_run", "results", "table", "summary",
            "disagreements", "flops_per_token", "derived_layer_overhead", "derived_framework_share",
            "FASTER_IS_HIGHER", "FASTER_IS_LOWER", "METRICS", "STATUSES", "GiB"]
 
@@ -164,14 +166,14 @@ def _serving(run: PublishedRun, efficiency: str | Efficiency) -> float:
 
 def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
     p = dict(run.params)
-    keys = ("tp", "pp", "cp", "ep", "fsdp", "microbatch_tokens", "virtual_stages", "recompute", "dtype")
-    layout = {k: p[k] for k in keys if k in p}
-    layout.update({k: p[k] for k in ("sequence_parallel", "flash_attention", "master_bytes", "grad_bytes",
-                                     "tp_overlap", "cp_overlap", "balanced_stages", "reshard_after_forward",
-                                     "slices")
-                   if k in p})
+    # the data file says whether FSDP shards the data-parallel chips (fsdp = true), and over how many slices
+    layout = layout_of(run.n_chips, None, p.get("slices", 1),
+                       **{k: p.get(k) for k in ("tp", "pp", "cp", "ep", "fsdp", "virtual_stages")})
+    settings = {k: p[k] for k in ("microbatch_tokens", "recompute", "dtype", "sequence_parallel", "flash_attention",
+                                  "master_bytes", "grad_bytes", "tp_overlap", "cp_overlap", "balanced_stages",
+                                  "reshard_after_forward") if k in p}
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
-                         efficiency=efficiency, **layout)
+                         layout=layout, efficiency=efficiency, **settings)
     if run.metric == "params_optimizer_gib":
         m = pred.memory
         return (m["weights"] + m["gradients"] + m["optimizer"]) / GiB
@@ -186,14 +188,22 @@ def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
 
 
 @checks(run=is_a(PublishedRun))
-def predict(run: PublishedRun, efficiency: str | Efficiency = "calibrated") -> float:
-    """Return the model's value of `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...).
+def predict_run(run: PublishedRun, efficiency: str | Efficiency = "calibrated") -> float:
+    """Return the model's value of published `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...).
 
-    One name, one thing: this `predict` answers for a published run (whatever its metric); `training.predict` prices
-    one training layout, and is what this one calls for a training run's step."""
+    One name, one thing: this prices a published run (whatever its metric); `training.predict` prices one
+    training layout, and is what this one calls for a training run's step."""
     if run.kind in ("training", "memory"):
         return _training(run, efficiency)
     return _serving(run, efficiency)
+
+
+def predict(run: PublishedRun, efficiency: str | Efficiency = "calibrated") -> float:
+    """The old name of `predict_run` (it warns until release 0.3: `training.predict` is another thing)."""
+    warnings.warn("sb.validation.predict is deprecated and goes in release 0.3: use sb.validation.predict_run "
+                  "(it prices a published run; sb.training.predict prices a layout)", DeprecationWarning,
+                  stacklevel=2)
+    return predict_run(run, efficiency)
 
 
 def _speed_ratio(metric: str, predicted: float, published: float) -> float:
@@ -216,7 +226,7 @@ def derived_layer_overhead(hardware: str) -> float:
     if not rows:
         raise ValueError(f"hardware={hardware!r}: no short-prompt calibration row on it")
     eff = _without(hardware, layer_overhead=0.0)
-    return statistics.mean((r.published - predict(r, eff)) / 1e3 / r.model.L for r in rows)
+    return statistics.mean((r.published - predict_run(r, eff)) / 1e3 / r.model.L for r in rows)
 
 
 @checks(hardware="text", dtype="dtype")
@@ -230,7 +240,7 @@ def derived_framework_share(hardware: str, dtype: str = "fp8") -> float:
     if not rows:
         raise ValueError(f"hardware={hardware!r}, dtype={dtype!r}: no training calibration row")
     eff = _without(hardware, framework=1.0, framework_fp8=None)
-    return statistics.median(_speed_ratio(r.metric, predict(r, eff), r.published) for r in rows)
+    return statistics.median(_speed_ratio(r.metric, predict_run(r, eff), r.published) for r in rows)
 
 
 def _faster(metric: str, predicted: float, published: float) -> bool:
@@ -244,14 +254,14 @@ def _faster(metric: str, predicted: float, published: float) -> bool:
 def _results(efficiency: str) -> tuple[dict[str, Any], ...]:
     rows = []
     for run in runs():
-        ideal = predict(run, "ideal")
+        ideal = predict_run(run, "ideal")
         row = {"run": run.id, "kind": run.kind, "metric": run.metric, "published": run.published,
                "ideal": ideal, "ideal error": ideal / run.published - 1,
                "bound": _faster(run.metric, ideal, run.published) if run.metric not in
                ("params_optimizer_gib", "activations_gib") else None,
                "source": run.source, "check": run.check, "calibration point": run.calibration_point,
                "disagreement": run.disagreement, "status": run.status, "family": run.family, "chips": run.n_chips}
-        value = ideal if efficiency == "ideal" else predict(run, efficiency)
+        value = ideal if efficiency == "ideal" else predict_run(run, efficiency)
         if efficiency != "ideal":
             row[efficiency] = value
         row["error"] = value / run.published - 1
