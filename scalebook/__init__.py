@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     from .lab import bench, multihost, profiling, runtime, xla
     from .lab.runtime import setup
     from .models import TransformerConfig, get_model
-    from .sharding import Plan, sharded_matmul
+    from .sharding import ShardedMatmul, sharded_matmul
     from .tables import Table
 
 __version__ = "0.1.0"
@@ -74,7 +74,7 @@ _TABLE = {
     "Chip": "hardware.chips", "get_chip": "hardware.chips", "list_chips": "hardware.chips",
     "TpuMesh": "hardware.topology", "GpuCluster": "hardware.gpu",
     "TransformerConfig": "models", "get_model": "models",
-    "Estimate": "estimate", "Table": "tables", "Plan": "sharding", "sharded_matmul": "sharding",
+    "Estimate": "estimate", "Table": "tables", "ShardedMatmul": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
     "expect": "book.checks", "checked_numbers": "book.checks", "published": "book.numbers",
     "check": "course.answers", "problem": "course.variants", "hint": "course.hints", "setup": "lab.runtime",
@@ -87,6 +87,8 @@ _TABLE = {
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).
 _DEPRECATED = {
+    "Plan": ("use sb.ShardedMatmul (what sb.sharded_matmul returns; a training plan is sb.training.plan's)",
+             "sharding:ShardedMatmul", "0.3"),
     "decoder": ("use sb.lab.ch07_decoder (chapter 7's lab)", "lab.ch07_decoder", "0.3"),
     "sharded_ops": ("use sb.lab.ch10_programs (chapter 10's programs)", "lab.ch10_programs", "0.3"),
     "pipeline": ("use sb.training (pipeline_bubble, pipeline_schedule, ...)", "training.pipeline", "0.3"),

@@ -10,8 +10,8 @@ while the next block is on the wire:
 
 The first block has nothing to hide behind and every later step waits for the slower of its two clocks, so T
 reaches the overlapped bound only when each step is compute-bound. `collective_matmul` builds that schedule from
-a `Plan` whose one collective is an AllGather (of an input, before the matmul) or a ReduceScatter (of the output,
-after it) over one mesh axis.
+a `ShardedMatmul` whose one collective is an AllGather (of an input, before the matmul) or a ReduceScatter (of the
+output, after it) over one mesh axis.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .hardware.topology import TpuMesh
 from .rings import overlapped_ring_time
-from .sharding import Plan, sharded_matmul
+from .sharding import ShardedMatmul, sharded_matmul
 from .tables import Table
 from .units import checks, fmt_time, is_a
 
@@ -31,9 +31,10 @@ OVERLAPPED_KINDS = ("all_gather", "reduce_scatter")  # the collectives a ring ca
 
 @dataclass(frozen=True)
 class CollectiveMatmul:
-    """A `Plan` whose collective runs as `steps` ring steps, each a block of matmul beside one send (seconds)."""
+    """A `ShardedMatmul` whose collective runs as `steps` ring steps, each a block of matmul beside one send
+    (seconds)."""
 
-    plan: Plan
+    plan: ShardedMatmul
     steps: int
     t_step: float
     t_send: float

@@ -8,7 +8,7 @@ over X. A mesh axis may shard at most one dimension.
 `sharded_matmul("A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", mesh, I=..., J=..., K=...)` works out how to get
 the requested output: which collectives to run on the inputs first (AllGather), whether the local
 matmul leaves partial sums (then AllReduce or ReduceScatter), and what re-sharding the output needs;
-it tries every reasonable alternative, costs each with `collectives`, and returns the cheapest as a `Plan`.
+it tries every reasonable alternative, costs each with `collectives`, and returns the cheapest as a `ShardedMatmul`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from .hardware.topology import TpuMesh
 from .tables import Table
 from .units import check_choice, check_int, check_kind, dtype_bytes, fmt_bytes, fmt_time
 
-__all__ = ["ArraySpec", "parse_spec", "parse_expr", "local_shape", "bytes_per_device", "total_bytes", "Step", "Plan",
-           "sharded_matmul", "partition_spec", "mesh_axes"]
+__all__ = ["ArraySpec", "parse_spec", "parse_expr", "local_shape", "bytes_per_device", "total_bytes", "Step",
+           "ShardedMatmul", "sharded_matmul", "partition_spec", "mesh_axes"]
 
 _ARRAY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([^\]]*)\]\s*(\{[^}]*\})?\s*$")
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*)(?:_([A-Z]+))?$")
@@ -181,8 +181,9 @@ class Step(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Plan(Overlap):
-    """How to compute a sharded matmul: collectives before and after a local matmul, and what it costs."""
+class ShardedMatmul(Overlap):
+    """How to compute a sharded matmul: collectives before and after a local matmul, and what it costs (the old
+    name `sb.Plan` warns until release 0.3: a training plan is `sb.training.plan`'s `TrainingPlan`)."""
 
     expr: str
     case: int
@@ -367,8 +368,8 @@ def _slice_for_output(a: ArraySpec, b: ArraySpec, C: ArraySpec, J: str, I_dim: s
     return a, b
 
 
-def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) -> Plan:
-    """Return the cheapest `Plan` for a sharded matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'.
+def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) -> ShardedMatmul:
+    """Return the cheapest `ShardedMatmul` for a sharded matmul such as 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]'.
 
     `sizes` gives every dimension (I=..., J=..., K=...), `dtype` the element type of all three arrays.
     The plan's `alternatives` lists every strategy considered with its lower-bound time.
@@ -411,7 +412,7 @@ def sharded_matmul(expr: str, mesh: TpuMesh, dtype: str = "bf16", **sizes: int) 
                 mesh.size(reduce_axes) if reduce_axes else 1) / max(1, math.prod(
                     mesh.axes[x] for x in (*a.axes_of(I_dim), *b.axes_of(K_dim))))
             local = Estimate(flops, 0.0, flops / mesh.chip.peak_flops(dtype), 0.0, label="local matmul")
-            plan = Plan(expr, case, case_text, name, tuple(steps), local)
+            plan = ShardedMatmul(expr, case, case_text, name, tuple(steps), local)
             results.append(plan)
     results.sort(key=lambda p: (p.time, len(p.collectives)))
     alternatives = tuple((p.strategy, p.time) for p in results)

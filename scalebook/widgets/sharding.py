@@ -1,7 +1,7 @@
 """Explorers for the sharding chapter: a collective's cost, a sharded matmul's plan, a ring collective step by
 step, how much of a collective a collective matmul hides, and which device holds which block of an array.
 
-Every answer is an `Estimate`, a `Plan`, an SVG `Chart` or a little hand-written HTML/SVG, so a redraw takes a
+Every answer is an `Estimate`, a `ShardedMatmul`, an SVG `Chart` or a little hand-written HTML/SVG, so a redraw takes a
 few milliseconds (never matplotlib).
 """
 
@@ -20,7 +20,7 @@ from ..kinds import mapping_of
 from ..overlap import CollectiveMatmul, collective_matmul
 from ..plots.sharding import PALETTE
 from ..rings import RING_KINDS, RingStep, device_blocks, ring_schedule
-from ..sharding import Plan, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
+from ..sharding import ShardedMatmul, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
 from ..svg import Chart
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, geomspace, is_a
@@ -99,7 +99,7 @@ def collective_explorer(kind: str = "all_gather", chip: str = "v5e", X: int = 8,
 
 
 def _matmul_view(A: str, B: str, C: str, chip: str, X: int, Y: int, Z: int,
-                 I: float, J: float, K: float) -> Plan:  # noqa: E741
+                 I: float, J: float, K: float) -> ShardedMatmul:  # noqa: E741
     mesh = TpuMesh(chip, X=X, Y=Y, Z=Z)
     return sharded_matmul(f"{A} @ {B} -> {C}", mesh, I=_pow2(I), J=_pow2(J), K=_pow2(K))
 
@@ -124,7 +124,7 @@ def matmul_explorer(A: str = "A[I_X, J_Y]", B: str = "B[J_Y, K]", C: str = "C[I_
 
 @checks(I="size", J="size", K="size", Y="count")
 def overlap_view(I: float = 1024, J: float = 2048, K: float = 8192, Y: int = 4,  # noqa: E741
-                 chip: str = "v5e") -> tuple[Chart, CollectiveMatmul] | Plan:
+                 chip: str = "v5e") -> tuple[Chart, CollectiveMatmul] | ShardedMatmul:
     """Return, for A[I_X, J_Y] · B[J, K_Y] on a chip's X = 2 by Y slice, the collective matmul's three times against
     K (sequential, ring, bound; K from a 16th to 16 times the given one) and its table; or the plan itself where
     the cheapest plan is not one AllGather over Y."""

@@ -127,7 +127,7 @@ def test_overlap_explorer_answers_fast_and_opens_on_the_worked_answer() -> None:
 
     chart, ring = sb.widgets.sharding.overlap_view()
     assert ring.time == pytest.approx(_RING.time) and chart.title.startswith("A[I_X, J_Y]")
-    assert isinstance(sb.widgets.sharding.overlap_view(I=65536, K=1024), sb.Plan)  # another plan wins: shown
+    assert isinstance(sb.widgets.sharding.overlap_view(I=65536, K=1024), sb.ShardedMatmul)  # another plan wins: shown
     assert_answers_fast(overlap, {"K": 32768, "Y": 8}, limit=0.1)
 
 

@@ -119,7 +119,7 @@ M: Recipes = {
                                      {"dim": "name", "axes": [3, "abc", (3,), ("X",), None]}),
     "overlap.CollectiveMatmul.schedule": (lambda: dict(self=_ring()), {}),
     "overlap.CollectiveMatmul.table": (lambda: dict(self=_ring()), {}),
-    "sharding.Plan.table": (lambda: dict(self=sb.sharded_matmul("A[I, J_X] @ B[J_X, K] -> C[I, K]", _mesh(),
+    "sharding.ShardedMatmul.table": (lambda: dict(self=sb.sharded_matmul("A[I, J_X] @ B[J_X, K] -> C[I, K]", _mesh(),
                                                                 I=1024, J=8192, K=8192)), {}),
     "serving.Lengths.sample": (lambda: dict(self=serving.Lengths(512, 0.5), rng=random.Random(0), n=8),
                                {"rng": [3, "abc", None], "n": "count"}),

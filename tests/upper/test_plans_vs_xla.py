@@ -1,5 +1,5 @@
 """The paper plan and the compiler agree: for each sharded-matmul case where chapter 3 says they do, the kinds
-of collectives in `sharded_matmul`'s Plan equal those XLA emits on 8 emulated devices (mesh X=4, Y=2)."""
+of collectives in `sharded_matmul`'s ShardedMatmul equal those XLA emits on 8 emulated devices (mesh X=4, Y=2)."""
 
 import pytest
 
