@@ -29,8 +29,9 @@ CLOCKS = {"time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "mo
           "process_time_ns", "thread_time", "thread_time_ns"}
 SECONDS = {"update"}  # `Explorer.update(...)` returns the seconds the explorer took to answer
 TIMING_HOME = TESTS / "speed.py"
-# Where explorers and figures are tested: the upper floor's tests, and the website's.
-DRAWN_HOME = ("upper", "site")
+# The floors whose tests never build an explorer or draw a figure (those are tested in tests/upper/, the website in
+# tests/site/; the house-wide checks at the top read the package's modules, explorers' included).
+UNDRAWN = ("ground", "course", "chapters")
 DRAWN = ("widgets", "plots")
 
 
@@ -175,6 +176,39 @@ def test_the_import_rule_catches_a_test_importing_a_test():
 def test_no_test_module_imports_another():
     found = {_rel(p): names for p in FILES if (names := imported_tests(p.read_text(encoding="utf-8"), TEST_MODULES))}
     assert not found, f"test modules importing test modules (move what they share to a helper module): {found}"
+
+
+# --- explorers and figures in one place -----------------------------------------------------------------------------
+
+def draws(source: str) -> list[int]:
+    """The lines of `source` that reach `scalebook.widgets` or `scalebook.plots`: an import, or a call."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            hit = any(a.name.split(".")[:2] in (["scalebook", d] for d in DRAWN) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            hit = parts[0] == "scalebook" and (parts[1:2] in ([d] for d in DRAWN)
+                                                or (len(parts) == 1 and any(a.name in DRAWN for a in node.names)))
+        else:  # a call of sb.widgets.x(...) or sb.plots.x.y(...); reading `sb.plots.x.__all__` draws nothing
+            hit = isinstance(node, ast.Call) and ast.unparse(node.func).startswith(
+                tuple(f"{root}.{d}." for root in ("sb", "scalebook") for d in DRAWN))
+        if hit:
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_the_drawing_rule_catches_explorers_and_figures():
+    source = ("import scalebook as sb\nfrom scalebook.widgets import web\nimport scalebook.plots.roofline\n"
+              "from scalebook import widgets\nsb.widgets.roofline_explorer()\nsb.roofline.matmul(1, 2, 3, 'v5e')\n"
+              "assert sb.plots.schedules.__all__\n")
+    assert draws(source) == [2, 3, 4, 5]
+
+
+def test_explorers_and_figures_are_tested_in_the_upper_floor():
+    found = {_rel(p): lines for p in FILES if p.relative_to(TESTS).parts[0] in UNDRAWN
+             and (lines := draws(p.read_text(encoding="utf-8")))}
+    assert not found, f"explorer or figure tests outside tests/upper/ (move them there): {found}"
 
 
 # --- asserts that can fail ------------------------------------------------------------------------------------------

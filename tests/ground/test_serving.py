@@ -1,5 +1,5 @@
 """The serving simulator: determinism and speed, agreement with chapter 7's step times, queueing, the two modes,
-prefix caching, bad inputs, and its explorer."""
+prefix caching and bad inputs (its explorer: tests/upper/test_serving_chapter_tools.py)."""
 
 from __future__ import annotations
 
@@ -197,19 +197,6 @@ def test_one_token_outputs_have_no_time_per_token():
 def test_bad_inputs_raise_naming_the_argument(build, name):
     with pytest.raises(ValueError, match=name):
         build()
-
-
-def test_serving_explorer_opens_and_redraws_fast():
-    import scalebook.widgets as widgets
-
-    explorer = widgets.serving_explorer()
-    assert isinstance(explorer.result[-1], Report) and "<svg" in explorer.output.value
-    for change in ({"rate": 5.0}, {"mode": "disaggregated"}, {"slots": 64}, {"prompt": 8192.0},
-                   {"output": 2048.0}, {"prefix_hit": 0.5}, {"rate": 100.0}):
-        explorer.update(**change)
-        assert_fast(explorer.update(**change), 0.05, f"serving explorer redraw {change}")
-    explorer.update(slots=1024, prompt=32768.0)
-    assert "do not fit in HBM" in explorer.output.value
 
 
 def test_simulator_stays_on_the_ground_floor():

@@ -42,7 +42,7 @@ EXEMPT = {
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
-                              "tests/ground/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
+                              "tests/upper/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
        for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
                     "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
     "lab.runtime.Runtime": RECORD, "lab.runtime.host": "no arguments; describes this machine",
