@@ -1,8 +1,9 @@
 """The classroom: everything a course adds to the book, apart from the book's own calculators.
 
     roster.py      the class list, imported from the platform's export: who each student is, who sent each upload
-    variants.py    per-student inputs: `vary` marks a problem's inputs, `student_key` issues a key, `problem(qid)`
-                   shows a student their own values
+    inputs.py      a problem's inputs as the key declares them: `vary` marks one, with its range or choices
+    variants.py    per-student inputs: each student's values drawn from their key, `student_key` issues a key,
+                   `problem(qid)` shows a student their own values
     key/           the answer key: every problem's reference solution (`@problem`), hidden from the grader's sandbox
     answers.py     `check`: a student's answer beside the key, or handed to the grader as plain data
     hints.py       two hints per problem, each use recorded for the grader

@@ -56,7 +56,7 @@ from typing import Any
 
 from ..units import closest
 from .grader import sandbox
-from .grader.autograde import _Key, course_root, grade_one, question_points
+from .grader.autograde import AnswerKey, course_root, grade_one, question_points
 from .grader.gradebook import clean
 from .grader.submissions import Result, Submission
 from .roster import ROSTER_FILE, Roster, find_roster
@@ -240,7 +240,7 @@ def _grade(root: Path) -> dict[str, Any]:
     print(f"sandbox: {sandbox.backend()}; {sandbox.describe()}")
     hide = tuple(str((root / d).resolve()) for d in ("source", "submission", "results"))
     result = grade_one(Submission(student, problem_set, notebook), course, float(config.get("timeout", 120)), True,
-                       key=_Key(config.get("secret")), hide=hide, hint_cost=float(config.get("hint_cost", 0.0)))
+                       key=AnswerKey(config.get("secret")), hide=hide, hint_cost=float(config.get("hint_cost", 0.0)))
     return shown(result, graded)
 
 

@@ -26,15 +26,15 @@ def notebook(right: Iterable[str] = (), reasoning: dict[str, str] | None = None)
 
 
 def _run(content: bytes, *args: Any) -> tuple[str, bytes, str]:
-    """Stands for `autograde._execute`: the answer records of the notebook `content` describes."""
+    """Stands for `autograde.run_notebook`: the answer records of the notebook `content` describes."""
     right = json.loads(content)["metadata"]["right"]
     return "graded", b"".join(json.dumps({"qid": q, "answer": "right"}).encode() + b"\n" for q in right), ""
 
 
 def fake_runs(monkeypatch: Any) -> None:
     """Grade `notebook`s without a kernel: their runs faked, an answer 'right' judged right."""
-    monkeypatch.setattr(autograde, "_execute", _run)
-    monkeypatch.setattr(autograde._Key, "judge",
+    monkeypatch.setattr(autograde, "run_notebook", _run)
+    monkeypatch.setattr(autograde.AnswerKey, "judge",
                         lambda self, qid, answer, values=None: "right" if answer == "right" else "wrong")
 
 

@@ -151,7 +151,7 @@ def test_checked_numbers_lists_every_passed_check_in_a_folded_table():
 COURSE_SECRET = "course secret of CS 599, spring 2027"
 
 
-def _apart(qid: str, key: autograde._Key) -> bool:
+def _apart(qid: str, key: autograde.AnswerKey) -> bool:
     """Whether alice's, bob's and the book's answers to `qid` are each wrong for the other two."""
     answers = {who: get_problem(qid).reference(values) for who, values in
                (("alice", key.values("alice", [qid])[qid]), ("bob", key.values("bob", [qid])[qid]),
@@ -160,9 +160,9 @@ def _apart(qid: str, key: autograde._Key) -> bool:
 
 
 @pytest.fixture
-def course_key() -> tuple[autograde._Key, str]:
+def course_key() -> tuple[autograde.AnswerKey, str]:
     """The grader's key for a class of alice, bob and carol, and a problem whose three answers all differ."""
-    key = autograde._Key(COURSE_SECRET, ["alice", "bob", "carol"])
+    key = autograde.AnswerKey(COURSE_SECRET, ["alice", "bob", "carol"])
     qid = next(p.qid for p in list_problems() if p.params and _apart(p.qid, key))
     return key, qid
 
@@ -191,7 +191,7 @@ def test_a_plain_wrong_answer_gets_neither_flag(course_key):
 
 
 def test_without_a_secret_the_books_values_are_everyones_so_nothing_is_flagged():
-    key = autograde._Key(None, ["alice", "bob"])
+    key = autograde.AnswerKey(None, ["alice", "bob"])
     qid = next(p.qid for p in list_problems() if p.params)
     assert key.classmates == () and key.values("alice", [qid]) == key.values(None, [qid])
     assert key.judge(qid, get_problem(qid).reference(), key.values("alice", [qid])[qid]) == "right"

@@ -231,12 +231,12 @@ def test_hints_taken_are_counted_and_cost_what_the_course_sets():
     data = b"\n".join(json.dumps(r).encode() for r in [
         {"qid": "01.1", "hint": 1}, {"qid": "01.1", "hint": 2}, {"qid": "01.2", "hint": 99},
         {"qid": "01.3", "hint": "many"}, {"qid": "01.1", "answer": 1.0}])
-    last, hints, errors = autograde._records(data)
+    last, hints, errors = autograde.records(data)
     assert hints == {"01.1": 2, "01.2": 2, "01.3": 2} and last["01.1"] == ("answer", 1.0) and errors == []
     outcomes = {"01.1": "right", "01.2": "right", "01.4": "right", "01.5": "wrong"}
     possible = {"01.1": 2, "01.2": 1, "01.4": 1, "01.5": 1}
-    assert autograde._scored(possible, outcomes, hints, 0.25) == {"01.1": 1.0, "01.2": 0.5, "01.4": 1, "01.5": 0}
-    assert autograde._scored(possible, outcomes, hints, 0.0) == {"01.1": 2, "01.2": 1, "01.4": 1, "01.5": 0}
+    assert autograde.scored(possible, outcomes, hints, 0.25) == {"01.1": 1.0, "01.2": 0.5, "01.4": 1, "01.5": 0}
+    assert autograde.scored(possible, outcomes, hints, 0.0) == {"01.1": 2, "01.2": 1, "01.4": 1, "01.5": 0}
 
 
 def test_a_hint_record_never_changes_an_answer():
@@ -264,7 +264,7 @@ def test_no_slip_is_invented(answer):
 
 
 def test_the_feedback_gives_the_slip_and_a_hint_never_the_value():
-    key = autograde._Key(SECRET)
+    key = autograde.AnswerKey(SECRET)
     values = key.values("alice", ["01.1"])["01.1"]
     reference = get_problem("01.1").reference(values)
     advice = key.advice("01.1", reference * 8, values)

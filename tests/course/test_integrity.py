@@ -25,7 +25,7 @@ CLASS = Roster([Student("ada", "Ada Lovelace", email="ada.lovelace@uni.edu"), St
 
 def _varied() -> list[str]:
     """The questions of the set whose inputs differ between ada, bo and cy (each has their own variant)."""
-    key = autograde._Key(SECRET)
+    key = autograde.AnswerKey(SECRET)
     values = [key.values(s, autograde.question_points(SET, ROOT)) for s in ("ada", "bo", "cy")]
     return [q for q in values[0] if values[0][q] != values[1][q] and values[1][q] != values[2][q]]
 
@@ -42,7 +42,7 @@ def _notebook(answers: dict[str, Any] | None = None, code: tuple[str, ...] = (),
 
 
 def _run(content: bytes, *args: Any) -> tuple[str, bytes, str]:
-    """Stands for `autograde._execute`: the answer records the notebook's metadata names."""
+    """Stands for `autograde.run_notebook`: the answer records the notebook's metadata names."""
     answers = json.loads(content)["metadata"]["answers"]
     return "graded", b"".join(json.dumps({"qid": q, "answer": a}).encode() + b"\n" for q, a in answers.items()), ""
 
@@ -54,7 +54,7 @@ def _flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str
     subs.mkdir()
     for student, text in files.items():
         (subs / f"{student}__{SET}.ipynb").write_text(text, encoding="utf-8")
-    monkeypatch.setattr(autograde, "_execute", _run)
+    monkeypatch.setattr(autograde, "run_notebook", _run)
     table = grade(subs, tmp_path / "grades" / "g.csv", root=ROOT, sandboxed=False, secret=secret, roster=roster)
     with open(tmp_path / "grades" / "g.csv", newline="", encoding="utf-8") as f:
         return {r["student"]: r["flags"] for r in csv.DictReader(f)}, table.title
@@ -76,7 +76,7 @@ def test_the_books_answer_a_choice_or_a_single_answer_alike_flags_no_one(tmp_pat
     """Students who both kept the book's inputs get the book's answer each on their own; a word or one number
     alike is chance; and without a course secret everyone's inputs are the book's."""
     q1, q2, q3, q4 = _varied()[:4]
-    book = {q: autograde._Key()._reference(q, {})[0] for q in (q1, q2)}
+    book = {q: autograde.AnswerKey().reference(q, {})[0] for q in (q1, q2)}
     same = {**book, q3: 0.5, q4: "memory-bound"}
     flags, _ = _flags(tmp_path, monkeypatch, {"ada": _notebook(same), "bo": _notebook(same)})
     assert flags == {"ada": "", "bo": ""}

@@ -17,8 +17,9 @@ from scalebook.compare import ExpectationError
 from scalebook.course import variants
 from scalebook.course.answers import check
 from scalebook.course.grader import autograde
+from scalebook.course.inputs import Param, vary
 from scalebook.course.key import get_problem, list_problems
-from scalebook.course.variants import Param, canonical, check_key, draw, enrol, student_key, vary
+from scalebook.course.variants import canonical, check_key, draw, enrol, student_key
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "course secret of CS 599, spring 2027"
@@ -94,7 +95,7 @@ def test_two_students_see_different_values_in_nearly_every_problem():
 
 
 def test_each_student_is_right_with_their_own_answers_and_wrong_with_the_others():
-    key = autograde._Key(SECRET)
+    key = autograde.AnswerKey(SECRET)
     qids = [p.qid for p in VARIED]
     mine, theirs = key.values("alice", qids), key.values("bob", qids)
     moved = 0
@@ -106,7 +107,7 @@ def test_each_student_is_right_with_their_own_answers_and_wrong_with_the_others(
 
 
 def test_without_a_secret_everyone_has_the_books_values():
-    key = autograde._Key()
+    key = autograde.AnswerKey()
     assert key.values("alice", ["01.1"]) == key.values("bob", ["01.1"]) == {
         "01.1": {p.name: p.book for p in get_problem("01.1").params}}
 
@@ -150,7 +151,7 @@ def test_in_a_course_a_wrong_answer_never_shows_the_expected_value():
 
 
 def test_a_forged_seed_or_student_in_a_record_is_ignored():
-    key = autograde._Key(SECRET)
+    key = autograde.AnswerKey(SECRET)
     qids = [p.qid for p in VARIED[:20]]
     alice, bob = key.values("alice", qids), key.values("bob", qids)
     lines = [json.dumps({"qid": q, "answer": get_problem(q).reference(bob[q]), "student": "bob",
@@ -181,7 +182,7 @@ def test_a_class_with_variants_earns_only_its_own_answers(tmp_path):
     from scalebook.course.grader.autograde import grade
 
     qids = ["01.1", "01.3", "01.7", "01.8"]
-    key = autograde._Key(SECRET)
+    key = autograde.AnswerKey(SECRET)
     alice_values = key.values("alice", qids)
     alice_answers = {q: get_problem(q).reference(alice_values[q]) for q in qids}
     honest_cells = [
@@ -327,7 +328,7 @@ def test_sb_problem_restates_the_inputs_marking_each_that_differs_from_the_text(
         in lines[0]
     for param, line in zip(get_problem(qid).params, lines[1:], strict=True):
         assert line.split("=")[0].strip() == param.name and "(the text says" in line
-        assert variants._shown(param.book) in line.split("(the text says")[1]
+        assert variants.shown(param.book) in line.split("(the text says")[1]
 
 
 def test_under_the_grader_setup_is_ignored_even_with_a_mistyped_key(monkeypatch):

@@ -314,7 +314,7 @@ def test_a_malformed_forged_or_oversized_record_is_a_wrong_answer_not_a_crash(li
     data = _records({"qid": "01.1", "answer": 1.0}, line)
     outcomes = read_answers(data, {"01.1": 1}, lambda q, a: "right")
     assert outcomes["01.1"] in ("wrong", "right") and (outcomes["01.1"] == "wrong") == (b"01.1" in line)
-    assert autograde._records(data)[2] == []  # no forged crash report: a cell number is a small positive int
+    assert autograde.records(data)[2] == []  # no forged crash report: a cell number is a small positive int
 
 
 @pytest.mark.parametrize("text, name", [(b"[NaN]", "NaN"), (b'{"a": Infinity}', "Infinity"),
@@ -385,7 +385,7 @@ def test_a_hard_link_to_a_classmates_notebook_flags_both_and_refuses_neither(tmp
     os.link(subs / "vic__01_rooflines.ipynb", subs / "linker__01_rooflines.ipynb")
     (elsewhere / "01_rooflines.ipynb").write_text(hostile.notebook("2"))
     os.link(elsewhere / "01_rooflines.ipynb", subs / "thief__01_rooflines.ipynb")
-    monkeypatch.setattr(autograde, "_execute", lambda *args: ("graded", b"", ""))
+    monkeypatch.setattr(autograde, "run_notebook", lambda *args: ("graded", b"", ""))
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
     assert rows["vic"]["status"] == rows["linker"]["status"] == "graded"
@@ -407,7 +407,7 @@ def test_a_folder_swapped_after_the_listing_never_gets_a_classmates_notebook_gra
     else:
         (tmp_path / "ada").rename(tmp_path / "eve")
     ran: list[bytes] = []
-    monkeypatch.setattr(autograde, "_execute", lambda content, *args: ran.append(content) or ("graded", b"", ""))
+    monkeypatch.setattr(autograde, "run_notebook", lambda content, *args: ran.append(content) or ("graded", b"", ""))
     result = autograde.grade_one(eve, ROOT, sandboxed=False)
     assert ran == [] and result.status in ("symlink refused", "replaced"), (result.status, result.detail)
 
@@ -448,7 +448,7 @@ def test_a_file_that_vanishes_or_turns_into_a_pipe_gets_its_row_at_once(tmp_path
     worker.start()
     worker.join(timeout=60)
     assert [r.status for r in results] == ["vanished", "special file refused"]
-    assert submissions._found(tmp_path / "never__01_rooflines.ipynb", None).refused == "vanished"
+    assert submissions.submission_of(tmp_path / "never__01_rooflines.ipynb", None).refused == "vanished"
 
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
@@ -462,8 +462,8 @@ def test_the_gradebook_costs_a_constant_per_row(tmp_path, monkeypatch):
     for i in range(300):
         (subs / f"s{i % 30}__{i % 100:02d}_set{i}.ipynb").write_text("junk")
     rewrites = []
-    real = gradebook._write_atomic
-    monkeypatch.setattr(gradebook, "_write_atomic", lambda path, text: rewrites.append(path) or real(path, text))
+    real = gradebook.write_atomic
+    monkeypatch.setattr(gradebook, "write_atomic", lambda path, text: rewrites.append(path) or real(path, text))
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     assert len(_csv_rows(tmp_path / "g.csv")) == 300
     assert len(rewrites) == 1 + 1 + 30  # the header, the CSV at the end, each student's feedback at the end
@@ -474,14 +474,14 @@ def test_a_row_that_cannot_be_written_becomes_that_rows_status(tmp_path, monkeyp
     subs.mkdir()
     for student in ("ada", "bo", "cy"):
         (subs / f"{student}__notes.txt").write_text("junk")
-    real = gradebook._feedback_section
+    real = gradebook.feedback_section
 
     def failing(result):
         if result.submission.student == "bo" and result.status != "grader error":
             raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
         return real(result)
 
-    monkeypatch.setattr(gradebook, "_feedback_section", failing)
+    monkeypatch.setattr(gradebook, "feedback_section", failing)
     table = grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     rows = {r["student"]: r for r in _csv_rows(tmp_path / "g.csv")}
     assert rows["bo"]["status"] == "grader error" and "writing its row" in rows["bo"]["detail"]
@@ -596,7 +596,7 @@ def test_a_grader_failure_on_one_file_becomes_its_row(tmp_path, monkeypatch):
     def broken(*args: object) -> None:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(autograde, "_execute", broken)
+    monkeypatch.setattr(autograde, "run_notebook", broken)
     grade(subs, tmp_path / "g.csv", root=ROOT, sandboxed=False)
     rows = _csv_rows(tmp_path / "g.csv")
     assert [r["status"] for r in rows] == ["grader error", "corrupt"]
@@ -617,7 +617,7 @@ def test_the_cli_refuses_to_overwrite_and_says_so(tmp_path, capsys):
 
 
 def test_a_question_missing_from_the_key_is_marked_not_wrong():
-    outcomes = read_answers(_records({"qid": "01.99", "answer": 1.0}), {"01.99": 1}, autograde._Key().judge)
+    outcomes = read_answers(_records({"qid": "01.99", "answer": 1.0}), {"01.99": 1}, autograde.AnswerKey().judge)
     assert outcomes == {"01.99": "no key"}
 
 
@@ -679,7 +679,7 @@ def test_no_two_students_share_a_feedback_file():
 
 
 def test_a_feedback_file_of_another_student_is_never_overwritten(tmp_path, monkeypatch):
-    monkeypatch.setattr(gradebook, "_NAME_HASH", 0, raising=False)  # no hash: 'a b' and 'a!b' share a name
+    monkeypatch.setattr(gradebook, "NAME_HASH", 0, raising=False)  # no hash: 'a b' and 'a!b' share a name
     subs = tmp_path / "subs"
     subs.mkdir()
     for student in ("a b", "a!b"):

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from scalebook import cli
-from scalebook.course.grader.autograde import _Key, question_points
+from scalebook.course.grader.autograde import AnswerKey, question_points
 from scalebook.course.grader.submissions import Result, Submission
 from scalebook.course.gradescope import UV, VISIBILITIES, autograder_zip, choose_notebook, results_json, run
 from scalebook.course.key import get_problem
@@ -403,11 +403,11 @@ def test_a_varied_student_named_by_email_scores_full_marks_under_their_own_key(a
     import hostile
 
     zipped = autograder_zip(tmp_path / "course.zip", SET, root=ROOT, secret=SECRET, roster=Roster(ROSTER))
-    possible, key = question_points(SET, ROOT), _Key(SECRET)
+    possible, key = question_points(SET, ROOT), AnswerKey(SECRET)
     ada, bo = ROSTER[0], ROSTER[1]
     values = key.values(ada.uid, possible)
     answers = {q: get_problem(q).reference(values[q]) for q in possible}
-    books = {q: get_problem(q).reference(v) for q, v in _Key().values(ada.uid, possible).items()}
+    books = {q: get_problem(q).reference(v) for q, v in AnswerKey().values(ada.uid, possible).items()}
     # The book's answers (the solutions notebook's) earn her under half: her numbers are her own.
     assert sum(p for q, p in possible.items() if key.judge(q, books[q], values[q]) == "right") < 14
     notebook = hostile.notebook("import scalebook as sb", *[f"sb.check({q!r}, {a!r})" for q, a in answers.items()])

@@ -105,7 +105,7 @@ def _graded(tmp_path: Path, monkeypatch, files: dict[str, bytes], roster: Roster
     subs.mkdir(exist_ok=True)
     for name, content in files.items():
         (subs / name).write_bytes(content)
-    monkeypatch.setattr(autograde, "_execute", lambda *args: ("graded", b"", ""))
+    monkeypatch.setattr(autograde, "run_notebook", lambda *args: ("graded", b"", ""))
     grade(subs, tmp_path / "out" / "g.csv", root=ROOT, sandboxed=False, roster=roster, **options)
     with open(tmp_path / "out" / "g.csv", newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f)), tmp_path / "out" / "reasoning"
@@ -144,12 +144,12 @@ def test_a_regrade_of_one_student_keeps_the_others_on_the_page(tmp_path, monkeyp
 
 def test_a_hostile_reasoning_cell_is_capped_escaped_and_earns_nothing(tmp_path, monkeypatch):
     attack = ("<script>alert(1)</script> [x](javascript:alert(1)) \x1b[2J\u202e\n# 01.1: full marks\n"
-              f"{reasoning._marker('ada')}\n" + "A" * 10**6)
+              f"{reasoning.section_marker('ada')}\n" + "A" * 10**6)
     rows, folder = _graded(tmp_path, monkeypatch, {"eve__01_rooflines.ipynb": _submission({0: attack})})
     assert rows[0]["total"] == "0" and rows[0]["reasoning"] == ""
     text = (folder / "01_rooflines.md").read_text(encoding="utf-8")
     assert "<script>" not in text and "](" not in text and "\x1b" not in text and "\u202e" not in text
     assert "\n# 01.1" not in text and "\\# 01\\.1\\: full marks" in text
-    assert reasoning._earlier(folder / "01_rooflines.md").keys() == {"eve"}  # no forged section
+    assert reasoning.sections_of(folder / "01_rooflines.md").keys() == {"eve"}  # no forged section
     assert MAX_REASONING < len(text) < MAX_REASONING + 5000 and "[cut:" not in text  # the cut notice is escaped
     assert "\\[cut\\: " in text

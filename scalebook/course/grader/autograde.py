@@ -71,7 +71,7 @@ def question_points(problem_set: str, root: Path) -> dict[str, int]:
     return {f"{prefix}.{n}": len(stars) for n, stars in _HEADING.findall(source.read_text(encoding="utf-8"))}
 
 
-class _Key:
+class AnswerKey:
     """The answer key, in the grader's process only: each reference computed once per variant (the inputs'
     values of one student, `scalebook.course.variants`), shared by the threads. `secret` is the course's: each
     student's values are drawn from HMAC(secret, name); without it everyone has the book's values.
@@ -96,7 +96,7 @@ class _Key:
                 out[qid] = {}
         return out
 
-    def _reference(self, qid: str, values: dict[str, Any]) -> tuple[Any, float]:
+    def reference(self, qid: str, values: dict[str, Any]) -> tuple[Any, float]:
         """(reference, rtol) of `qid` for `values`, or (None, -1) when the key has no working reference."""
         from ..key import get_problem  # the key: absent inside the sandbox, where this module also runs
 
@@ -114,7 +114,7 @@ class _Key:
         """'right' or 'wrong' for a plain-data `answer` to `qid` with the inputs `values` (default the
         book's), by the comparison `sb.check` uses; 'no key' when the key has no working reference for
         `qid` (the course's fault, not the student's)."""
-        reference, rtol = self._reference(qid, values or {})
+        reference, rtol = self.reference(qid, values or {})
         if rtol < 0:
             return "no key"
         return "right" if agrees(answer, reference, rtol) else "wrong"
@@ -137,7 +137,7 @@ class _Key:
         whose = self._right_for(qid, answer, values)
         if whose:
             return right_for_other_values(qid, whose)
-        reference, rtol = self._reference(qid, values)
+        reference, rtol = self.reference(qid, values)
         try:
             first = f"Hint: {hint_text(qid, 1, values)}" if rtol >= 0 else ""
         except (ValueError, KeyError):
@@ -159,7 +159,7 @@ def _cell(number: Any) -> int:
     return number
 
 
-def _records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
+def records(data: bytes) -> tuple[dict[str, Any], dict[str, int], list[str]]:
     """The last answer of each question a submission sent (`...` unanswered, None malformed, else
     ('answer', value)), the hints it took per question (the highest level recorded, 0 to MAX_HINTS) and the
     error lines of its crashed cells ('cell 4: NameError: ...', at most MAX_ERRORS)."""
@@ -200,7 +200,7 @@ def read_answers(data: bytes, possible: dict[str, int], judge: Any) -> dict[str,
     `strictjson`) makes its question 'wrong'. `judge(qid, answer)` returns
     'right' or 'wrong'.
     """
-    last = _records(data)[0]
+    last = records(data)[0]
     outcomes = {}
     for qid in possible:
         if qid not in last:
@@ -237,8 +237,8 @@ def _run_unsandboxed(notebook: Path, answers: Path, limits: Limits, timeout: flo
         return sandbox.SandboxResult(code, log.read().decode("utf-8", "replace"))
 
 
-def _execute(content: bytes, limits: Limits, timeout: float, sandboxed: bool, variant: str,
-             hide: tuple[str, ...]) -> tuple[str, bytes, str]:
+def run_notebook(content: bytes, limits: Limits, timeout: float, sandboxed: bool, variant: str,
+                 hide: tuple[str, ...]) -> tuple[str, bytes, str]:
     """Run one notebook (its `content`) with the student's `variant` (`VARIANT`'s JSON: their name and input
     values, never the secret) in its environment; return its status, the records it sent and a detail line."""
     with tempfile.TemporaryDirectory(prefix="scalebook-grade-") as tmp:
@@ -265,14 +265,14 @@ def _execute(content: bytes, limits: Limits, timeout: float, sandboxed: bool, va
     return status, data, detail
 
 
-def _scored(possible: dict[str, int], outcomes: dict[str, str], hints: dict[str, int], hint_cost: float) -> dict:
+def scored(possible: dict[str, int], outcomes: dict[str, str], hints: dict[str, int], hint_cost: float) -> dict:
     """Points per question: its points when right, less `hint_cost` of them per hint taken (never below 0)."""
     return {q: (round(p * max(0.0, 1 - hint_cost * hints.get(q, 0)), 3) if hint_cost else p)
             if outcomes.get(q) == "right" else 0 for q, p in possible.items()}
 
 
 def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxed: bool = True,
-              limits: Limits | None = None, key: _Key | None = None, hide: tuple[str, ...] = (),
+              limits: Limits | None = None, key: AnswerKey | None = None, hide: tuple[str, ...] = (),
               hint_cost: float = 0.0, handout: frozenset[str] = frozenset()) -> Result:
     """Grade one submission; never raises: anything that goes wrong becomes the row's status. `hide` names
     host folders its sandbox must not see (the course root, the submissions, the gradebook's folder). The
@@ -294,24 +294,24 @@ def grade_one(submission: Submission, root: Path, timeout: float = 120, sandboxe
             status, detail = "corrupt", "not a readable notebook"
         if status:
             return Result(submission, status, possible=possible, points=zero, detail=detail)
-        key = key or _Key()
+        key = key or AnswerKey()
         values = key.values(submission.student, possible)
         variant = json.dumps({"student": submission.student, "values": values})
-        status, data, detail = _execute(content, limits or Limits(), timeout, sandboxed, variant, hide)
+        status, data, detail = run_notebook(content, limits or Limits(), timeout, sandboxed, variant, hide)
         detail = "; ".join(filter(None, (detail, submission.why)))  # with the note for the teacher, if any
-        last, hints, errors = _records(data)
+        last, hints, errors = records(data)
         outcomes = read_answers(data, possible, lambda q, a: key.judge(q, a, values[q]))
         advice = {q: key.advice(q, last[q][1], values[q]) for q, o in outcomes.items() if o == "wrong" and last[q]}
         cells = reasoning.notebook_cells(content)
         answers = {q: last[q][1] for q in possible if last.get(q) not in (None, ...)}
-        return Result(submission, status, outcomes, _scored(possible, outcomes, hints, hint_cost), possible, detail,
+        return Result(submission, status, outcomes, scored(possible, outcomes, hints, hint_cost), possible, detail,
                       {q: n for q, n in hints.items() if q in possible}, advice, errors,
                       reasoning.capture(cells, possible, handout), integrity.work(cells, handout, answers))
     except Exception as err:  # noqa: BLE001 - the error boundary: one file never stops the class's grading
         return grader_error(submission, err)
 
 
-def _flag(results: list[Result], key: _Key, roster: Roster | None) -> None:
+def _flag(results: list[Result], key: AnswerKey, roster: Roster | None) -> None:
     """Add what `integrity` finds to each result's flags, with the key's view of each student's inputs."""
     def differ(qid: str, a: str, b: str) -> bool:
         return key.values(a, [qid])[qid] != key.values(b, [qid])[qid]
@@ -411,7 +411,7 @@ def grade(folder: Path, out: Path, root: Path | None = None, timeout: float = 12
     mode = f"{sandbox.backend()}; {sandbox.describe(limits)}" if sandboxed else "none (--no-sandbox)"
     book = Gradebook(out, folder, submissions, _questions(submissions, root), mode,
                      earlier if students is not None else None)
-    key = _Key(secret, {s.student for s in submissions if s.student})
+    key = AnswerKey(secret, {s.student for s in submissions if s.student})
     hide = tuple(str(p.resolve()) for p in (root, folder, out.parent))
     given = _handouts(submissions, root)
 

@@ -81,7 +81,7 @@ def markdown(value: str) -> str:
 
 # Hex characters of the hash in a feedback file's name: 80 bits, so that no one finds a name of their own that
 # shares a classmate's file (8 characters, 32 bits, fell to a birthday search in a minute).
-_NAME_HASH = 20
+NAME_HASH = 20
 
 
 def feedback_name(student: str, owners: dict[str, str] | None = None) -> str:
@@ -90,7 +90,7 @@ def feedback_name(student: str, owners: dict[str, str] | None = None) -> str:
     name: student} of the files this run writes), a name that another student's file already has raises
     ValueError instead: no student's file is ever overwritten with another's."""
     raw = student.encode("utf-8", "surrogatepass")
-    digest = hashlib.sha256(raw).hexdigest()[:_NAME_HASH]
+    digest = hashlib.sha256(raw).hexdigest()[:NAME_HASH]
     name = f"{re.sub(r'[^A-Za-z0-9_-]', '_', clean(student))[:60]}-{digest}.md"
     if owners is not None and owners.setdefault(name, student) != student:
         raise ValueError(f"the feedback file {name!r} is {clean(owners[name])!r}'s; "
@@ -103,7 +103,7 @@ _HINTS = {"right": "✓", "wrong": "✗ wrong — `sb.hint(...)` with the questi
           "no key": "! not graded: the answer key has no reference for it — tell your teacher"}
 
 
-def _feedback_section(r: Result) -> str:
+def feedback_section(r: Result) -> str:
     """One result as a section of a student's feedback (Markdown; the submission's text escaped)."""
     name = r.submission.problem_set or markdown(r.submission.path.name)
     lines = [f"## {name}: {r.total} / {sum(r.possible.values())} points ({markdown(r.status)})", ""]
@@ -128,7 +128,7 @@ def _feedback_title(student: str) -> str:
     return f"# Feedback for {markdown(student)}\n\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: readers see the old or the new file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
@@ -245,7 +245,7 @@ class Gradebook:
                         "total", "possible", "hints", "reasoning", "status", "sandbox", "detail", "flags"]
         self.feedback.mkdir(exist_ok=True)
         self.reasoning.mkdir(exist_ok=True)
-        _write_atomic(self.partial, ",".join(self.columns) + "\r\n")
+        write_atomic(self.partial, ",".join(self.columns) + "\r\n")
         self.csv: TextIO = open(self.partial, "a", newline="", encoding="utf-8")  # closed by finish or abandon
         self.writer = csv.DictWriter(self.csv, fieldnames=self.columns, restval="")
 
@@ -276,7 +276,7 @@ class Gradebook:
         student = result.submission.student
         first = student not in self.started
         with open(self.feedback / feedback_name(student, self.owners), "w" if first else "a", encoding="utf-8") as f:
-            f.write((_feedback_title(student) if first else "") + _feedback_section(result))
+            f.write((_feedback_title(student) if first else "") + feedback_section(result))
         self.started.add(student)
 
     def abandon(self) -> None:
@@ -302,7 +302,7 @@ class Gradebook:
         writer = csv.DictWriter(text, fieldnames=self.columns, restval="", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-        _write_atomic(self.out, text.getvalue())
+        write_atomic(self.out, text.getvalue())
         self.partial.unlink(missing_ok=True)
         write_template(manual_path(self.out), [(cell(r.submission.student), q) for r in results
                                                if r.status != "superseded" for q in r.possible if q in r.reasoning])
@@ -314,7 +314,7 @@ class Gradebook:
                 name = feedback_name(student, self.owners)
             except ValueError:  # another student's file: this student's rows say so
                 continue
-            _write_atomic(self.feedback / name, _feedback_title(student) + "".join(map(_feedback_section, mine)))
+            write_atomic(self.feedback / name, _feedback_title(student) + "".join(map(feedback_section, mine)))
         return results
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from ..handouts import strip_solutions
 from ..roster import Roster
 from . import strictjson
-from .gradebook import _write_atomic, clean, markdown
+from .gradebook import clean, markdown, write_atomic
 from .submissions import Result
 
 __all__ = ["MAX_REASONING", "notebook_cells", "handout", "capture", "naming", "write_pages"]
@@ -125,14 +125,14 @@ def _capped(text: str) -> str:
     return text[:MAX_REASONING] + f"\n\n[cut: {len(text) - MAX_REASONING} more characters not kept]"
 
 
-def _marker(student: str) -> str:
+def section_marker(student: str) -> str:
     """The line that opens `student`'s section of a page: their name as hex, so nothing they wrote can forge it."""
     return f"<!-- student {student.encode('utf-8', 'surrogatepass').hex()} -->"
 
 
 def _section(r: Result, name: str) -> str:
     """One student's reasoning on one problem set: a subsection per problem with reasoning, every line escaped."""
-    lines = [_marker(r.submission.student), f"## {markdown(name)}", "",
+    lines = [section_marker(r.submission.student), f"## {markdown(name)}", "",
              f"*{markdown(str(r.submission.path.name))}*", ""]
     for q in r.possible:
         if r.reasoning.get(q):
@@ -142,7 +142,7 @@ def _section(r: Result, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _earlier(page: Path) -> dict[str, str]:
+def sections_of(page: Path) -> dict[str, str]:
     """{student: their section} of a page written before ({} when there is none)."""
     try:
         text = page.read_text(encoding="utf-8")
@@ -176,10 +176,10 @@ def write_pages(results: list[Result], folder: Path, roster: Roster | None = Non
     folder.mkdir(parents=True, exist_ok=True)
     for problem_set, mine in graded.items():
         page = folder / f"{problem_set}.md"
-        sections = _earlier(page) if keep else {}
+        sections = sections_of(page) if keep else {}
         for r in mine:
             sections[r.submission.student] = _section(r, name(r.submission.student))
         ranked = sorted(sections, key=lambda s: (order.get(s, len(order)), name(s).casefold(), s))
         head = f"# Reasoning, problem set {problem_set}\n\n{_INTRO}\n\n"
-        _write_atomic(page, head + "".join(sections[s] for s in ranked))
+        write_atomic(page, head + "".join(sections[s] for s in ranked))
     return sorted(folder / f"{problem_set}.md" for problem_set in graded)

@@ -121,7 +121,7 @@ def _entries(folder: int) -> tuple[list[str], str]:
         return [], f"{err.strerror} (errno {err.errno})"
 
 
-def _found(path: Path, owner: str | None, roster: Roster | None = None, at: int | None = None) -> Submission:
+def submission_of(path: Path, owner: str | None, roster: Roster | None = None, at: int | None = None) -> Submission:
     """The Submission of one entry (`path`, looked at in the folder open at `at`): at the top of the
     submissions (`owner` None: its name names the student) or in the folder `owner`. The student is who that
     name names (`roster.sender`: the roster's uid, or the name normalised without a roster); a name that names
@@ -215,7 +215,7 @@ def _listed(folder: Path, name: str, top: int, roster: Roster | None) -> list[Su
     student's folder (opened relative to `top`, never through a link), each entry in it."""
     kind, _, info = _lstat(name, top)
     if kind != "folder":
-        return [_found(folder / name, None, roster, top)]
+        return [submission_of(folder / name, None, roster, top)]
     try:
         inner = os.open(name, _FOLDER, dir_fd=top)
     except OSError as err:
@@ -223,7 +223,7 @@ def _listed(folder: Path, name: str, top: int, roster: Roster | None) -> list[Su
     try:
         names, why = _entries(inner)
         found = [Submission(name, None, folder / name, "unreadable folder", why, info.st_mtime_ns)] if why else []
-        return found + [_found(folder / name / n, name, roster, inner) for n in names]
+        return found + [submission_of(folder / name / n, name, roster, inner) for n in names]
     finally:
         os.close(inner)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...units import closest
-from ..variants import Param, parameters
+from ..inputs import Param, parameters
 
 __all__ = ["Problem", "problem", "get_problem", "list_problems"]
 
@@ -27,7 +27,7 @@ _REGISTRY: dict[str, Problem] = {}
 @dataclass(frozen=True)
 class Problem:
     """One graded problem: its id ('01.3'), a short title, the answer's unit and tolerance, its reference
-    solution, its varied inputs (`params`, see `scalebook.course.variants`) and two progressive hints (the second
+    solution, its varied inputs (`params`, see `scalebook.course.inputs`) and two progressive hints (the second
     a template filled with the student's values, `{V}` for input V)."""
 
     qid: str

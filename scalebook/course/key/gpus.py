@@ -15,7 +15,7 @@ from ...hardware.sm import (
 from ...roofline import matmul
 from ...training.book import min_tokens_per_chip, tp_limit
 from ...training.pipeline import pipeline_comms
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # LLaMA 3.1-405B's model width and MLP width, used by several problems.

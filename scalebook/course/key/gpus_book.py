@@ -21,7 +21,7 @@ from ...models import get_model
 from ...roofline import critical_intensity, matmul
 from ...training.book import min_tokens_per_chip
 from ...training.planner import check_parallelism
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 

@@ -14,7 +14,7 @@ from ...inference.steps import decode_step, decode_time, kv_cache_bytes, max_bat
 from ...inference.techniques import disaggregation_ratio, speculative_speedup, weight_stationary
 from ...models import get_model
 from ...roofline import critical_batch
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 LLAMA_8B, LLAMA_70B = "llama3-8b", "llama3-70b"

@@ -13,7 +13,7 @@ from ...hardware.topology import TpuMesh
 from ...inference.moe import decode_step, dispatch, dropped_fraction, expert_choice_unserved, serving_shard
 from ...inference.steps import weights_read
 from ...models import expected_experts, get_model
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 DS = "deepseek-v3"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...hardware.chips import get_chip
 from ...hlo import padding, parse_op, replica_groups
 from ...roofline import estimate
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...hardware.chips import get_chip
 from ...roofline import critical_batch, critical_intensity, crossover_batch, einsum, estimate, matmul, tiled_matmul
 from ...units import dtype_bytes
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff) and the LLaMA 3 vocabulary.

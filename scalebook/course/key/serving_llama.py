@@ -15,7 +15,7 @@ from ...inference.techniques import disaggregation_ratio
 from ...models import get_model
 from ...roofline import critical_batch
 from ...training.book import tp_limit
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 V6E_USD_PER_HOUR = 2.70  # an assumed price for problem 1 (the chapter's price table has no v6e)

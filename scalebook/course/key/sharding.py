@@ -12,7 +12,7 @@ from ...hardware.topology import TpuMesh
 from ...roofline import estimate
 from ...sharding import bytes_per_device, sharded_matmul, total_bytes
 from ...units import dtype_bytes
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff), the LLaMA 3 vocabulary, and a

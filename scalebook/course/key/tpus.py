@@ -11,7 +11,7 @@ from ...hardware.chips import get_chip
 from ...hardware.topology import TpuMesh
 from ...roofline import critical_batch, critical_intensity, crossover_batch, estimate
 from ...units import dtype_bytes
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # The book's TPU figures that have no field in the chip table (How To Scale Your Model, ch. 2).

@@ -13,7 +13,7 @@ from ...models import get_model
 from ...training.book import expert_parallel, min_tokens_per_chip, step_time, tp_limit, x_opt
 from ...training.footprint import max_params, memory
 from ...training.pipeline import pipeline_bubble
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # The TPUs and dense presets a variant may name instead of the book's.

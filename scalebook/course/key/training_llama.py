@@ -13,7 +13,7 @@ from ...models import from_hf_config, get_model, hf_config
 from ...training.book import min_tokens_per_chip
 from ...training.footprint import memory
 from ...training.planner import plan
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 V5P_POD = 8960  # chips in a full TPU v5p pod, 16 x 20 x 28

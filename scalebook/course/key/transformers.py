@@ -13,7 +13,7 @@ from ...sharding import local_shape
 from ...training.book import mfu
 from ...training.footprint import activation_bytes
 from ...units import dtype_bytes
-from ..variants import vary
+from ..inputs import vary
 from . import problem
 
 # The dense presets a variant may name instead of the book's model.
