@@ -21,28 +21,21 @@ from ..hardware.chips import IDEAL, Chip, chip_for_device_kind
 from ..roofline import matmul
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_rate, fmt_time, is_a, sequence_of
-from .runtime import a_function, device_mesh, jnp_dtype
+from .runtime import a_function, device_mesh, jax_and_numpy, jnp_dtype
 
 __all__ = ["median_time", "calibrate", "matmul_sweep", "Sweep", "default_dtype", "sweep_shapes", "collective_sweep",
            "collective_factors", "COLLECTIVE_MODEL"]
 
-def _jax():
-    import jax
-    import jax.numpy as jnp
-
-    return jax, jnp
-
-
 def default_dtype() -> str:
     """Return the dtype benchmarks use here: 'fp32' on a CPU (bf16 is emulated there), else 'bf16'."""
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     return "fp32" if jax.default_backend() == "cpu" else "bf16"
 
 
 @checks(repeats="count", warmup="count0", fn=a_function)
 def median_time(fn: Callable[..., Any], *args: Any, repeats: int = 5, warmup: int = 1) -> float:
     """Return the median wall time in seconds of `fn(*args)`, waiting for the device each time."""
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     for _ in range(warmup):
         jax.block_until_ready(fn(*args))
     times = []
@@ -54,11 +47,11 @@ def median_time(fn: Callable[..., Any], *args: Any, repeats: int = 5, warmup: in
 
 
 def _array(shape: Sequence[int], dtype: str):
-    _, jnp = _jax()
+    _, jnp = jax_and_numpy()
     return jnp.ones(shape, dtype=jnp_dtype(dtype))
 
 
-def _progress(items: Iterable, total: int, desc: str, progress: bool) -> Iterable:
+def progress_bar(items: Iterable, total: int, desc: str, progress: bool) -> Iterable:
     """`items`, with a progress bar when `progress`: in a notebook kernel an HTML bar updated in place that ends
     as one line ('calibrating: 2 of 2 done'), so a saved or built page never shows a frozen bar; elsewhere
     tqdm's text bar on stderr, cleared when done."""
@@ -140,7 +133,7 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     ReduceScatter over all of them (`collective_sweep`, 1-64 MiB per device) and stores the fitted fractions
     and fixed costs (`collective_factors`) in place of the spec chip's.
     """
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     dtype = dtype or default_dtype()
     on_cpu = jax.default_backend() == "cpu"
     n = n or (2048 if on_cpu else 8192)
@@ -148,7 +141,7 @@ def calibrate(dtype: str | None = None, n: int | None = None, nbytes: float | No
     side = int((nbytes / dtype_bytes(dtype)) ** 0.5)
     flops_rate = bandwidth = 0.0
     mm = jax.jit(jnp.matmul)
-    for step in _progress(range(2), 2, "calibrating", progress):
+    for step in progress_bar(range(2), 2, "calibrating", progress):
         if step == 0:
             a = _array((n, n), dtype)
             flops_rate = 2 * n**3 / median_time(mm, a, a, repeats=repeats)
@@ -195,7 +188,7 @@ def sweep_shapes(D: int | None = None, F: int | None = None,
     accelerator the weights must take far longer to load than a dispatch (tens of µs), so D = F = 16384 and
     B = 16 ... 16384.
     """
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     on_cpu = jax.default_backend() == "cpu"
     size = 4096 if on_cpu else 16384
     batches = batches or [2**i for i in (range(12) if on_cpu else range(4, 15))]
@@ -235,14 +228,14 @@ def matmul_sweep(shapes: Sequence[tuple[int, int, int]], dtype: str | None = Non
     `chip` defaults to `calibrate()` of this device. Each row also gives the no-overlap upper bound
     (T_math + T_comms): real kernels land between the two bounds, nearest the upper one at the knee.
     """
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     dtype = dtype or default_dtype()
     chip = chip or calibrate(dtype, progress=progress)
     if not shapes:
         raise ValueError("shapes must list at least one (B, D, F) triple")
     fn = jax.jit(jnp.matmul)
     rows = []
-    for B, D, F in _progress(shapes, len(shapes), "matmul sweep", progress):
+    for B, D, F in progress_bar(shapes, len(shapes), "matmul sweep", progress):
         predicted = matmul(B, D, F, chip, dtype=dtype)
         measured = median_time(fn, _array((B, D), dtype), _array((D, F), dtype), repeats=repeats)
         rows.append({
@@ -262,7 +255,7 @@ COLLECTIVE_MODEL = {"all_gather": "all_gather", "psum": "all_reduce", "psum_scat
 
 def _collective_fn(kind: str, mesh: Any):
     """A jitted shard_map running the JAX collective `kind` over mesh axis 'i' on each device's [n, m] block."""
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     from jax.sharding import PartitionSpec as P
 
     ops = {
@@ -286,7 +279,7 @@ def collective_sweep(kinds: Sequence[str] = ("all_gather", "psum", "psum_scatter
     all_gather, the unreduced array for psum and psum_scatter, the whole array for all_to_all), the median
     time in seconds, and V / time.
     """
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     from jax.sharding import NamedSharding, PartitionSpec
 
     unknown = [k for k in kinds if k not in COLLECTIVE_MODEL]
@@ -300,7 +293,7 @@ def collective_sweep(kinds: Sequence[str] = ("all_gather", "psum", "psum_scatter
     item = dtype_bytes(dtype)
     rows = []
     cases = [(k, s) for k in kinds for s in sizes]
-    for kind, per_device in _progress(cases, len(cases), "collective sweep", progress):
+    for kind, per_device in progress_bar(cases, len(cases), "collective sweep", progress):
         cols = int(per_device // (item * axis_size))
         if cols < 1:
             raise ValueError(f"sizes: {per_device!r} bytes per device is below one row of {axis_size} elements")

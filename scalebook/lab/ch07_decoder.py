@@ -14,8 +14,8 @@ from ..inference.steps import decode_time
 from ..models import TransformerConfig
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_time, is_a
-from .bench import _jax, _progress, calibrate, default_dtype, median_time
-from .runtime import an_array, jnp_dtype
+from .bench import calibrate, default_dtype, median_time, progress_bar
+from .runtime import an_array, jax_and_numpy, jnp_dtype
 
 __all__ = ["TINY", "init", "prefill", "decode_step", "measure_decode"]
 
@@ -30,7 +30,7 @@ def init(config: TransformerConfig = TINY, seed: int = 0, dtype: str = "fp32") -
     """Return random weights for `config` (gated MLP, untied embeddings) in `dtype`, scaled by 1/sqrt(fan-in)."""
     if config.tied or not config.gated or config.is_moe or config.mla:
         raise ValueError(f"config={config.name or config!r}: the lab's decoder is dense, gated, GQA and untied")
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     L, D, F, N, K, H, V = (getattr(config, c) for c in "LDFNKHV")
     layer = {"wq": (D, N, H), "wk": (D, K, H), "wv": (D, K, H), "wo": (N, H, D), "w_gate": (D, F), "w_up": (D, F),
              "w_down": (F, D)}
@@ -47,13 +47,13 @@ def init(config: TransformerConfig = TINY, seed: int = 0, dtype: str = "fp32") -
 
 
 def _norm(x, scale):
-    _, jnp = _jax()
+    _, jnp = jax_and_numpy()
     return x * scale / jnp.sqrt(jnp.mean(jnp.square(x), axis=-1, keepdims=True) + 1e-6)
 
 
 def _attend(q, k, v, mask):
     """q [B, T, N, H] against k, v [B, K, S, H]; mask [T, S] (True = may attend). Returns [B, T, N, H]."""
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     B, T, N, H = q.shape
     scores = jnp.einsum("btkgh,bksh->bkgts", q.reshape(B, T, k.shape[1], -1, H), k) / H**0.5
     weights = jax.nn.softmax(jnp.where(mask, scores, -1e30).astype(jnp.float32), axis=-1).astype(v.dtype)
@@ -63,7 +63,7 @@ def _attend(q, k, v, mask):
 def _layers(p: Params, x, kv_write, mask):
     """Return the last position's logits [B, V] for x [B, T, D]; `kv_write(i, k, v)` stores layer i's new keys and
     values [B, K, T, H] and returns what to attend to."""
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     for i, w in enumerate(p["layers"]):
         h = _norm(x, w["norm1"])
         q = jnp.einsum("btd,dnh->btnh", h, w["wq"])
@@ -78,7 +78,7 @@ def _layers(p: Params, x, kv_write, mask):
 def prefill(params: Params, tokens: Any, capacity: int | None = None) -> Cache:
     """Return the KV cache after the prompt `tokens` [B, T] (int): keys and values of its T positions in a cache of
     `capacity` positions (default T; the rest zeros) and the next-token logits."""
-    _, jnp = _jax()
+    _, jnp = jax_and_numpy()
     T = tokens.shape[1]
     if (capacity or T) < T:
         raise ValueError(f"capacity={capacity} is smaller than the prompt's {T} tokens")
@@ -95,7 +95,7 @@ def prefill(params: Params, tokens: Any, capacity: int | None = None) -> Cache:
 
 
 def _decode(params: Params, cache: Cache, token: Any) -> Cache:
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     at, full = cache["length"], {"k": cache["k"], "v": cache["v"]}
 
     def write(i, k, v):
@@ -109,7 +109,7 @@ def _decode(params: Params, cache: Cache, token: Any) -> Cache:
 
 @cache
 def _jitted_decode():
-    jax, _ = _jax()
+    jax, _ = jax_and_numpy()
     return jax.jit(_decode, donate_argnums=1)
 
 
@@ -129,13 +129,13 @@ def measure_decode(batches: Sequence[int] = (1, 4, 16, 64), context: int = 512, 
     """Return a table of one decode step's median time per batch size at `context` tokens, beside the prediction
     `inference.decode_time` makes for `chip` (default: `bench.calibrate()` of this device; fp32 on a CPU). Every
     sequence continues one random prompt; the prediction counts the cache's whole capacity, context + repeats + 1."""
-    jax, jnp = _jax()
+    jax, jnp = jax_and_numpy()
     if not batches or min(batches) < 1 or context < 1:
         raise ValueError(f"need batches >= 1 and context >= 1, got batches={batches!r}, context={context!r}")
     dtype, capacity, axis, rows = default_dtype(), context + repeats + 1, {"k": 1, "v": 1, "logits": 0}, []
     chip, params, size = chip or calibrate(dtype, progress=progress), init(config, seed, dtype), dtype_bytes(dtype)
     base = prefill(params, jax.random.randint(jax.random.key(seed), (1, context), 0, config.V), capacity)
-    for B in _progress(batches, len(batches), "decode steps", progress):
+    for B in progress_bar(batches, len(batches), "decode steps", progress):
         # fresh copies for B sequences: a donated step must not consume the batch-1 original
         state = {"cache": {name: jnp.array(jnp.repeat(x, B, axis=axis[name]) if name in axis else x, copy=True)
                            for name, x in base.items()}}

@@ -15,7 +15,7 @@ from ..svg import Chart
 from ..tables import Table
 from ..units import checks, fmt_time
 from .core import Explorer, Log, explore
-from .models import Model, _menu
+from .models import Model, model_menu
 
 __all__ = ["pareto_explorer", "latency_breakdown_explorer", "kv_variants_explorer"]
 
@@ -66,7 +66,7 @@ def pareto_explorer(model: Model = "llama3-70b", chip: str = "v5e", n_chips: int
                     context: float = 8192) -> Explorer:
     """Return an explorer of the latency/throughput trade-off over the batch (the book's interactive Pareto):
     drag the context length and watch the curve shrink; the two dashed curves stay at 1k and 32k tokens."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
     return explore(lambda model, chip, n_chips, precision, context:
                    _pareto_view(model, chip, n_chips, precision, context, lookup),
                    title="Latency vs throughput", model=menu, chip=_options(chip, _CHIPS),
@@ -98,7 +98,7 @@ def latency_breakdown_explorer(model: Model = "llama3-70b", chip: str = "v5e", n
                                precision: str = "int8", context: float = 8192, batch: float = 64) -> Explorer:
     """Return an explorer of a decode step's three times (weights, KV caches, FLOPs) against the batch, with the
     compute-bound batches shaded and the step at `batch` marked (the book's second interactive figure)."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
     return explore(lambda model, chip, n_chips, precision, context, batch:
                    _breakdown_view(model, chip, n_chips, precision, context, batch, lookup),
                    title="Where the decode step's time goes", model=menu, chip=_options(chip, _CHIPS),
@@ -126,7 +126,7 @@ def _variants_view(model: str, context: float, batch: float, window: float, loca
 def kv_variants_explorer(model: Model = "llama3-70b", context: float = 32768, batch: float = 1, window: float = 4096,
                          local_layers: float = 5 / 6, share: int = 2) -> Explorer:
     """Return an explorer of the KV cache under MHA, GQA, MQA, local attention, cross-layer sharing and int8."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
     return explore(lambda model, context, batch, window, local_layers, share:
                    _variants_view(model, context, batch, window, local_layers, share, lookup),
                    title="KV-cache tricks", model=menu, context=Log(128, 2**20, context), batch=Log(1, 1024, batch),

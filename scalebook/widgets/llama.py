@@ -17,7 +17,7 @@ from ..tables import Table
 from ..training.book import min_tokens_per_chip, tp_limit, x_opt
 from ..training.planner import plan
 from ..units import checks, fmt_flops, fmt_si, fmt_time, is_a
-from .core import Explorer, Log, explore
+from .core import Explorer, Log, explore, opening_on
 
 __all__ = ["config_table", "model_comparison", "run_table", "batch_bounds", "run_explorer",
            "bounds_explorer", "plan_explorer"]
@@ -126,22 +126,18 @@ def batch_bounds(model: Model = "llama3-70b", chip: str | Chip = "v5p", n_chips:
                  title=f"{cfg.name}: {batch_tokens:.3g} tokens on {n_chips} × {c.name}")
 
 
-def _menu(first: Any, options: Sequence[Any]) -> list[Any]:
-    return [first, *[o for o in options if o != first]]
-
-
 def _model_menu(model: str) -> list[str]:
     key = next((n for n in model_names() if get_model(n) == get_model(model)), None)
     if key is None:
         raise KeyError(f"model={model!r} is not a preset; presets: {model_names()}")
-    return _menu(key, [n for n in model_names() if not get_model(n).is_moe])
+    return opening_on([n for n in model_names() if not get_model(n).is_moe], key)
 
 
 def _chip_menu(chip: str) -> list[str]:
     key = next((n for n in TRAINING_CHIPS if get_chip(n) is get_chip(chip)), None)
     if key is None:
         raise KeyError(f"chip={chip!r} is not among the training chips {list(TRAINING_CHIPS)}")
-    return _menu(key, TRAINING_CHIPS)
+    return opening_on(TRAINING_CHIPS, key)
 
 
 _CHIP_COUNTS = (256, 1024, 2048, 4096, 8192, 8960, 17920, 35840, 71680, 143360)
@@ -155,7 +151,7 @@ def run_explorer(model: str = "llama3-70b", tokens: float = 15e12, n_chips: int 
     return explore(lambda model, tokens, n_chips, chip, mfu, usd_per_chip_hour:
                    run_table(model, tokens, int(n_chips), chip, mfu, usd_per_chip_hour),
                    title="What a training run costs", model=_model_menu(model), tokens=Log(1, 1e14, tokens),
-                   n_chips=_menu(n_chips, (1, *_CHIP_COUNTS)), chip=_chip_menu(chip), mfu=(0.05, 1.0, 0.05, mfu),
+                   n_chips=opening_on((1, *_CHIP_COUNTS), n_chips), chip=_chip_menu(chip), mfu=(0.05, 1.0, 0.05, mfu),
                    usd_per_chip_hour=(0.0, 10.0, 0.25, usd_per_chip_hour))
 
 
@@ -166,8 +162,8 @@ def bounds_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int =
     return explore(lambda model, chip, n_chips, batch_tokens, seq_len:
                    batch_bounds(model, chip, int(n_chips), batch_tokens, int(seq_len)),
                    title="Which parallelism can stay compute-bound?", model=_model_menu(model),
-                   chip=_chip_menu(chip), n_chips=_menu(n_chips, _CHIP_COUNTS),
-                   batch_tokens=Log(2**16, 2**26, batch_tokens), seq_len=_menu(seq_len, (2048, 4096, 8192, 16384)))
+                   chip=_chip_menu(chip), n_chips=opening_on(_CHIP_COUNTS, n_chips),
+                   batch_tokens=Log(2**16, 2**26, batch_tokens), seq_len=opening_on((2048, 4096, 8192, 16384), seq_len))
 
 
 @checks(n_chips="count", batch_tokens="size", seq_len="count", sequence_sharding="flag")
@@ -181,6 +177,6 @@ def plan_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int = 8
     return explore(lambda model, chip, n_chips, batch_tokens, seq_len, sequence_sharding:
                    plan(model, chip, int(n_chips), batch_tokens, int(seq_len), sequence_sharding=sequence_sharding),
                    title="The planner's layouts", model=_model_menu(model), chip=_chip_menu(chip),
-                   n_chips=_menu(n_chips, _CHIP_COUNTS), batch_tokens=_menu(batch_tokens, _BATCHES),
-                   seq_len=_menu(seq_len, (2048, 4096, 8192, 16384)),
-                   sequence_sharding=_menu(sequence_sharding, (True, False)))
+                   n_chips=opening_on(_CHIP_COUNTS, n_chips), batch_tokens=opening_on(_BATCHES, batch_tokens),
+                   seq_len=opening_on((2048, 4096, 8192, 16384), seq_len),
+                   sequence_sharding=opening_on((True, False), sequence_sharding))

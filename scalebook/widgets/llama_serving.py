@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..inference.deployment import DTYPES, SLICES, serving_summary, slice_name
 from ..units import checks
-from .core import Explorer, explore
-from .llama import _menu
+from .core import Explorer, explore, opening_on
 
 __all__ = ["topology_explorer"]
 
@@ -22,8 +21,10 @@ def topology_explorer(model: str = "llama3-70b", chip: str = "v5e", dtype: str =
     tokens and queries per second per chip and $ per million tokens out (opens on ch. 8's int8 4x2 at 8k)."""
     return explore(lambda model, chip, dtype, context, topology, decode_tokens, ici:
                    serving_summary(model, chip, dtype, context, topology, decode_tokens, 0, ici),
-                   title="Serving one configuration", model=_menu(model, ("llama3-70b", "llama3-8b", "llama3-405b")),
-                   chip=_menu(chip, ("v5e", "v5p")), dtype=_menu(dtype, DTYPES),
-                   context=_menu(context, tuple(2**k for k in range(10, 18))),
-                   topology=_menu(topology, tuple(slice_name(s) for s in SLICES[2:])),
-                   decode_tokens=_menu(decode_tokens, (128, 256, 512, 1024, 2048, 4096)), ici=_menu(ici, (False, True)))
+                   title="Serving one configuration",
+                   model=opening_on(("llama3-70b", "llama3-8b", "llama3-405b"), model),
+                   chip=opening_on(("v5e", "v5p"), chip), dtype=opening_on(DTYPES, dtype),
+                   context=opening_on(tuple(2**k for k in range(10, 18)), context),
+                   topology=opening_on(tuple(slice_name(s) for s in SLICES[2:]), topology),
+                   decode_tokens=opening_on((128, 256, 512, 1024, 2048, 4096), decode_tokens),
+                   ici=opening_on((False, True), ici))

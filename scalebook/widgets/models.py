@@ -107,7 +107,7 @@ def remat_table(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: int =
 # --- explorers ---------------------------------------------------------------------------------------------------
 
 
-def _menu(model: Model) -> tuple[list[str], Callable[[str], TransformerConfig]]:
+def model_menu(model: Model) -> tuple[list[str], Callable[[str], TransformerConfig]]:
     """Return a model menu (presets, with `model` first) and the function mapping an entry to its config."""
     names = model_names()
     if isinstance(model, TransformerConfig):
@@ -122,7 +122,7 @@ def _menu(model: Model) -> tuple[list[str], Callable[[str], TransformerConfig]]:
 @checks(seq_len="count")
 def model_explorer(model: Model = "llama3-70b", seq_len: int = 8192) -> Explorer:
     """Return an explorer of a preset (or your config): its per-component table and its FLOP conventions."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
 
     def view(model: str, seq_len: float) -> tuple[Table, Table]:
         cfg = lookup(model)
@@ -159,7 +159,7 @@ def attention_share_explorer(T: float = 65536, D: int = 8192, causal: str = "ful
 def kv_cache_explorer(model: Model = "llama3-70b", context: int = 8192, dtype: str = "bf16",
                       batch: int = 1) -> Explorer:
     """Return an explorer of the KV cache: bytes per token, per sequence and per batch, by attention variant."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
     dtypes = [dtype, *[d for d in ("bf16", "int8", "fp8", "int4") if d != dtype]]
     return explore(lambda model, context, dtype, batch: kv_cache_table(lookup(model), round(context), dtype,
                                                                        round(batch)),
@@ -170,7 +170,7 @@ def kv_cache_explorer(model: Model = "llama3-70b", context: int = 8192, dtype: s
 @checks(tokens="size", seq_len="count")
 def remat_explorer(model: Model = "llama3-70b", tokens: float = 4e6, seq_len: int = 8192) -> Explorer:
     """Return an explorer of saved activations and hardware FLOPs under each remat policy."""
-    menu, lookup = _menu(model)
+    menu, lookup = model_menu(model)
     return explore(lambda model, tokens, seq_len: remat_table(lookup(model), tokens, round(seq_len)),
                    title="Remat: memory against FLOPs", model=menu, tokens=Log(1e4, 1e8, tokens),
                    seq_len=Log(128, 2**20, seq_len))

@@ -8,7 +8,7 @@ import types
 from pathlib import Path
 
 import scalebook as sb
-from scalebook.lab.bench import _progress
+from scalebook.lab.bench import progress_bar
 
 
 def test_a_long_table_shows_twenty_rows_and_folds_the_rest():
@@ -44,7 +44,7 @@ def test_a_bar_in_a_notebook_kernel_ends_as_one_line(monkeypatch):
     kernel = types.SimpleNamespace(get_ipython=lambda: types.SimpleNamespace(kernel=object()))
     monkeypatch.setitem(sys.modules, "IPython", kernel)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
-    assert list(_progress(range(3), 3, "decode steps", True)) == [0, 1, 2]
+    assert list(progress_bar(range(3), 3, "decode steps", True)) == [0, 1, 2]
     assert "<progress value='0' max='3'>" in shown[0] and "<progress value='2' max='3'>" in shown[2]
     assert shown[-1] == "<small>decode steps: 3 of 3 done</small>"  # what a saved page keeps: no bar
     assert len(shown) == 5
@@ -52,9 +52,9 @@ def test_a_bar_in_a_notebook_kernel_ends_as_one_line(monkeypatch):
 
 def test_no_bar_when_asked_for_none_and_a_text_bar_outside_a_kernel(monkeypatch, capsys):
     items = range(2)
-    assert _progress(items, 2, "calibrating", False) is items
+    assert progress_bar(items, 2, "calibrating", False) is items
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
-    assert list(_progress(items, 2, "calibrating", True)) == [0, 1]
+    assert list(progress_bar(items, 2, "calibrating", True)) == [0, 1]
     assert "calibrating" in capsys.readouterr().err
 
 

@@ -10,7 +10,7 @@ import warnings
 import pytest
 from speed import assert_fast
 
-from scalebook import cli
+from scalebook import cli, faces
 
 # The ground floor: every module a chapter's first cells touch (what `import scalebook` loaded eagerly before
 # its names became lazy), so the budget holds for real use, not only for the bare import.
@@ -53,7 +53,7 @@ def test_names_load_their_module_on_first_use_and_only_it():
 def test_every_public_name_resolves_to_the_object_its_module_defines():
     import scalebook as sb
 
-    for name, module in sb._TABLE.items():
+    for name, module in faces.served("scalebook").items():
         defining = importlib.import_module(f"scalebook.{module}")
         is_module = module == name or module.endswith(f".{name}")
         assert getattr(sb, name) is (defining if is_module else vars(defining)[name]), name
