@@ -1,14 +1,24 @@
-"""The package's shape stays as designed: no import circle, arrows only down the floors, short modules, faces that
-show the contract.
+"""The package's shape stays as designed: no import circle, arrows only down the floors, no private name used across
+modules, faces that show the contract.
 
-Read from the source with `ast`, so nothing is imported to build the graph: module-level imports make it (imports
-under `if TYPE_CHECKING:` are for annotations only and do not run); a name imported through a face (`from
-..training import plan`) is an arrow to the module the face's table names (`training.planner`). An import inside a
-function may load JAX, matplotlib, ipywidgets or another optional library; the one late sibling is the answer key
-(`course.key`), which `course.answers.check` reaches only when called: the grader's sandbox hides the key, and `import
-scalebook` must work there. No module defines a module-level `__getattr__` except the faces, whose look-up is
-`scalebook.faces.face` serving one table and one dated deprecation table. Each check below is first shown to fail
-on a small fixture.
+Read from the source with `ast`, so nothing is imported to build the graph. Every import a reader sees makes an
+arrow: at the top of a module, inside a function (a late import runs when the function does) and under `if
+TYPE_CHECKING:` (a type checker follows it, and so does a reader). The one exception is a face's `if TYPE_CHECKING:`
+imports of its own submodules, which repeat the face's table for type checkers: the face serves them lazily. A name
+imported through a face (`from ..training import plan`) is an arrow to the module the face's table names
+(`training.planner`). An import inside a function may load JAX, matplotlib, ipywidgets or another optional library;
+the one late sibling is the answer key (`course.key`), which `course.answers.check` reaches only when called: the
+grader's sandbox hides the key, and `import scalebook` must work there.
+
+A private name (`_x`) is private to the module that defines it, in the package and in its tests: no module imports
+one from another (`from .gradebook import _write_atomic`), reaches one on another module (`autograde._Key`,
+`monkeypatch.setattr(autograde, "_execute", ...)`, `"scalebook.x._y"`) or on an object another module defines
+(`model._mlp`). A helper two modules share has a public name in the module that owns it.
+
+No module defines a module-level `__getattr__` except the faces, whose look-up is `scalebook.faces.face` serving one
+table and one dated deprecation table. A module past `MAX_LINES` is a question for review, not a failure to split by
+count (ARCHITECTURE.md, "split by idea"): it stays whole when `LONG` names the one idea it holds. Each check below is
+first shown to fail on a small fixture.
 """
 
 from __future__ import annotations
@@ -23,11 +33,16 @@ from pathlib import Path
 
 import pytest
 
+from scalebook import faces
+
 PACKAGE = Path(__file__).resolve().parents[1] / "scalebook"
+TESTS = Path(__file__).resolve().parent
 MAX_LINES = 450
+# Modules past MAX_LINES that a review kept whole: module → the one idea it holds (ARCHITECTURE.md, "split by idea").
+LONG: dict[str, str] = {}
 # The upper floor: the live lab (JAX) and the edges (matplotlib, ipywidgets, the command line, the grader).
 UPPER = ("lab", "book", "plots", "widgets", "course", "cli", "notebooks")
-# The faces: a package's `__init__.py` that readers import, served by `faces.face` from its `_TABLE`.
+# The faces: a package's `__init__.py` that readers import, served by `faces.face` from its table.
 FACES = ("scalebook", "scalebook.hardware", "scalebook.training", "scalebook.inference",
          "scalebook.inference.serving", "scalebook.lab", "scalebook.book", "scalebook.cli",
          "scalebook.plots", "scalebook.widgets", "scalebook.course", "scalebook.course.grader")
@@ -45,6 +60,9 @@ def _name(path: Path) -> str:
 
 MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 PACKAGES = sorted(_name(p) for p in PACKAGE.rglob("__init__.py"))
+# Every module of the package and of its tests, by the name an import uses (a test imports a helper by its bare
+# name, `from fuzzing import ...`: tests/conftest.py puts every floor's folder on the path).
+SOURCES = {**MODULES, **{p.stem: p for p in sorted(TESTS.rglob("*.py"))}}
 
 
 def _tree(module: str) -> ast.Module:
@@ -52,7 +70,7 @@ def _tree(module: str) -> ast.Module:
 
 
 def _table(face: str) -> dict[str, str]:
-    return importlib.import_module(face)._TABLE
+    return faces.served(face)
 
 
 def _resolve(module: str, node: ast.ImportFrom, is_package: bool, tables: dict[str, dict[str, str]]) -> list[str]:
@@ -85,24 +103,29 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _top_level_imports(tree: ast.Module) -> list[ast.ImportFrom | ast.Import]:
-    out = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.append(node)
-        elif isinstance(node, (ast.If, ast.Try)) and not _type_checking(node):
-            out += [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return out
+def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of `tree`, at the top, in a function or under `if TYPE_CHECKING:`, each with whether it
+    sits under `if TYPE_CHECKING:`."""
+    typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block) for n in ast.walk(block)}
+    return [(n, id(n) in typing_only) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
-def _graph() -> dict[str, set[str]]:
+def _targets(module: str, node: ast.Import | ast.ImportFrom, tables: dict[str, dict[str, str]]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.startswith("scalebook.")]
+    return _resolve(module, node, MODULES[module].name == "__init__.py", tables)
+
+
+def _graph(trees: dict[str, ast.Module] | None = None) -> dict[str, set[str]]:
+    """{module: the package modules it imports}, late and type-only imports included, a face's `if TYPE_CHECKING:`
+    imports of its own submodules left out (the face serves them lazily)."""
     tables = {face: _table(face) for face in FACES}
     graph = {}
-    for module, path in MODULES.items():
+    for module, tree in (trees or {m: _tree(m) for m in MODULES}).items():
         edges = set()
-        for node in _top_level_imports(_tree(module)):
-            if isinstance(node, ast.ImportFrom):
-                for target in _resolve(module, node, path.name == "__init__.py", tables):
+        for node, typing_only in _imports(tree):
+            for target in _targets(module, node, tables):
+                if not (typing_only and module in FACES and target.startswith(f"{module}.")):
                     edges |= _with_parents(target, module)
         graph[module] = edges - {module}
     return graph
@@ -174,11 +197,11 @@ def _face_disagreements(tree: ast.Module, table: dict[str, str], exported: list[
     return out
 
 
-def _deprecation_problems(face: object, version: str) -> list[str]:
-    """Old names of `face._DEPRECATED` that do not warn, name no removal release after `version`, or resolve to
-    nothing."""
+def _deprecation_problems(face: object, deprecated: faces.Deprecations, version: str) -> list[str]:
+    """Old names of the face's deprecation table `deprecated` that do not warn, name no removal release after
+    `version`, or resolve to nothing."""
     out = []
-    for name, (message, target, removal) in getattr(face, "_DEPRECATED", {}).items():
+    for name, (message, target, removal) in deprecated.items():
         if not re.fullmatch(r"\d+\.\d+(\.\d+)?", removal) or _release(removal) <= _release(version):
             out.append(f"{name}: removal release {removal!r} is not a release after {version}")
         with warnings.catch_warnings(record=True) as caught:
@@ -213,11 +236,130 @@ def _binds_module(dotted: str) -> bool:
     return inspect.ismodule(getattr(sys.modules[package], name))
 
 
+def _private(name: str) -> bool:
+    """`_x` is private; a dunder (`__all__`) and IPython's display protocol (`_repr_html_`) are not."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def _source(module: str, node: ast.ImportFrom) -> str:
+    """The module an `from ... import ...` statement of `module` reads from, absolute."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if SOURCES[module].name == "__init__.py" else module.split(".")[:-1]
+    return ".".join([*base[: len(base) - (node.level - 1)], *([node.module] if node.module else [])])
+
+
+def _bound_modules(module: str, tree: ast.Module) -> dict[str, str]:
+    """{name: module} for each name `tree` binds to a module of the package or its tests (`import scalebook as sb`,
+    `from ..grader import autograde`, `import fuzzing`)."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in SOURCES or a.name.split(".")[0] == "scalebook":
+                    bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            source = _source(module, node)
+            bound |= {a.asname or a.name: f"{source}.{a.name}" for a in node.names if f"{source}.{a.name}" in SOURCES}
+    return bound
+
+
+def _owned(tree: ast.Module) -> set[str]:
+    """The private names `tree` defines: functions, classes, assigned names and attributes it sets on `self`."""
+    owned = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            owned.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                owned |= {t.id for t in ast.walk(target) if isinstance(t, ast.Name)}
+                owned |= {t.attr for t in ast.walk(target) if isinstance(t, ast.Attribute)}
+    return {name for name in owned if _private(name)}
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return [node.id, *parts] if isinstance(node, ast.Name) else None
+
+
+_PRIVATE_PATH = re.compile(r"\b(?:sb|scalebook)(?:\.[A-Za-z]\w*)*\.(_\w*[A-Za-z0-9])\b")
+
+
+def _private_reaches(module: str, tree: ast.Module, others: set[str]) -> list[str]:
+    """Where `tree` (the module `module`) uses a private name of another module: imports it, reaches it on a module
+    (`m._x`, `getattr(m, "_x")`, `monkeypatch.setattr(m, "_x", ...)`), names it in a string (`"scalebook.m._x"`, a
+    program's text) or reaches it on an object when `others`, the private names other modules define, hold it and
+    `tree` does not."""
+    bound, own, out = _bound_modules(module, tree), _owned(tree), []
+
+    def on_module(base: ast.AST, name: str, line: int) -> bool:
+        path = _dotted(base)
+        if path and path[0] in bound:
+            out.append(f"line {line}: {'.'.join([bound[path[0]], *path[1:]])}.{name}")
+            return True
+        return False
+
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (_source(module, node) in SOURCES
+                                                 or _source(module, node).split(".")[0] == "scalebook"):
+            out += [f"line {node.lineno}: from {_source(module, node)} import {a.name}" for a in node.names
+                    if _private(a.name)]
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            if not on_module(node.value, node.attr, node.lineno) and node.attr in others - own \
+                    and _dotted(node.value) not in (["self"], ["cls"]):
+                out.append(f"line {node.lineno}: {ast.unparse(node)} (another module's {node.attr})")
+        elif isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(name := node.args[1].value, str) and _private(name):
+            if not on_module(node.args[0], name, node.lineno) and name in others - own:
+                out.append(f"line {node.lineno}: {ast.unparse(node.func)}(..., {name!r}) (another module's {name})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            out += [f"line {node.lineno}: {found[0]!r} in a string" for found in _PRIVATE_PATH.finditer(node.value)]
+    return sorted(out, key=lambda where: int(where.split()[1].rstrip(":")))
+
+
 # --- each check fails on a fixture -------------------------------------------------------------------------------
 
 def test_the_walker_finds_a_cycle_when_there_is_one():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_late_and_type_only_imports_are_arrows_but_a_face_s_own_type_checking_imports_are_not():
+    trees = {"scalebook.units": ast.parse("def f():\n    from .plots.base import figure\n"),
+             "scalebook.tables": ast.parse("if TYPE_CHECKING:\n    from .lab.bench import Sweep\n"),
+             "scalebook.training": ast.parse("if TYPE_CHECKING:\n    from . import planner\n"
+                                             "    from ..lab import bench\n"),
+             "scalebook.svg": ast.parse("def f():\n    import scalebook.lab.xla\n")}
+    graph = _graph(trees)
+    assert graph["scalebook.units"] == {"scalebook.plots", "scalebook.plots.base"}
+    assert graph["scalebook.tables"] == {"scalebook.lab", "scalebook.lab.bench"}
+    assert graph["scalebook.training"] == {"scalebook.lab", "scalebook.lab.bench"}  # not its own planner
+    assert graph["scalebook.svg"] == {"scalebook.lab", "scalebook.lab.xla"}
+    assert _upward(graph) == {m: sorted(graph[m]) for m in trees}
+
+
+def test_a_private_name_used_across_modules_is_found():
+    private = "_" + "helper"  # spelt so this file's own strings reach no private name
+    source = "\n".join([
+        f"from .gradebook import clean, {private}",  # imported
+        "from . import autograde",
+        "import scalebook as sb",
+        f"autograde.{private}()",  # reached on a module
+        f"sb.course.grader.autograde.{private}",  # through the faces
+        f"monkeypatch.setattr(autograde, {private!r}, None)",  # a monkeypatch's attribute
+        f"monkeypatch.setattr('scalebook.course.{private}', None)",  # a monkeypatch's dotted path
+        f"run('import scalebook as sb; sb.runtime.{private}(8)')",  # a program's text
+        f"model.{private}(4)",  # an object's, which another module defines
+        "self._mine, clean._repr_html_(), autograde.__name__, x._unknown",  # its own, a protocol, a dunder, nobody's
+    ])
+    found = _private_reaches("scalebook.course.grader.reasoning", ast.parse(source), {private, "_mine"})
+    assert [f.split(":")[0] for f in found] == [f"line {n}" for n in (1, 4, 5, 6, 7, 8, 9)], found
+    assert not _private_reaches("scalebook.course.grader.reasoning", ast.parse(f"def {private}():\n    pass\n"
+                                                                                 f"x.{private}"), {private})
 
 
 def test_an_import_from_the_ground_floor_up_is_found():
@@ -247,10 +389,10 @@ def test_a_face_whose_table_all_and_type_checking_disagree_is_found():
 
 def test_an_old_name_without_warning_or_removal_release_is_found():
     class Silent:  # a face that serves an old name without warning, and one dated before this release
-        _DEPRECATED = {"old": ("use new", "units:fmt_time", "0.3"), "older": ("use new", "units:fmt_time", "0.1")}
         old = older = staticmethod(len)
 
-    assert [p.split(":")[0] for p in _deprecation_problems(Silent, "0.1.0")] == ["old", "older", "older"]
+    deprecated = {"old": ("use new", "units:fmt_time", "0.3"), "older": ("use new", "units:fmt_time", "0.1")}
+    assert [p.split(":")[0] for p in _deprecation_problems(Silent, deprecated, "0.1.0")] == ["old", "older", "older"]
 
 
 def test_a_name_imported_through_a_face_is_found():
@@ -274,12 +416,19 @@ def test_a_face_that_flattens_a_same_named_function_binds_the_function(tmp_path,
 
 # --- the package -------------------------------------------------------------------------------------------------
 
-def test_the_package_has_no_import_circle():
-    assert _cycle(_graph()) is None, " → ".join(_cycle(_graph()))
+def test_no_circle_and_no_arrow_up_counting_late_and_type_only_imports():
+    graph = _graph()
+    assert _cycle(graph) is None, " → ".join(_cycle(graph))
+    assert not _upward(graph)
 
 
-def test_the_ground_floor_never_imports_the_upper_floor():
-    assert not _upward(_graph())
+def test_no_private_name_is_used_across_modules_in_the_package_or_its_tests():
+    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in SOURCES.items()}
+    owned = {m: _owned(tree) for m, tree in trees.items()}
+    found = {f"{SOURCES[m].relative_to(PACKAGE.parent)} {where}" for m, tree in trees.items()
+             for where in _private_reaches(m, tree, set().union(*(o for n, o in owned.items() if n != m)))}
+    assert not found, "give a helper two modules share a public name in the module that owns it:\n" + \
+        "\n".join(sorted(found))
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -301,7 +450,7 @@ def test_a_module_imports_a_sibling_from_its_defining_file_not_a_face(module: st
 @pytest.mark.parametrize("face", FACES)
 def test_a_face_s_all_table_and_type_checking_imports_agree(face: str):
     module = importlib.import_module(face)
-    assert not _face_disagreements(_tree(face), module._TABLE, module.__all__)
+    assert not _face_disagreements(_tree(face), faces.served(face), module.__all__)
 
 
 @pytest.mark.parametrize("face", FACES)
@@ -317,7 +466,7 @@ def test_every_name_of_a_face_resolves_without_warning(face: str):
 def test_every_deprecated_name_warns_with_a_removal_release(face: str):
     import scalebook
 
-    assert not _deprecation_problems(importlib.import_module(face), scalebook.__version__)
+    assert not _deprecation_problems(importlib.import_module(face), faces.deprecations(face), scalebook.__version__)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if "." in m))
@@ -342,9 +491,13 @@ def test_siblings_are_imported_at_the_top(module: str):
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_is_longer_than_the_limit(module: str):
+def test_a_module_past_the_limit_was_kept_whole_by_review(module: str):
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{module} has {lines} lines; split it by idea (limit {MAX_LINES})"
+    if module in LONG:
+        assert lines > MAX_LINES, f"{module} has {lines} lines: take it out of LONG"
+    else:
+        assert lines <= MAX_LINES, (f"{module} has {lines} lines (review past {MAX_LINES}): if it holds two ideas, "
+                                    "split it by idea; if one, name that idea in LONG. Never split by count.")
 
 
 @pytest.mark.parametrize("module", sorted(set(MODULES) - set(FACES)))
