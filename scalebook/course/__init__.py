@@ -4,7 +4,7 @@
     inputs.py      a problem's inputs as the key declares them: `vary` marks one, with its range or choices
     variants.py    per-student inputs: each student's values drawn from their key, `student_key` issues a key,
                    `problem(qid)` shows a student their own values
-    key/           the answer key: every problem's reference solution (`@problem`), hidden from the grader's sandbox
+    key/           the answer key: every problem's reference solution (`@solution`), hidden from the grader's sandbox
     answers.py     `check`: a student's answer beside the key, or handed to the grader as plain data
     hints.py       two hints per problem, each use recorded for the grader
     mistakes.py    the likely slip behind a wrong answer (a power of ten, a factor of two ...)

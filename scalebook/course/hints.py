@@ -1,6 +1,6 @@
 """Hints that teach: two progressive hints per problem, every number in them checked against the answer key.
 
-Each problem registers two hints (`scalebook.course.key.problem(..., hints=(first, second))`). The first names
+Each problem registers two hints (`scalebook.course.key.solution(..., hints=(first, second))`). The first names
 the regime or the quantity that matters, in words. The second teaches the method: which formula, which regime,
 which term dominates. Neither prints the answer: the student still computes it from their own values.
 

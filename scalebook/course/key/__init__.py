@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from ...units import closest
 from ..inputs import Param, parameters
 
-__all__ = ["Problem", "problem", "get_problem", "list_problems"]
+__all__ = ["Problem", "solution", "get_problem", "list_problems"]
 
 # One module per problem set; imported on first look-up so `import scalebook` stays light.
 _SETS = ("rooflines", "tpus", "sharding", "transformers", "training", "training_llama", "inference", "serving_llama",
@@ -46,10 +47,11 @@ class Problem:
         return self.solve(**(values or {}))
 
 
-def problem(qid: str, title: str, unit: str, rtol: float = 0.01,
-            hints: tuple[str, str] = ()) -> Callable[[Callable[..., Any]], Callable]:
+def solution(qid: str, title: str, unit: str, rtol: float = 0.01,
+             hints: tuple[str, str] = ()) -> Callable[[Callable[..., Any]], Callable]:
     """Register the decorated function as the reference solution of problem `qid`: called with no arguments
-    it answers the book's problem; its `vary`-marked keyword inputs make each student's variant."""
+    it answers the book's problem; its `vary`-marked keyword inputs make each student's variant. (A student's
+    own variant is another thing, `sb.problem(qid)`.)"""
 
     def register(solve: Callable[..., Any]) -> Callable[..., Any]:
         if qid in _REGISTRY:
@@ -58,6 +60,14 @@ def problem(qid: str, title: str, unit: str, rtol: float = 0.01,
         return solve
 
     return register
+
+
+def problem(qid: str, title: str, unit: str, rtol: float = 0.01,
+            hints: tuple[str, str] = ()) -> Callable[[Callable[..., Any]], Callable]:
+    """The old name of `solution` (it warns until release 0.3: `sb.problem` is a student's variant)."""
+    warnings.warn("scalebook.course.key.problem is deprecated and goes in release 0.3: register an answer with "
+                  "@solution (sb.problem is a student's variant)", DeprecationWarning, stacklevel=2)
+    return solution(qid, title, unit, rtol, hints)
 
 
 def _load_all() -> dict[str, Problem]:

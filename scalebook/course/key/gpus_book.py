@@ -22,10 +22,10 @@ from ...roofline import critical_intensity, matmul
 from ...training.book import min_tokens_per_chip
 from ...training.planner import check_parallelism
 from ..inputs import vary
-from . import problem
+from . import solution
 
 
-@problem("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0, hints=(
+@solution("12.13", title="Book Q1.1: the H100's fp32 CUDA cores", unit="cores", rtol=0.0, hints=(
     "An SM has four subpartitions, each with its own fp32 lanes.",
     "⟦n = sb.get_chip(chip).cores * 4 * lanes⟧ with ⟦lanes = 16 if chip in ('a100', 'v100') else 32⟧ fp32 lanes per "
     "subpartition (Volta and Ampere have half).",
@@ -35,7 +35,7 @@ def book_h100_cuda_cores(chip: str = vary("h100", choices=("h100", "h200", "a100
     return cuda_cores(chip)
 
 
-@problem("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte", hints=(
+@solution("12.14", title="Book Q1.3: the H100's peak arithmetic intensity", unit="FLOPs/byte", hints=(
     "Peak intensity is peak FLOP/s over HBM bandwidth.",
     "⟦I = sb.get_chip(chip).peak_flops('bf16') / sb.get_chip(chip).hbm_bandwidth⟧ (dense peak).",
 ))
@@ -45,7 +45,7 @@ def book_h100_peak_intensity(
     return critical_intensity(chip, "bf16")
 
 
-@problem("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s", hints=(
+@solution("12.15", title="Book Q1.4: a thin fp16 matmul on a B200", unit="s", hints=(
     "A thin matmul is memory-bound: count the bytes of all three arrays.",
     "The longer clock: ⟦t = max(2 * B * D * F / C, 2 * (B * D + D * F + B * F) / W)⟧ with ⟦C = "
     "sb.get_chip('b200').peak_flops('fp16')⟧ and ⟦W = sb.get_chip('b200').hbm_bandwidth⟧.",
@@ -56,7 +56,7 @@ def book_b200_thin_matmul(B: int = vary(64, 8, 128, step=8), D: int = vary(4096,
     return matmul(B, D, F, "b200", "fp16").time
 
 
-@problem("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz", hints=(
+@solution("12.16", title="Book Q1.6: the B200's clock from its vector FLOPs", unit="Hz", hints=(
     "Each CUDA core does one fused multiply-add (two FLOPs) per cycle.",
     "⟦f = flops / (2 * sb.get_chip('b200').cores * 4 * 32)⟧: two FLOPs per cycle on every fp32 lane of every SM.",
 ))
@@ -65,7 +65,7 @@ def book_b200_clock(flops: float = vary(80e12, 40e12, 120e12)) -> float:
     return clock_from_vector_flops("b200", flops)
 
 
-@problem("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s", hints=(
+@solution("12.17", title="Book Q1.7: adding two long vectors on an H100", unit="s", hints=(
     "Two reads and one write of fp32 per element: memory-bound.",
     "The longer clock: ⟦t = max(n / (c.cores * 4 * 32 * c.clock_hz), 12 * n / c.hbm_bandwidth)⟧ with ⟦c = "
     "sb.get_chip('h100')⟧.",
@@ -75,7 +75,7 @@ def book_h100_vector_add(n: int = vary(2**30, 2**24, 2**32, step=2**22)) -> floa
     return vector_add(n, "h100").time
 
 
-@problem("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s", hints=(
+@solution("12.18", title="Book Q2.3: an AllGather inside an H100 node", unit="s", hints=(
     "Inside the node each GPU sends at its full NVLink egress through the switches.",
     "⟦t = V * (n - 1) / n / W⟧ with ⟦V = 2 * B * F⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
 ))
@@ -85,7 +85,7 @@ def book_node_all_gather(
     return all_gather(GpuCluster("h100", gpus=8), "node", 2 * B * F).time
 
 
-@problem("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s", hints=(
+@solution("12.19", title="Book Q3.1: the bandwidth into one scalable unit", unit="B/s", hints=(
     "The leaf switches take one cable per GPU from each node of the scalable unit.",
     "⟦w = nodes * sb.GpuCluster('h100', gpus=1024).node_egress⟧ with the unit's ⟦nodes = 32⟧: each node brings its "
     "NICs' egress.",
@@ -96,7 +96,7 @@ def book_su_bandwidth() -> float:
     return levels["leaf"]["cable B/s"]
 
 
-@problem("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s", hints=(
+@solution("12.20", title="Book PQ1: an AllGather of activations on 8 H100s", unit="s", hints=(
     "Small arrays inside one node: NVLink egress (the ideal model has no latency term).",
     "⟦t = V * (n - 1) / n / W⟧ with ⟦V = 2 * B * D⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
 ))
@@ -106,7 +106,7 @@ def book_pq1_all_gather(
     return all_gather(GpuCluster("h100", gpus=8), None, 2 * B * D).time
 
 
-@problem("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s", hints=(
+@solution("12.21", title="Book Q4.5: an AllGather over exactly two nodes", unit="s", hints=(
     "Per level: within each node over NVLink, then between the two nodes over the NICs; the slower level binds.",
     "Each level it crosses (the NVLink node, then the network's leaf and spine) moves (D − one)/D of the array for "
     "the D units it joins, at its bandwidth per unit; the slowest level binds: ⟦t = max(nbytes * (l.degree - 1) / "
@@ -117,7 +117,7 @@ def book_two_node_all_gather(nbytes: float = vary(1e9, 1e8, 1e10)) -> float:
     return all_gather(GpuCluster("h100", gpus=16), None, nbytes).time
 
 
-@problem("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s", hints=(
+@solution("12.22", title="Book Q4.4: a SHARP AllReduce reduced only at the spine", unit="s", hints=(
     "Each GPU reduces only its shard; SHARP sends it up once and down once, and only the spine joins GPUs of one "
     "reduction.",
     "The array stays sharded over an inner axis of ⟦Y = 256⟧ GPUs; with SHARP each level a reduction crosses moves "
@@ -130,7 +130,7 @@ def book_spine_all_reduce(
     return all_reduce(GpuCluster("h100", gpus=1024, sharp=True), None, 2 * D * F, also_sharded=256).time
 
 
-@problem("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens", hints=(
+@solution("12.23", title="Book Q5.1: data parallelism across B200 nodes", unit="tokens", hints=(
     "Across nodes the gradient AllReduce crosses the network: compare the GPU's FLOP/s with what it can send.",
     "Each GPU sends at the smaller of its NVLink egress and its node's network egress: ⟦B = "
     "c.chip.peak_flops('bf16') / min(c.gpu_bandwidth, c.node_egress)⟧ with ⟦c = sb.GpuCluster(chip, gpus=1024)⟧.",
@@ -140,7 +140,7 @@ def book_b200_dp_batch(chip: str = vary("b200", choices=("b200", "h100", "h200",
     return min_tokens_per_chip("dp", GpuCluster(chip, gpus=1024))
 
 
-@problem("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s", hints=(
+@solution("12.24", title="Book Q5.2: LLaMA 3-70B on 4096 H100s", unit="s", hints=(
     "Total training FLOPs over the cluster's achieved FLOP/s.",
     "⟦t = 6 * sb.get_model('llama3-70b').matmul_params() * tokens / (gpus * C * mfu)⟧ with the book's ⟦C = 990e12⟧.",
 ))
@@ -150,7 +150,7 @@ def book_llama70_training_time(tokens: float = vary(15e12, 1e12, 3e13), gpus: in
     return get_model("llama3-70b").flops_per_token() * tokens / (gpus * 990e12 * mfu)
 
 
-@problem("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens", hints=(
+@solution("12.25", title="Book Q5.3: Megatron-LM's 70B layout", unit="tokens", hints=(
     "Model-parallel GPUs share their tokens: the batch is split over every GPU, whatever the layout.",
     "⟦t = seqs * 4096 / gpus⟧: the batch's tokens (sequences of the run's length) over every GPU.",
 ))
@@ -161,7 +161,7 @@ def book_megatron_70b_tokens(
     return check_parallelism(GpuCluster("h100", gpus=gpus), seqs * 4096, tp=16)["tokens/GPU"]
 
 
-@problem("12.29", title="Book Q1.2: the CUDA cores' fp32 rate", unit="FLOP/s", hints=(
+@solution("12.29", title="Book Q1.2: the CUDA cores' fp32 rate", unit="FLOP/s", hints=(
     "One operation per lane per cycle: lanes times the clock (the spec sheet counts a fused multiply-add twice).",
     "⟦f = c.cores * 4 * lanes * (c.clock_hz if clock == 'boost' else c.base_clock_hz)⟧ with ⟦c = sb.get_chip(chip)⟧ "
     "and ⟦lanes = 16 if chip in ('a100', 'v100') else 32⟧ fp32 lanes per subpartition (Volta and Ampere have half).",
@@ -172,7 +172,7 @@ def book_cuda_core_flops(chip: str = vary("h100", choices=("h100", "h200", "a100
     return vector_flops(chip, clock)
 
 
-@problem("12.30", title="Book Q1.4: the wider matmul on a B200", unit="s", hints=(
+@solution("12.30", title="Book Q1.4: the wider matmul on a B200", unit="s", hints=(
     "At a larger batch the matmul's FLOPs grow faster than its bytes: check which clock is longer.",
     "⟦t = max(2 * B * D * F / C, 2 * (B * D + D * F + B * F) / W)⟧ with ⟦C = "
     "sb.get_chip('b200').peak_flops('fp16')⟧ and ⟦W = sb.get_chip('b200').hbm_bandwidth⟧.",
@@ -183,7 +183,7 @@ def book_b200_wide_matmul(B: int = vary(512, 256, 4096, step=256), D: int = vary
     return matmul(B, D, F, "b200", "fp16").time
 
 
-@problem("12.31", title="Book Q1.5: the fast memory on an H100's chip", unit="B", hints=(
+@solution("12.31", title="Book Q1.5: the fast memory on an H100's chip", unit="B", hints=(
     "Every SM has its own shared memory (SMEM/L1) and its own register file: add them over the SMs.",
     "⟦b = c.cores * (c.smem_bytes + c.register_bytes)⟧ with ⟦c = sb.get_chip(chip)⟧.",
 ))
@@ -192,7 +192,7 @@ def book_on_chip_bytes(chip: str = vary("h100", choices=("h100", "h200", "a100",
     return on_chip_bytes(chip)["total"]
 
 
-@problem("12.32", title="Book Q5.2 (1): the fewest H100s for LLaMA 3-70B's weights and optimizer", unit="GPUs",
+@solution("12.32", title="Book Q5.2 (1): the fewest H100s for LLaMA 3-70B's weights and optimizer", unit="GPUs",
          rtol=0.0, hints=(
     "bf16 weights and fp32 Adam moments per parameter; divide by one GPU's HBM and round up.",
     "⟦n = ceil(10 * sb.get_model(model).param_count() / sb.get_chip(chip).hbm_bytes)⟧: two bytes of weight and "
@@ -204,7 +204,7 @@ def book_fewest_gpus(model: str = vary("llama3-70b", choices=("llama3-70b", "lla
     return math.ceil(10 * get_model(model).param_count() / get_chip(chip).hbm_bytes)
 
 
-@problem("12.33", title="Book Q2.1: what an 8-GPU node carries", unit="B/s", hints=(
+@solution("12.33", title="Book Q2.1: what an 8-GPU node carries", unit="B/s", hints=(
     "Compare what the GPUs can send with what the NVSwitches can take: the smaller bounds the node.",
     "⟦w = min(8 * c.gpu_bandwidth, c.nvswitches * c.nvswitch_bandwidth)⟧ with ⟦c = sb.GpuCluster(chip, gpus=8)⟧.",
 ))
@@ -213,7 +213,7 @@ def book_node_bandwidth(chip: str = vary("h100", choices=("h100", "h200", "a100"
     return GpuCluster(chip, gpus=8).node_bandwidth
 
 
-@problem("12.34", title="Book Q2.2: the bisection bandwidth of that node", unit="B/s", hints=(
+@solution("12.34", title="Book Q2.2: the bisection bandwidth of that node", unit="B/s", hints=(
     "Across a cut into two halves, each GPU of one half sends at its full egress, in both directions.",
     "⟦w = 8 / 2 * sb.get_chip(chip).nvlink_bandwidth * 2⟧: half the node's GPUs, each way.",
 ))
@@ -222,7 +222,7 @@ def book_node_bisection(chip: str = vary("h100", choices=("h100", "h200", "a100"
     return GpuCluster(chip, gpus=8).node_bisection
 
 
-@problem("12.35", title="Book PQ2: an AllToAll of activations inside one 8xH100 node", unit="s", hints=(
+@solution("12.35", title="Book PQ2: an AllToAll of activations inside one 8xH100 node", unit="s", hints=(
     "Inside a node every GPU reaches every other through the NVSwitches: each sends all but its own N-th of its "
     "shard at egress.",
     "⟦t = V / n * (n - 1) / n / W⟧ with ⟦V = 2 * B * N⟧, ⟦n = 8⟧ and ⟦W = sb.get_chip('h100').nvlink_bandwidth⟧.",
@@ -233,7 +233,7 @@ def book_node_all_to_all(B: int = vary(16384, 1024, 65536, step=1024), N: int = 
     return all_to_all(GpuCluster("h100", gpus=8), None, 2 * B * N).time
 
 
-@problem("12.36", title="Book PQ3: an AllGather over one scalable unit of 256 H100s", unit="s", hints=(
+@solution("12.36", title="Book PQ3: an AllGather over one scalable unit of 256 H100s", unit="s", hints=(
     "Gathered over all the GPUs of a scalable unit, each node's link to its leaf switches is the bottleneck.",
     "Each level it crosses (the NVLink node, then the network's leaf and spine) moves (D − one)/D of the array for "
     "the D units it joins, at its bandwidth per unit; the slowest level binds: ⟦t = max(V * (l.degree - 1) / "
@@ -245,7 +245,7 @@ def book_su_all_gather(D: int = vary(8192, 2048, 16384, step=1024), F: int = var
     return all_gather(GpuCluster("h100", gpus=256), None, 2 * D * F).time
 
 
-@problem("12.37", title="Book Q4.2: what SHARP saves an AllReduce inside one node", unit="x", hints=(
+@solution("12.37", title="Book Q4.2: what SHARP saves an AllReduce inside one node", unit="x", hints=(
     "With SHARP the NVSwitches add: each GPU sends its bytes up once and gets the sum back once.",
     "Without SHARP an AllReduce is twice a gather, (g − one)/g of the array each way; with it, the array once: ⟦r = "
     "2 * (gpus - 1) / gpus⟧.",
@@ -256,7 +256,7 @@ def book_sharp_speedup(gpus: int = vary(8, choices=(2, 4, 8))) -> float:
             / all_reduce(GpuCluster("h100", gpus=gpus, sharp=True), None, 1e9).time)
 
 
-@problem("12.38", title="Book Q4.3: a SHARP AllReduce of a weight split over an inner axis", unit="s", hints=(
+@solution("12.38", title="Book Q4.3: a SHARP AllReduce of a weight split over an inner axis", unit="s", hints=(
     "Each GPU of the node holds a shard of F: only that part is reduced, once up and once down at egress.",
     "⟦t = 2 * D * F / Y / sb.get_chip('h100').nvlink_bandwidth⟧: with SHARP the bf16 shard crosses each GPU's "
     "egress once.",
@@ -267,7 +267,7 @@ def book_sharp_node_all_reduce(D: int = vary(8192, 2048, 16384, step=1024), F: i
     return all_reduce(GpuCluster("h100", gpus=8, sharp=True), None, 2 * D * F / Y).time
 
 
-@problem("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s",
+@solution("12.39", title="Book Q4.1: what the spine carries during an AllGather across a scalable unit", unit="s",
          hints=(
     "Each node switch takes its node's share up once; the spine takes every node's share and sends each node the "
     "rest.",

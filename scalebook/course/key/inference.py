@@ -15,14 +15,14 @@ from ...inference.techniques import disaggregation_ratio, speculative_speedup, w
 from ...models import get_model
 from ...roofline import critical_batch
 from ..inputs import vary
-from . import problem
+from . import solution
 
 LLAMA_8B, LLAMA_70B = "llama3-8b", "llama3-70b"
 # The GPUs and dense presets a variant may name instead of the book's.
 GPUS = ("h100", "h200", "b200", "a100", "mi300x", "mi325x", "gb200")
 SMALL_MODELS = ("llama3-8b", "gemma-7b", "llama2-13b")
 
-@problem("07.1", title="The decode floor of LLaMA 3-8B on one H100", unit="s", hints=(
+@solution("07.1", title="The decode floor of LLaMA 3-8B on one H100", unit="s", hints=(
     "At batch one every decode step reads every weight once; nothing else matters.",
     "⟦t = 2 * sb.get_model(model).param_count() / sb.get_chip(chip).hbm_bandwidth⟧: the bf16 weights over HBM "
     "bandwidth.",
@@ -32,7 +32,7 @@ def decode_floor_8b(model: str = vary(LLAMA_8B, choices=SMALL_MODELS), chip: str
     return decode_step(model, chip, 1, 1, 0).t_params
 
 
-@problem("07.2", title="Critical batch of int8 weights on a v6e", unit="tokens", hints=(
+@solution("07.2", title="Critical batch of int8 weights on a v6e", unit="tokens", hints=(
     "Weights dominate the bytes at decode; with int8 weights each weight costs one byte for two FLOPs per token.",
     "⟦B = C / W * w / 2⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and "
     "⟦w = sb.units.dtype_bytes('int8')⟧.",
@@ -43,7 +43,7 @@ def v6e_int8_weight_critical_batch(
     return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("07.3", title="A sliding window in three layers of four", unit="B", hints=(
+@solution("07.3", title="A sliding window in three layers of four", unit="B", hints=(
     "Global layers keep every token; local layers keep only the window.",
     "A quarter of the layers cache all T tokens, three quarters only the window, one byte per int8 value: ⟦b = "
     "(0.25 * T + 0.75 * min(T, window)) * 2 * m.L * m.K * m.H * 1⟧ with ⟦m = sb.get_model('llama3-70b')⟧.",
@@ -54,7 +54,7 @@ def local_attention_cache(
     return kv_cache_bytes(LLAMA_70B, T, 1, 1, local_layers=0.75, window=window)
 
 
-@problem("07.4", title="How many 8k sequences fit beside LLaMA 3-8B", unit="sequences", rtol=0.0, hints=(
+@solution("07.4", title="How many 8k sequences fit beside LLaMA 3-8B", unit="sequences", rtol=0.0, hints=(
     "What HBM is left after the weights holds the KV caches.",
     "⟦n = floor((sb.get_chip(chip).hbm_bytes - 2 * m.param_count()) / (m.kv_bytes_per_token(2) * T))⟧ with ⟦m = "
     "sb.get_model('llama3-8b')⟧.",
@@ -64,7 +64,7 @@ def max_batch_8b(chip: str = vary("h100", choices=GPUS), T: int = vary(8192, 204
     return max_batch(LLAMA_8B, chip, 1, T)
 
 
-@problem("07.5", title="The decode step at that batch", unit="s", hints=(
+@solution("07.5", title="The decode step at that batch", unit="s", hints=(
     "At the largest batch the step reads the weights once and every sequence's KV cache; compare the weight reads "
     "with the math.",
     "In the book's model a decode step reads every weight and every sequence's cache; the cache reads cannot hide "
@@ -78,7 +78,7 @@ def step_at_max_batch_8b(chip: str = vary("h100", choices=GPUS), T: int = vary(8
     return decode_step(LLAMA_8B, chip, 1, max_batch_8b(chip, T), T).time
 
 
-@problem("07.6", title="Throughput per chip of LLaMA 3-70B on a v5e 4x4", unit="tokens/s per chip", hints=(
+@solution("07.6", title="Throughput per chip of LLaMA 3-70B on a v5e 4x4", unit="tokens/s per chip", hints=(
     "Throughput is the batch over the step time; the step reads weights and caches from all chips' HBM.",
     "⟦r = batch / t / 16⟧ with the int8 step on all sixteen chips, where a decode step reads every weight and every "
     "sequence's cache; the cache reads cannot hide behind the math, the weight reads and the math overlap: ⟦t = "
@@ -92,7 +92,7 @@ def llama70b_throughput_per_chip(
     return decode_step(LLAMA_70B, "v5e", 16, batch, T, param_bytes=1, kv_bytes=1).tokens_per_second / 16
 
 
-@problem("07.7", title="What a million tokens cost", unit="USD", hints=(
+@solution("07.7", title="What a million tokens cost", unit="USD", hints=(
     "Cost per token is the chip's price per second over its tokens per second.",
     "⟦c = 1e6 * sb.inference.chip_price('v5e') / 3600 / r⟧ with the tokens per second per chip of the problem "
     "before: ⟦r = batch / t / 16⟧, ⟦t = batch * T * m.kv_bytes_per_token(1) / W + max(2 * batch * m.param_count() / "
@@ -105,7 +105,7 @@ def llama70b_cost_per_million(
     return cost_per_million_tokens("v5e", llama70b_throughput_per_chip(batch, T))
 
 
-@problem("07.8", title="Prefill servers per decode server", unit="servers", hints=(
+@solution("07.8", title="Prefill servers per decode server", unit="servers", hints=(
     "A decode server finishes a batch of sequences every (tokens generated × step time); prefill must supply as "
     "many prompts in that time.",
     "⟦r = batch * t_prefill / (generated * t_step)⟧ with the prefill at the problem's MFU, ⟦t_prefill = "
@@ -122,7 +122,7 @@ def disaggregated_ratio_8b(
     return disaggregation_ratio(t_prefill, t_step, batch, generated)
 
 
-@problem("07.9", title="When 2-D weight-stationary pays off for LLaMA 3-70B", unit="chips", hints=(
+@solution("07.9", title="When 2-D weight-stationary pays off for LLaMA 3-70B", unit="chips", hints=(
     "1D weight-stationary sharding moves activations whose size does not shrink with N; 2D's traffic falls as one "
     "over sqrt(N).",
     "Per B / W (which cancel): 1D moves ⟦one_d = 4 * D / 3⟧, 2D at its best split ⟦two_d = 2 * sqrt(8 * D * F)⟧ "
@@ -135,7 +135,7 @@ def weight_stationary_crossover_70b(F: int = vary(28672, 8192, 65536, step=1024)
     return (one_chip["2d"] / one_chip["1d"]) ** 2
 
 
-@problem("07.10", title="The best draft length", unit="x speed-up", hints=(
+@solution("07.10", title="The best draft length", unit="x speed-up", hints=(
     "Each draft token is accepted with probability α; a verify step yields the accepted run plus one, and drafting "
     "γ tokens costs γ × c of a step.",
     "⟦s = max((1 - alpha ** (g + 1)) / (1 - alpha) / (1 + g * cost) for g in range(1, 17))⟧.",
@@ -145,7 +145,7 @@ def best_speculative_speedup(alpha: float = vary(0.8, 0.5, 0.95), cost: float = 
     return max(speculative_speedup(alpha, gamma, cost) for gamma in range(1, 17))
 
 
-@problem("07.11", title="When tensor-parallel decode turns latency-bound", unit="sequences", hints=(
+@solution("07.11", title="When tensor-parallel decode turns latency-bound", unit="sequences", hints=(
     "Each hop carries one shard (one N-th of the array); below a microsecond's worth of bytes, latency dominates.",
     "⟦B = W * 1e-6 * N / (D * 2)⟧ with the one-way ⟦W = sb.get_chip(chip).ici_bandwidth⟧ and bf16 activations.",
 ))
@@ -162,7 +162,7 @@ def latency_bound_batch(N: int = vary(16, 4, 64, step=4), D: int = vary(8192, 20
 # K = 8, H = 256, V = 32,128, tied embeddings).
 
 
-@problem("07.12", title="The book's pop quiz: a 30B model at batch 256", unit="s", hints=(
+@solution("07.12", title="The book's pop quiz: a 30B model at batch 256", unit="s", hints=(
     "Count both memory terms (weights once, every sequence's KV cache) and the FLOPs; the cache reads cannot hide "
     "behind the math.",
     "In the book's model a decode step reads every weight and every sequence's cache; the cache reads cannot hide "
@@ -176,7 +176,7 @@ def book_pop_quiz_batch_256(params: float = vary(30e9, 5e9, 1e11), batch: int = 
     return decode_time(params, 100e3 * 8192, batch, "v5e", 16, param_bytes=1).time
 
 
-@problem("07.13", title="The book's Q1: parameters of the chapter's model", unit="parameters", hints=(
+@solution("07.13", title="The book's Q1: parameters of the chapter's model", unit="parameters", hints=(
     "Attention with grouped KV heads: Q and O are D × N·H, K and V are D × K·H; a gated MLP; tied embeddings.",
     "⟦P = L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H + 3 * m.D * m.F) + m.V * m.D⟧ with ⟦m = "
     "sb.get_model('ch7-model')⟧.",
@@ -186,7 +186,7 @@ def book_q1_params(L: int = vary(64, 16, 128, step=4)) -> float:
     return replace(get_model("ch7-model"), L=L).param_count()
 
 
-@problem("07.14", title="The book's Q2: 128k-token sequences on a v5e 4x4", unit="sequences", rtol=0.0, hints=(
+@solution("07.14", title="The book's Q2: 128k-token sequences on a v5e 4x4", unit="sequences", rtol=0.0, hints=(
     "HBM of all chips, less the int8 weights, over one sequence's int8 cache.",
     "⟦n = floor((16 * sb.get_chip('v5e').hbm_bytes - m.param_count()) / (T * m.kv_bytes_per_token(1)))⟧ with ⟦m = "
     "sb.get_model('ch7-model')⟧.",
@@ -196,7 +196,7 @@ def book_q2_max_batch(T: int = vary(128_000, 8000, 256_000, step=8000)) -> int:
     return max_batch("ch7-model", "v5e", 16, T, 1, 1)
 
 
-@problem("07.15", title="The book's Q3: the latency floor", unit="s", hints=(
+@solution("07.15", title="The book's Q3: the latency floor", unit="s", hints=(
     "Batch one: the step reads every weight once, split over all chips' HBM.",
     "⟦t = m.param_count() * 1 / (chips * sb.get_chip('v5e').hbm_bandwidth)⟧ with int8 weights and ⟦m = "
     "sb.get_model('ch7-model')⟧.",
@@ -206,7 +206,7 @@ def book_q3_floor(chips: int = vary(16, 4, 64, step=4)) -> float:
     return decode_step("ch7-model", "v5e", chips, 1, 0, param_bytes=1).t_params
 
 
-@problem("07.16", title="The book's Q5: active parameters of the MoE", unit="parameters", hints=(
+@solution("07.16", title="The book's Q5: active parameters of the MoE", unit="parameters", hints=(
     "Only k of the E experts run per token; attention, embeddings and the router always do.",
     "Replace the dense MLP by k experts' and add each layer's D × E router: ⟦P = m.param_count() - mlp + k * mlp + "
     "m.L * m.D * E⟧ with ⟦mlp = 3 * m.D * m.F * m.L⟧ and ⟦m = sb.get_model('ch7-model')⟧.",
@@ -216,7 +216,7 @@ def book_q5_active_params(E: int = vary(16, 8, 64, step=8), k: int = vary(2, 1, 
     return replace(get_model("ch7-model"), E=E, k=k).param_count(active=True)
 
 
-@problem("07.17", title="The book's Q7: when 2-D weight-stationary wins", unit="chips", hints=(
+@solution("07.17", title="The book's Q7: when 2-D weight-stationary wins", unit="chips", hints=(
     "The ratio of 2D to 1D traffic falls as one over sqrt(N) and depends only on F / D.",
     "Per B / W: 1D moves ⟦one_d = 4 * D / 3⟧, 2D at its best split ⟦two_d = 2 * sqrt(8 * D * F)⟧ over sqrt(N); ⟦N = "
     "(two_d / one_d) ** 2⟧ with ⟦F = ratio * D⟧ and ⟦D = 8192⟧.",
@@ -227,7 +227,7 @@ def book_q7_crossover(ratio: int = vary(4, 2, 8)) -> float:
     return (one["2d"] / one["1d"]) ** 2
 
 
-@problem("07.18", title="The book's appendix A: a 600M-parameter layer's floor", unit="s", hints=(
+@solution("07.18", title="The book's appendix A: a 600M-parameter layer's floor", unit="s", hints=(
     "Batch one, no cache: only the weights' bytes count, split over the chips.",
     "⟦t = 2 * params / (chips * sb.get_chip('v5e').hbm_bandwidth)⟧: bf16 weights.",
 ))
@@ -236,7 +236,7 @@ def book_appendix_a_floor(params: float = vary(600e6, 1e8, 5e9), chips: int = va
     return decode_time(params, 0, 1, "v5e", chips).time
 
 
-@problem("07.19", title="The book's Q5: all the parameters of the MoE", unit="parameters", hints=(
+@solution("07.19", title="The book's Q5: all the parameters of the MoE", unit="parameters", hints=(
     "Every expert is a whole copy of the gated MLP; attention and the tied embedding are not multiplied.",
     "⟦P = m.param_count() - mlp + E * mlp + m.L * m.D * E⟧ with ⟦mlp = 3 * m.D * m.F * m.L⟧ and each layer's D × E "
     "router, ⟦m = sb.get_model('ch7-model')⟧.",

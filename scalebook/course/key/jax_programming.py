@@ -7,7 +7,7 @@ the key works the same numbers out from the shapes, so it needs no devices. Answ
 from __future__ import annotations
 
 from ...units import dtype_bytes
-from . import problem
+from . import solution
 
 # The book's collective-matmul example: A[B_X, D_Y] · W[D, F_Y] on a 2x4 mesh (ch. 10).
 B_BOOK, D_BOOK, F_BOOK, X_BOOK, Y_BOOK = 1024, 2048, 8192, 2, 4
@@ -17,7 +17,7 @@ T_JIT, T_COLLECTIVE, T_BASELINE = 311e-6, 244e-6, 224e-6
 S_MOE, D_MOE, E_MOE, N_MOE = 256, 64, 16, 8
 
 
-@problem("10.1", title="The mean of one shard", unit="value", hints=(
+@solution("10.1", title="The mean of one shard", unit="value", hints=(
     "Work out which rows and columns the shard holds: rows split two ways over X, columns four ways over Y.",
     "Element (r, c) holds sixteen times r plus c, so the shard's mean is ⟦mean = 16 * sum(rows) / len_rows + "
     "sum(cols) / len_cols⟧ over its rows ⟦rows = range(4, 8)⟧ and columns ⟦cols = range(8, 12)⟧, with ⟦len_rows = "
@@ -33,7 +33,7 @@ def shard_mean() -> float:
     return 16 * sum(rows) / len(rows) + sum(cols) / len(cols)
 
 
-@problem("10.2", title="A ReduceScatter's bytes per device", unit="bytes", hints=(
+@solution("10.2", title="A ReduceScatter's bytes per device", unit="bytes", hints=(
     "A ReduceScatter over Y leaves each device one Y-th of the reduced axis, still split over X.",
     "⟦b = (B / X) * (F / Y) * 4⟧ bytes (fp32) with ⟦B = 64⟧, ⟦F = 256⟧, ⟦X = 2⟧ and ⟦Y = 4⟧.",
 ))
@@ -42,7 +42,7 @@ def reduce_scatter_bytes() -> float:
     return (64 // 2) * (256 // 4) * dtype_bytes("fp32")
 
 
-@problem("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes", hints=(
+@solution("10.3", title="Bytes a device sends round the collective-matmul ring", unit="bytes", hints=(
     "In a unidirectional collective matmul each device forwards one chunk per step, for all but one of the Y steps.",
     "⟦b = (Y - 1) * chunk⟧ with the bf16 chunk ⟦chunk = (B / X) * (D / Y) * 2⟧, ⟦B = 1024⟧, ⟦D = 2048⟧, ⟦X = 2⟧ and "
     "⟦Y = 4⟧.",
@@ -53,7 +53,7 @@ def ring_bytes() -> float:
     return (Y_BOOK - 1) * chunk
 
 
-@problem("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes", hints=(
+@solution("10.4", title="Bidirectional ring: bytes per link direction per step", unit="bytes", hints=(
     "A bidirectional ring sends half of each chunk each way.",
     "⟦b = chunk / 2⟧ with the bf16 chunk ⟦chunk = (B / X) * (D / Y) * 2⟧, ⟦B = 1024⟧, ⟦D = 2048⟧, ⟦X = 2⟧ and ⟦Y = "
     "4⟧.",
@@ -63,7 +63,7 @@ def bidirectional_step_bytes() -> float:
     return (B_BOOK // X_BOOK) * (D_BOOK // Y_BOOK) * dtype_bytes("bf16") / 2
 
 
-@problem("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction", hints=(
+@solution("10.5", title="How much of the AllGather the collective matmul hides", unit="fraction", hints=(
     "Compare the collective matmul's saving with the whole communication overhead of plain jit.",
     "⟦f = (jit - collective) / (jit - baseline)⟧ with the measured ⟦jit = 311e-6⟧, ⟦collective = 244e-6⟧ and the "
     "no-communication ⟦baseline = 224e-6⟧ seconds.",
@@ -73,7 +73,7 @@ def hidden_fraction() -> float:
     return (T_JIT - T_COLLECTIVE) / (T_JIT - T_BASELINE)
 
 
-@problem("10.6", title="The MoE all-to-all buffer", unit="bytes", hints=(
+@solution("10.6", title="The MoE all-to-all buffer", unit="bytes", hints=(
     "The send buffer has a slot per local token for every destination device.",
     "⟦b = N * (S / N) * D * 4⟧ bytes (fp32) with ⟦S = 256⟧, ⟦D = 64⟧ and ⟦N = 8⟧.",
 ))
@@ -82,7 +82,7 @@ def moe_buffer_bytes() -> float:
     return N_MOE * (S_MOE // N_MOE) * D_MOE * dtype_bytes("fp32")
 
 
-@problem("10.7", title="Padding in the capacity-free MoE", unit="fraction", hints=(
+@solution("10.7", title="Padding in the capacity-free MoE", unit="fraction", hints=(
     "Each device processes N · S / N rows, but only S / N of them are its real tokens.",
     "⟦f = (S / N) / (N * S / N)⟧ with ⟦S = 256⟧ and ⟦N = 8⟧.",
 ))
@@ -91,7 +91,7 @@ def moe_useful_fraction() -> float:
     return (S_MOE // N_MOE) / (N_MOE * (S_MOE // N_MOE))
 
 
-@problem("10.8", title="Rows per host on a multi-host slice", unit="rows", hints=(
+@solution("10.8", title="Rows per host on a multi-host slice", unit="rows", hints=(
     "Each process (host) loads the rows for its own chips only.",
     "⟦r = rows / (chips / per_host)⟧ with ⟦rows = 1024⟧, ⟦chips = 8 * 8⟧ and ⟦per_host = 4⟧.",
 ))

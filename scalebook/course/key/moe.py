@@ -14,12 +14,12 @@ from ...inference.moe import decode_step, dispatch, dropped_fraction, expert_cho
 from ...inference.steps import weights_read
 from ...models import expected_experts, get_model
 from ..inputs import vary
-from . import problem
+from . import solution
 
 DS = "deepseek-v3"
 
 
-@problem("14.1", title="What token choice drops at capacity factor 1", unit="fraction", hints=(
+@solution("14.1", title="What token choice drops at capacity factor 1", unit="fraction", hints=(
     "Each expert's load is binomial; whatever lands beyond its capacity is dropped.",
     "An expert's load X is Binomial(T, k / E), its capacity cf · T · k / E rounded up; it drops E[max(X − C, zero)] "
     "of its mean load. Sum that tail (or let the package do it): ⟦f = sb.moe.dropped_fraction(T, E, k, cf)⟧.",
@@ -30,7 +30,7 @@ def token_choice_drops(T: int = vary(2048, 256, 8192, step=256), E: int = vary(6
     return dropped_fraction(T, E, k, cf)
 
 
-@problem("14.2", title="What expert choice leaves unserved", unit="fraction", hints=(
+@solution("14.2", title="What expert choice leaves unserved", unit="fraction", hints=(
     "Each expert picks its own tokens; a token is unserved if no expert picks it.",
     "An expert fills ⟦c = min(T, ceil(cf * T * k / E))⟧ slots from the T tokens, so a token escapes one expert with "
     "probability one minus c / T and all of them with ⟦u = (1 - c / T) ** E⟧.",
@@ -41,7 +41,7 @@ def expert_choice_misses(T: int = vary(2048, 256, 8192, step=256), E: int = vary
     return expert_choice_unserved(T, E, k, cf)
 
 
-@problem("14.3", title="Experts a batch of 16 touches", unit="experts", hints=(
+@solution("14.3", title="Experts a batch of 16 touches", unit="experts", hints=(
     "An expert is missed only if every token's k choices avoid it.",
     "⟦e = E * (1 - (1 - k / E) ** B)⟧.",
 ))
@@ -50,7 +50,7 @@ def experts_touched(B: int = vary(16, 1, 256), E: int = vary(256, 16, 512, step=
     return expected_experts(B, E, k)
 
 
-@problem("14.4", title="Bytes a batch-1 decode step reads", unit="B", hints=(
+@solution("14.4", title="Bytes a batch-1 decode step reads", unit="B", hints=(
     "A small batch reads the shared weights plus only the experts its tokens route to.",
     "In fp8 (one byte per weight): everything but the routed experts, plus the share of them the batch touches, ⟦b "
     "= P - R + R * min(m.E, max(1, touched)) / m.E⟧ with ⟦touched = m.E * (1 - (1 - m.k / m.E) ** B)⟧, ⟦P = "
@@ -62,7 +62,7 @@ def batch_one_reads(B: int = vary(1, 1, 64)) -> float:
     return weights_read(get_model(DS), B) * 1
 
 
-@problem("14.5", title="An MLA cache under DP x TP", unit="B", hints=(
+@solution("14.5", title="An MLA cache under DP x TP", unit="B", hints=(
     "MLA's latent cache is shared by all heads: TP cannot split it, so each TP rank holds its replica's whole "
     "cache.",
     "⟦b = seqs / (64 / 8) * T * m.kv_bytes_per_token(1)⟧: each of the eight TP groups' sequences, whole on every "
@@ -73,7 +73,7 @@ def kv_dp_tp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8192, 10
     return serving_shard(DS, 64, seqs, T, "dp_tp", 8).kv_per_chip
 
 
-@problem("14.6", title="The same cache under attention-DP", unit="B", hints=(
+@solution("14.6", title="The same cache under attention-DP", unit="B", hints=(
     "Under attention-DP each GPU keeps only its own sequences' caches.",
     "⟦b = seqs / 64 * T * m.kv_bytes_per_token(1)⟧ with ⟦m = sb.get_model('deepseek-v3')⟧.",
 ))
@@ -82,7 +82,7 @@ def kv_attention_dp(seqs: int = vary(2048, 256, 8192, step=256), T: int = vary(8
     return serving_shard(DS, 64, seqs, T, "attention_dp").kv_per_chip
 
 
-@problem("14.7", title="One MoE layer's AllToAlls on a TPU7x cube", unit="s", hints=(
+@solution("14.7", title="One MoE layer's AllToAlls on a TPU7x cube", unit="s", hints=(
     "Each token's D-wide activation goes to its k experts' chips and comes back: an AllToAll each way over the "
     "cube.",
     "Each AllToAll is the longer of its bandwidth term and its latency: ⟦t = max(V / r, lat) + max(2 * V / r, lat)⟧ "
@@ -96,7 +96,7 @@ def tpu7x_dispatch(T: int = vary(4096, 512, 32768, step=512)) -> float:
     return dispatch(DS, TpuMesh("tpu7x", X=4, Y=4, Z=4), T).t_comms
 
 
-@problem("14.8", title="The same AllToAlls in a GB200 NVL72", unit="s", hints=(
+@solution("14.8", title="The same AllToAlls in a GB200 NVL72", unit="s", hints=(
     "In one NVLink domain every GPU reaches every other through the switches at its full NVLink bandwidth.",
     "Dispatch (fp8) and combine (bf16) each send all but a GPU's own share, one copy per distinct GPU among a "
     "token's experts: ⟦t = (1 + 2) * T * m.D / n * (n - 1) / n * sb.collectives.ragged_fill(n, m.k) / W⟧ with ⟦n = "
@@ -107,7 +107,7 @@ def nvl72_dispatch(T: int = vary(4608, 576, 36864, step=576)) -> float:
     return dispatch(DS, GpuCluster("gb200", gpus=72), T).t_comms
 
 
-@problem("14.9", title="DeepSeek-V3 on 64 TPU7x, attention-DP", unit="tokens/s", hints=(
+@solution("14.9", title="DeepSeek-V3 on 64 TPU7x, attention-DP", unit="tokens/s", hints=(
     "The step reads each chip's experts and its own sequences' caches, and does the active FLOPs; the dispatch "
     "hides under the reads.",
     "Tokens per second per chip are its sequences over the step: ⟦r = per_chip / t⟧ with ⟦t = "
@@ -121,7 +121,7 @@ def tpu7x_tokens_per_chip(
     return step.tokens_per_second / 64
 
 
-@problem("14.10", title="DeepSeek-V3 on a GB200 NVL72, attention-DP", unit="tokens/s", hints=(
+@solution("14.10", title="DeepSeek-V3 on a GB200 NVL72, attention-DP", unit="tokens/s", hints=(
     "The same model on a rack of GPUs: more HBM bandwidth per chip, and several expert slots per GPU.",
     "⟦r = per_chip / t⟧ with ⟦t = sb.moe.decode_step('deepseek-v3', 'gb200', 72, 72 * per_chip, T, "
     "compute_dtype='fp8').time⟧; compare its terms with the TPU7x's.",

@@ -10,7 +10,7 @@ from ...hardware.chips import get_chip
 from ...hlo import padding, parse_op, replica_groups
 from ...roofline import estimate
 from ..inputs import vary
-from . import problem
+from . import solution
 
 
 def _one_hop(shard_bytes: float, chip: str) -> float:
@@ -20,7 +20,7 @@ def _one_hop(shard_bytes: float, chip: str) -> float:
     return estimate(0, shard_bytes, c, bandwidth=2 * c.ici_bandwidth, channel="ICI").time
 
 
-@problem("09.1", title="Padding of an odd-sized bf16 activation", unit="fraction", hints=(
+@solution("09.1", title="Padding of an odd-sized bf16 activation", unit="fraction", hints=(
     "Each dimension is rounded up to a whole first tile of the layout; bf16's second tile packs row pairs inside "
     "it, which adds nothing when the first tile's rows are even.",
     "The stored share is the padded shape's: ⟦w = 1 - rows * cols / (ceil(rows / r) * r * ceil(cols / c) * c)⟧ with "
@@ -31,7 +31,7 @@ def bf16_tile_waste(rows: int = vary(100, 17, 1000), cols: int = vary(300, 129, 
     return padding((rows, cols), "T(8,128)(2,1)", "bf16")["waste"]
 
 
-@problem("09.2", title="A vector in a matrix's tiles", unit="B", hints=(
+@solution("09.2", title="A vector in a matrix's tiles", unit="B", hints=(
     "A single row still fills whole tiles: all but one of each tile's rows are padding.",
     "⟦b = r * ceil(n / c) * c * 4⟧ bytes: whole tiles of ⟦r = 8⟧ fp32 rows by ⟦c = 128⟧ lanes.",
 ))
@@ -40,7 +40,7 @@ def f32_vector_stored_bytes(n: int = vary(4096, 128, 65536, step=128)) -> float:
     return padding((1, n), "T(8,128)", "f32")["stored_bytes"]
 
 
-@problem("09.3", title="Roofline of a matmul in a v5e profile", unit="s", hints=(
+@solution("09.3", title="Roofline of a matmul in a v5e profile", unit="s", hints=(
     "Data parallelism splits the FLOPs evenly over the chips; the matmul is compute-bound.",
     "⟦t = 2 * B * T * D * F / chips / sb.get_chip('v5e').peak_flops('bf16')⟧ with ⟦chips = 4⟧.",
 ))
@@ -51,7 +51,7 @@ def v5e_matmul_time(B: int = vary(16, 4, 64, step=4), T: int = vary(2048, 512, 8
     return estimate(flops / 4, 0, "v5e").time
 
 
-@problem("09.4", title="A ReduceScatter between two v5e neighbours", unit="s", hints=(
+@solution("09.4", title="A ReduceScatter between two v5e neighbours", unit="s", hints=(
     "Between two neighbours the shard crosses one link once, both directions in use.",
     "⟦t = 2 * B * T * D / sb.get_chip('v5e').ici_bidirectional⟧: the bf16 shard over one bidirectional link.",
 ))
@@ -61,7 +61,7 @@ def v5e_reduce_scatter_time(B: int = vary(4, 1, 16), T: int = vary(2048, 512, 81
     return _one_hop(2 * B * T * D, "v5e")
 
 
-@problem("09.5", title="How close to the roofline did it run?", unit="fraction", hints=(
+@solution("09.5", title="How close to the roofline did it run?", unit="fraction", hints=(
     "Compute the roofline time (compute-bound here) and divide by what the profile measured.",
     "⟦r = 2 * B * D * D / sb.get_chip('v5e').peak_flops('bf16') / measured⟧ with ⟦D = 8192⟧.",
 ))
@@ -70,7 +70,7 @@ def achieved_fraction(B: int = vary(4096, 1024, 8192, step=512), measured: float
     return estimate(2 * B * 8192 * 8192, 0, "v5e").time / measured
 
 
-@problem("09.6", title="Argument bytes of a sharded MLP", unit="B", hints=(
+@solution("09.6", title="Argument bytes of a sharded MLP", unit="B", hints=(
     "The replicated input is whole on every device; each weight keeps one n-th of its F dimension.",
     "⟦b = 4 * (B * D + 2 * D * F / n)⟧ bytes (fp32).",
 ))
@@ -80,7 +80,7 @@ def sharded_mlp_argument_bytes(B: int = vary(256, 64, 1024, step=64), D: int = v
     return 4 * (B * D + 2 * D * F / n)
 
 
-@problem("09.7", title="True shape from a per-device dump", unit="elements", hints=(
+@solution("09.7", title="True shape from a per-device dump", unit="elements", hints=(
     "A per-device dump shows the local shard; the sharding annotation says how many devices split each dimension.",
     "⟦w = width * n⟧: the local width times the devices along that dimension.",
 ))
@@ -90,7 +90,7 @@ def true_hidden_size(width: int = vary(4096, 512, 8192, step=512), n: int = vary
     return parse_op(line).shape[1] * n
 
 
-@problem("09.8", title="The cost of a re-tiling copy", unit="s", hints=(
+@solution("09.8", title="The cost of a re-tiling copy", unit="s", hints=(
     "A copy does no arithmetic: read once, write once.",
     "⟦t = 2 * 2 * N * M / sb.get_chip('v5e').hbm_bandwidth⟧: the bf16 array read and written once.",
 ))
@@ -102,7 +102,7 @@ def retiling_copy_time(
 
 # --- the book's own problems (How To Scale Your Model, ch. 9, its worked profile; its Q1 is problem 09.7) --------
 
-@problem("09.9", title="Book Ex1: the up-projection in the v2 profile", unit="s", hints=(
+@solution("09.9", title="Book Ex1: the up-projection in the v2 profile", unit="s", hints=(
     "Split the FLOPs over the chips of the profile and divide by one chip's peak: compute-bound.",
     "⟦t = 2 * B * T * D * F / chips / sb.get_chip('v2').peak_flops('bf16')⟧ with ⟦D = 8192⟧, ⟦F = 32768⟧ and ⟦chips "
     "= 4⟧.",
@@ -112,7 +112,7 @@ def book_up_projection_time(B: int = vary(32, 8, 128, step=8), T: int = vary(102
     return estimate(2 * B * T * 8192 * 32768 / 4, 0, "v2").time
 
 
-@problem("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s", hints=(
+@solution("09.10", title="Book Ex2: the ReduceScatter in the v2 profile", unit="s", hints=(
     "One hop, one shard, both directions of the link.",
     "⟦t = 2 * B * T * D / sb.get_chip('v2').ici_bidirectional⟧ with ⟦D = 8192⟧: the bf16 shard over one "
     "bidirectional link.",
@@ -122,7 +122,7 @@ def book_reduce_scatter_time(B: int = vary(8, 2, 32, step=2), T: int = vary(1024
     return _one_hop(2 * B * T * 8192, "v2")
 
 
-@problem("09.11", title="Book Ex3: what the memory profile leaves free", unit="B", hints=(
+@solution("09.11", title="Book Ex3: what the memory profile leaves free", unit="B", hints=(
     "The profiler shows the HBM the step can use; the parameters already hold part of it.",
     "⟦b = M - params_bytes⟧ with the profile's ⟦M = 16e9⟧ bytes of HBM.",
 ))
@@ -131,7 +131,7 @@ def book_memory_left(params_bytes: float = vary(7.5e9, 1e9, 1.4e10)) -> float:
     return 16e9 - params_bytes
 
 
-@problem("09.12", title="Book Q1: the model-parallel degree from a profile's AllReduce", unit="devices", rtol=0.0,
+@solution("09.12", title="Book Q1: the model-parallel degree from a profile's AllReduce", unit="devices", rtol=0.0,
          hints=(
     "A collective's replica groups list the devices that combine their values: the size of one group is the degree.",
     "⟦d = n // groups⟧: the devices split evenly into the listed groups.",

@@ -10,7 +10,7 @@ from ...hardware.chips import get_chip
 from ...roofline import critical_batch, critical_intensity, crossover_batch, einsum, estimate, matmul, tiled_matmul
 from ...units import dtype_bytes
 from ..inputs import vary
-from . import problem
+from . import solution
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff) and the LLaMA 3 vocabulary.
 D_LLAMA, F_LLAMA, V_LLAMA = 8192, 28672, 128256
@@ -19,7 +19,7 @@ D_LLAMA, F_LLAMA, V_LLAMA = 8192, 28672, 128256
 TILE_EDGES = (128, 256, 512, 1024, 2048, 4096)
 
 
-@problem("01.1", title="Two clocks: the no-overlap bound", unit="s", hints=(
+@solution("01.1", title="Two clocks: the no-overlap bound", unit="s", hints=(
     "Two clocks: the math time (FLOPs over peak FLOP/s) and the HBM time (bytes over bandwidth). With no overlap, "
     "one waits for the other.",
     "Without overlap the two clocks add instead of hiding one behind the other: ⟦t = flops / C + nbytes / W⟧, with "
@@ -31,7 +31,7 @@ def no_overlap_time(flops: float = vary(3e12, 1e12, 1e13), nbytes: float = vary(
     return estimate(flops, nbytes, "v6e").upper
 
 
-@problem("01.2", title="Intensity of a residual add", unit="FLOPs/byte", hints=(
+@solution("01.2", title="Intensity of a residual add", unit="FLOPs/byte", hints=(
     "Intensity is FLOPs over bytes moved; an elementwise add does one FLOP per element and moves every array once, "
     "whatever the shape.",
     "Per element: one FLOP against three arrays moved (two read, one written) of w bytes each, so the shape "
@@ -43,7 +43,7 @@ def residual_add_intensity(B: int = vary(4096, 512, 16384, step=512), D: int = v
     return einsum("BD,BD->BD", {"B": B, "D": D}, "v5e", dtype).intensity
 
 
-@problem("01.3", title="A fused softmax over the vocabulary", unit="s", hints=(
+@solution("01.3", title="A fused softmax over the vocabulary", unit="s", hints=(
     "A softmax does a handful of FLOPs per logit but must read and write every logit: far below an H100's critical "
     "intensity, so only the memory clock matters.",
     "Take the longer clock, which is the memory one: ⟦t = max(flops / C, nbytes / W)⟧ with ⟦flops = 5 * T * V⟧ "
@@ -56,7 +56,7 @@ def softmax_time(T: int = vary(8192, 1024, 32768, step=1024), V: int = vary(V_LL
     return estimate(5 * elements, 2 * dtype_bytes("bf16") * elements, "h100").time
 
 
-@problem("01.4", title="An unfused activation after a matmul", unit="fraction", hints=(
+@solution("01.4", title="An unfused activation after a matmul", unit="fraction", hints=(
     "The matmul is compute-bound at this batch; the separate activation pass is memory-bound (read and write the "
     "[B, F] output).",
     "Each is a roofline on the v5e; the ratio is ⟦r = t_act / t_mm⟧ with the activation pass reading and writing "
@@ -73,7 +73,7 @@ def unfused_activation_overhead(B: int = vary(2048, 1024, 8192, step=256),
     return activation.time / up.time
 
 
-@problem("01.5", title="Critical intensity across four chips", unit="FLOPs/byte", hints=(
+@solution("01.5", title="Critical intensity across four chips", unit="FLOPs/byte", hints=(
     "Critical intensity is peak FLOP/s over HBM bandwidth (C / W); compute it for each chip and keep the largest.",
     "For each chip divide its bf16 peak by its HBM bandwidth and keep the largest: ⟦I = "
     "max(sb.get_chip(c).peak_flops('bf16') / sb.get_chip(c).hbm_bandwidth for c in (first, second, third, "
@@ -88,7 +88,7 @@ def highest_critical_intensity(
     return max(critical_intensity(chip) for chip in (first, second, third, fourth))
 
 
-@problem("01.6", title="Weight-only fp8 on a B200: critical batch", unit="tokens", hints=(
+@solution("01.6", title="Weight-only fp8 on a B200: critical batch", unit="tokens", hints=(
     "For B much smaller than D and F, the weights' bytes dominate the memory clock; compute uses bf16 peak.",
     "The math clock (two FLOPs per weight per token, at the bf16 peak) passes the weights' clock (w bytes per "
     "weight, at HBM bandwidth) at ⟦B = C / W * w / 2⟧, with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = "
@@ -101,7 +101,7 @@ def fp8_weight_critical_batch(
     return critical_batch(chip, dtype="bf16", weight_dtype="fp8")
 
 
-@problem("01.7", title="Exact crossover batch of a LLaMA-70B MLP matmul", unit="tokens", hints=(
+@solution("01.7", title="Exact crossover batch of a LLaMA-70B MLP matmul", unit="tokens", hints=(
     "Count every byte, not just the weights: the input, the weights and the output, all bf16, against the matmul's "
     "FLOPs; set the two clocks equal and solve for B.",
     "Both clocks are linear in B; equal, they give ⟦B = 1 / (W / C - 1 / D - 1 / F)⟧ with the H100's ⟦C = "
@@ -113,7 +113,7 @@ def llama_crossover_batch(D: int = vary(D_LLAMA, 4096, 16384, step=512),
     return crossover_batch(D, F, "h100")
 
 
-@problem("01.8", title="A matmul at 80% of peak", unit="s", hints=(
+@solution("01.8", title="A matmul at 80% of peak", unit="s", hints=(
     "At this size the matmul is compute-bound; real kernels reach only a fraction of peak, so divide by the "
     "achieved FLOP/s.",
     "The longer clock wins, and here it is the math at the achieved rate: ⟦t = max(2 * B * D * F / (efficiency * "
@@ -123,10 +123,10 @@ def llama_crossover_batch(D: int = vary(D_LLAMA, 4096, 16384, step=512),
 def practical_matmul_time(B: int = vary(16384, 4096, 65536, step=1024),
                           efficiency: float = vary(0.8, 0.5, 0.95)) -> float:
     """bf16[B, 8192] @ bf16[8192, 28672] on a B200 whose kernels reach `efficiency` of peak FLOP/s."""
-    return matmul(B, D_LLAMA, F_LLAMA, "b200", efficiency=efficiency).time
+    return matmul(B, D_LLAMA, F_LLAMA, "b200", assumed_mfu=efficiency).time
 
 
-@problem("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D", hints=(
+@solution("01.9", title="A matmul split over two GPUs: the link roofline", unit="elements of D", hints=(
     "The link is the memory here: each GPU computes on its half of D and must send its partial sums; compare the "
     "math clock with the NVLink clock.",
     "Each GPU does B·D·F FLOPs on its half and sends its bf16 partial sums [B, F]; the math outlasts the send once "
@@ -144,7 +144,7 @@ def split_matmul_min_width(
     return dtype_bytes("bf16") * critical_intensity(gpu, bandwidth=gpu.nvlink_bandwidth)
 
 
-@problem("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge",
+@solution("01.10", title="A tile size that makes a tiled matmul compute-bound", unit="elements per tile edge",
          rtol=0.0, hints=(
     "Each tile of the output re-reads rows of A and columns of B from HBM; bigger tiles mean fewer re-reads, so "
     "intensity grows with the tile edge b.",
@@ -160,7 +160,7 @@ def smallest_compute_bound_tile(
     return next(b for b in TILE_EDGES if tiled_matmul(n, n, n, b, b, b, chip).bound == "compute")
 
 
-@problem("01.11", title="Weights streamed from the host over PCIe", unit="tokens", hints=(
+@solution("01.11", title="Weights streamed from the host over PCIe", unit="tokens", hints=(
     "The weights now cross PCIe, not HBM: PCIe bandwidth is the W of this roofline.",
     "The critical batch with PCIe as the memory: ⟦B = C / W * w / 2⟧ with the H200's ⟦C = "
     "sb.get_chip('h200').peak_flops('bf16')⟧, ⟦W = sb.get_chip('h200').pcie_bandwidth⟧ and ⟦w = "
@@ -175,7 +175,7 @@ def host_offload_critical_batch(weight_dtype: str = vary("int8", choices=("int8"
 # --- the book's own problems (How To Scale Your Model, ch. 1, "A Few Problems to Work") ---------------------
 
 
-@problem("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens", hints=(
+@solution("01.12", title="Book Q1: an all-int8 matmul on a v5e", unit="tokens", hints=(
     "With int8 everything both the FLOP/s (the int8 peak) and the bytes per value change.",
     "Two int8 operations per weight per token against one byte per weight: ⟦B = C / W * w / 2⟧ with ⟦C = "
     "sb.get_chip(chip).peak_flops('int8')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and ⟦w = "
@@ -187,7 +187,7 @@ def book_int8_critical_batch(
     return critical_batch(chip, "int8")
 
 
-@problem("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens", hints=(
+@solution("01.13", title="Book Q2: int8 weights, bf16 activations", unit="tokens", hints=(
     "Compute stays bf16 (the bf16 peak), but the weights that dominate the bytes are int8.",
     "Two bf16 FLOPs per weight per token against one byte per weight: ⟦B = C / W * w / 2⟧ with ⟦C = "
     "sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and ⟦w = "
@@ -199,7 +199,7 @@ def book_int8_weight_critical_batch(
     return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens", hints=(
+@solution("01.14", title="Book Q3: the exact crossover for D = F = 1024", unit="tokens", hints=(
     "At small D and F the activations' bytes (bf16 in and out) are no longer negligible against the int8 weights.",
     "Set the clocks equal with every byte counted (bf16 input and output at a bytes per value, int8 weights at w) "
     "and solve the linear equation for B: ⟦B = w * D * F / W / (2 * D * F / C - a * (D + F) / W)⟧ with ⟦a = "
@@ -212,7 +212,7 @@ def book_small_matmul_crossover(D: int = vary(1024, 512, 4096, step=256),
     return crossover_batch(D, F, "v5e", weight_dtype="int8", act_dtype="bf16")
 
 
-@problem("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte", hints=(
+@solution("01.15", title="Book Q4: a different matrix for every row", unit="FLOPs/byte", hints=(
     "Every row has its own matrix, so nothing is reused: the weight bytes grow with B, like the FLOPs.",
     "FLOPs over bytes: ⟦I = flops / nbytes⟧, where each multiply-add counts two FLOPs, ⟦flops = 2 * B * D * F⟧, and "
     "each int8 value is one byte, ⟦nbytes = B * D + B * D * F + B * F⟧; the weights' B·D·F term dominates the "
@@ -224,7 +224,7 @@ def book_batched_matrix_intensity(B: int = vary(512, 64, 4096, step=64), D: int 
     return einsum("BD,BDF->BF", {"B": B, "D": D, "F": F}, "v5e", "int8").intensity
 
 
-@problem("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens", hints=(
+@solution("01.16", title="Book Q5: an H100 from its spec sheet", unit="tokens", hints=(
     "Spec sheets print bf16 FLOP/s with sparsity; a dense matmul gets half of that.",
     "In bf16 two FLOPs per weight per token meet two bytes per weight, so the critical batch is the critical "
     "intensity: ⟦B = C / W⟧ with the dense ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = "

@@ -16,7 +16,7 @@ from ...models import get_model
 from ...roofline import critical_batch
 from ...training.book import tp_limit
 from ..inputs import vary
-from . import problem
+from . import solution
 
 V6E_USD_PER_HOUR = 2.70  # an assumed price for problem 1 (the chapter's price table has no v6e)
 V5E_SLICES = (4, 8, 16, 32, 64, 128, 256)  # chips in the v5e slices 2x2, 4x2, 4x4, 4x8, 8x8, 8x16, 16x16
@@ -31,7 +31,7 @@ def _largest_batch_within(model: str, chips: int, context: float, budget: float,
     return max(ok, default=0)
 
 
-@problem("08.1", title="What a dollar buys on a TPU v6e", unit="FLOPs/$", hints=(
+@solution("08.1", title="What a dollar buys on a TPU v6e", unit="FLOPs/$", hints=(
     "A chip-hour buys an hour of peak FLOP/s.",
     "⟦f = sb.get_chip('v6e').peak_flops('bf16') * 3600 / price⟧.",
 ))
@@ -40,7 +40,7 @@ def v6e_flops_per_dollar(price: float = vary(V6E_USD_PER_HOUR, 1.0, 6.0)) -> flo
     return get_chip("v6e").bf16_flops * 3600 / price
 
 
-@problem("08.2", title="A 128k-token cache for LLaMA 3.1-405B", unit="B", hints=(
+@solution("08.2", title="A 128k-token cache for LLaMA 3.1-405B", unit="B", hints=(
     "Per token: a key and a value per KV head per layer.",
     "⟦b = 2 * m.L * m.K * m.H * bytes_per_value * T⟧ with ⟦m = sb.get_model('llama3-405b')⟧.",
 ))
@@ -50,7 +50,7 @@ def cache_405b_128k(
     return kv_cache_bytes("llama3-405b", T, 1, bytes_per_value=bytes_per_value)
 
 
-@problem("08.3", title="How many 32k conversations fit on a 2x2", unit="sequences", rtol=0.0, hints=(
+@solution("08.3", title="How many 32k conversations fit on a 2x2", unit="sequences", rtol=0.0, hints=(
     "HBM left after the weights, over one sequence's cache.",
     "⟦n = floor((chips * sb.get_chip('v5e').hbm_bytes - 2 * m.param_count()) / (T * m.kv_bytes_per_token(2)))⟧ with "
     "⟦m = sb.get_model('llama3-8b')⟧ in bf16.",
@@ -60,7 +60,7 @@ def llama3_8b_batch_2x2(T: int = vary(32768, 4096, 65536, step=4096), chips: int
     return max_batch("llama3-8b", "v5e", chips, T, param_bytes=2, kv_bytes=2)
 
 
-@problem("08.4", title="A decode step of LLaMA 3-8B", unit="s", hints=(
+@solution("08.4", title="A decode step of LLaMA 3-8B", unit="s", hints=(
     "Read the int8 weights once and every sequence's int8 cache; the cache reads cannot hide behind the math, the "
     "weight reads and the math overlap.",
     "⟦t = batch * T * kv / W + max(2 * batch * P / C, P / W)⟧ over the four chips' HBM and FLOP/s, with ⟦P = "
@@ -73,7 +73,7 @@ def llama3_8b_step(batch: int = vary(64, 8, 128, step=8), T: int = vary(4096, 10
     return decode_step("llama3-8b", "v5e", 4, batch, T, param_bytes=1, kv_bytes=1).time
 
 
-@problem("08.5", title="Queries per second per chip", unit="queries/s/chip", hints=(
+@solution("08.5", title="Queries per second per chip", unit="queries/s/chip", hints=(
     "A query finishes after its reply's tokens, one per step; the batch finishes together.",
     "⟦q = batch / (t * reply * 4)⟧ per chip, with the step of problem four at its context and this batch: ⟦t = "
     "batch * T * kv / W + max(2 * batch * P / C, P / W)⟧, ⟦T = 4096⟧, ⟦P = m.param_count()⟧, ⟦kv = "
@@ -85,7 +85,7 @@ def llama3_8b_qps(batch: int = vary(64, 8, 128, step=8), reply: int = vary(256, 
     return batch / (llama3_8b_step(batch) * reply * 4)
 
 
-@problem("08.6", title="Dollars per million tokens", unit="$/Mtok", hints=(
+@solution("08.6", title="Dollars per million tokens", unit="$/Mtok", hints=(
     "Cost per token = price per chip-second / tokens per chip-second.",
     "⟦c = 1e6 * sb.inference.chip_price('v5e') / 3600 / (batch / t / 16)⟧ with the int8 step on sixteen chips, ⟦t = "
     "batch * T * kv / W + max(2 * batch * P / C, P / W)⟧, ⟦P = m.param_count()⟧, ⟦kv = m.kv_bytes_per_token(1)⟧, ⟦C "
@@ -98,7 +98,7 @@ def llama3_70b_cost(batch: int = vary(64, 8, 256, step=8), T: int = vary(4096, 1
     return cost_per_million_tokens("v5e", step.tokens_per_second / 16)
 
 
-@problem("08.7", title="Prefilling a 32k prompt on LLaMA 3.1-405B", unit="s", hints=(
+@solution("08.7", title="Prefilling a 32k prompt on LLaMA 3.1-405B", unit="s", hints=(
     "Prefill is compute-bound: two FLOPs per matmul parameter per token plus causal attention's share.",
     "The longer of the math at the assumed MFU and the weight and cache traffic: ⟦t = max(flops / (C * mfu), (2 * "
     "m.param_count() + T * m.kv_bytes_per_token(2)) / W)⟧ with ⟦flops = (2 * m.matmul_params() + 4 * m.N * m.H * "
@@ -110,7 +110,7 @@ def prefill_405b(T: int = vary(32768, 4096, 131072, step=4096), mfu: float = var
     return prefill("llama3-405b", "v5e", 64, T, assumed_mfu=mfu).time
 
 
-@problem("08.8", title="Balancing prefill and decode servers", unit="ratio", hints=(
+@solution("08.8", title="Balancing prefill and decode servers", unit="ratio", hints=(
     "While one decode server finishes a batch (reply tokens × step), prefill must fill the batch again.",
     "⟦r = B * t_prefill / (reply * t_step)⟧ with the batch ⟦B = 96⟧, the prefill without attention at the problem's "
     "MFU, ⟦t_prefill = max(2 * m.matmul_params() * prompt / (C * 0.45), (2 * P + prompt * m.kv_bytes_per_token(2)) "
@@ -129,7 +129,7 @@ def prefill_decode_ratio(
     return disaggregation_ratio(t_prefill, step, 96, reply)
 
 
-@problem("08.9", title="int4 weights on a TPU v6e", unit="tokens", hints=(
+@solution("08.9", title="int4 weights on a TPU v6e", unit="tokens", hints=(
     "Half a byte per weight, two FLOPs per weight per token in bf16.",
     "⟦B = C / W * w / 2⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and "
     "⟦w = sb.units.dtype_bytes('int4')⟧.",
@@ -140,7 +140,7 @@ def v6e_int4_critical_batch(
     return critical_batch(chip, weight_dtype="int4")
 
 
-@problem("08.10", title="A 12 ms budget for LLaMA 3-70B", unit="sequences", rtol=0.0, hints=(
+@solution("08.10", title="A 12 ms budget for LLaMA 3-70B", unit="sequences", rtol=0.0, hints=(
     "Each sequence adds its cache's bytes to the step: find the batch where the step reaches the budget, and check "
     "that it fits.",
     "⟦n = max((B for B in range(1, fits + 1) if B * T * kv / W + max(2 * B * P / C, P / W) <= budget), default=0)⟧ "
@@ -153,7 +153,7 @@ def batch_within_12ms(T: int = vary(8192, 2048, 16384, step=1024), budget: float
     return _largest_batch_within("llama3-70b", 16, T, budget, 1, 1)
 
 
-@problem("08.11", title="Cache turnover", unit="tokens/step", hints=(
+@solution("08.11", title="Cache turnover", unit="tokens/step", hints=(
     "In steady state one sequence in every reply-length finishes each step, freeing its whole cache.",
     "⟦r = batch * (prompt + reply) / reply⟧ tokens per step.",
 ))
@@ -163,7 +163,7 @@ def cache_turnover(batch: int = vary(128, 8, 512, step=8), prompt: int = vary(20
     return evicted_per_step(batch, prompt, reply)
 
 
-@problem("08.12", title="LLaMA 3.1-405B within 10 ms", unit="sequences", rtol=0.0, hints=(
+@solution("08.12", title="LLaMA 3.1-405B within 10 ms", unit="sequences", rtol=0.0, hints=(
     "First the slice: the smallest whose batch-one step meets the budget; then the largest batch on it that still "
     "does.",
     "On n chips a step of B int8 sequences is one n-th of the one-chip step (cache reads, then the longer of the "
@@ -191,7 +191,7 @@ def _full_step(chips: int, bytes_per_value: float):
     return decode_step("llama3-70b", "v5e", chips, batch, 8192, bytes_per_value, bytes_per_value)
 
 
-@problem("08.13", title="The book's question: KV bytes per token", unit="B", hints=(
+@solution("08.13", title="The book's question: KV bytes per token", unit="B", hints=(
     "A key and a value per KV head per layer.",
     "⟦b = 2 * m.K * m.H * m.L * bytes_per_value⟧ with ⟦m = sb.get_model(model)⟧.",
 ))
@@ -202,7 +202,7 @@ def book_kv_per_token(model: str = vary("llama3-70b", choices=("llama3-70b", "ll
     return kv_cache_bytes(model, 1, 1, bytes_per_value)
 
 
-@problem("08.14", title="The book's question: 32 conversations of 8k tokens", unit="B", hints=(
+@solution("08.14", title="The book's question: 32 conversations of 8k tokens", unit="B", hints=(
     "Weights once (one byte each in int8), plus each conversation's cache.",
     "⟦b = m.param_count() + batch * T * 2 * m.K * m.H * m.L⟧ with ⟦m = sb.get_model('llama3-70b')⟧.",
 ))
@@ -212,7 +212,7 @@ def book_memory_32_conversations(
     return get_model("llama3-70b").param_count() + kv_cache_bytes("llama3-70b", T, batch, 1)
 
 
-@problem("08.15", title="The book's question: a decode step on a 4x2", unit="s", hints=(
+@solution("08.15", title="The book's question: a decode step on a 4x2", unit="s", hints=(
     "Memory-bound: every byte of the total is read once per step, and the cache reads do not hide behind the math.",
     "⟦t = batch * T * kv / W + max(2 * batch * P / C, P / W)⟧ with ⟦P = m.param_count()⟧, ⟦kv = "
     "m.kv_bytes_per_token(1)⟧, ⟦C = 8 * sb.get_chip('v5e').peak_flops('bf16')⟧ and ⟦W = 8 * "
@@ -223,7 +223,7 @@ def book_step_4x2(batch: int = vary(32, 4, 64, step=4), T: int = vary(8192, 1024
     return decode_step("llama3-70b", "v5e", 8, batch, T, param_bytes=1, kv_bytes=1).time
 
 
-@problem("08.16", title="The book's question: int8 weights, bf16 arithmetic", unit="tokens", hints=(
+@solution("08.16", title="The book's question: int8 weights, bf16 arithmetic", unit="tokens", hints=(
     "One byte per weight, two bf16 FLOPs per weight per token.",
     "⟦B = C / W * w / 2⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧ and "
     "⟦w = sb.units.dtype_bytes('int8')⟧.",
@@ -234,7 +234,7 @@ def book_critical_int8_weights(
     return critical_batch(chip, weight_dtype="int8")
 
 
-@problem("08.17", title="The book's question: the smallest bf16 slice", unit="chips", rtol=0.0, hints=(
+@solution("08.17", title="The book's question: the smallest bf16 slice", unit="chips", rtol=0.0, hints=(
     "Slices come in fixed shapes (1x1, 2x1, 2x2, 4x2 and so on): find the first whose total HBM holds the weights.",
     "⟦n = next(2 ** i for i in range(9) if 2 ** i * sb.get_chip('v5e').hbm_bytes >= bytes_per_param * "
     "sb.get_model(model).param_count())⟧ chips.",
@@ -247,7 +247,7 @@ def book_smallest_bf16_slice(model: str = vary("llama3-70b", choices=("llama3-70
     return x * y
 
 
-@problem("08.18", title="The book's question: a step with HBM full of caches", unit="s", hints=(
+@solution("08.18", title="The book's question: a step with HBM full of caches", unit="s", hints=(
     "With HBM full of caches, the step reads nearly all of HBM once.",
     "At the largest batch of int8 caches of ⟦T = 8192⟧ tokens that fits, ⟦B = floor((chips * "
     "sb.get_chip('v5e').hbm_bytes - P) / (T * kv))⟧, the step is ⟦t = B * T * kv / W + max(2 * B * P / C, P / W)⟧ "
@@ -260,7 +260,7 @@ def book_full_step(chips: int = vary(8, choices=(8, 16, 32, 64))) -> float:
     return _full_step(chips, 1).time
 
 
-@problem("08.19", title="The book's question: queries per second per chip", unit="QPS per chip", hints=(
+@solution("08.19", title="The book's question: queries per second per chip", unit="QPS per chip", hints=(
     "The batch finishes together after reply-length steps.",
     "⟦q = B / ((P + B * T * kv) / W * reply * 8)⟧ per chip at the full batch of the slice of eight, ⟦B = floor((8 * "
     "sb.get_chip('v5e').hbm_bytes - P) / (T * kv))⟧, where each step reads the int8 weights and every cache: ⟦T = "
@@ -273,7 +273,7 @@ def book_qps_int8(reply: int = vary(512, 64, 4096, step=64)) -> float:
     return step.batch / ((step.t_params + step.t_kv) * reply * 8)
 
 
-@problem("08.20", title="The book's question: doubling the slice", unit="QPS per chip", hints=(
+@solution("08.20", title="The book's question: doubling the slice", unit="QPS per chip", hints=(
     "More chips: the weights take a smaller share of HBM, leaving room for a larger batch.",
     "⟦q = B / ((P + B * T * kv) / W * reply * 16)⟧ per chip at the full batch of the 4x4, ⟦B = floor((16 * "
     "sb.get_chip('v5e').hbm_bytes - P) / (T * kv))⟧, with ⟦T = 8192⟧, ⟦P = m.param_count()⟧, ⟦kv = "
@@ -285,7 +285,7 @@ def book_qps_int8_doubled(reply: int = vary(512, 64, 4096, step=64)) -> float:
     return step.batch / ((step.t_params + step.t_kv) * reply * 16)
 
 
-@problem("08.21", title="The book's question: the large-batch model-parallel limit", unit="chips", hints=(
+@solution("08.21", title="The book's question: the large-batch model-parallel limit", unit="chips", hints=(
     "Large-batch decode is like training's TP: the MLP width per chip must outweigh C / W_ici.",
     "⟦Y = M_Y * F * W / C⟧ with ⟦C = sb.get_chip('v5e').peak_flops('bf16')⟧ and ⟦W = "
     "sb.get_chip('v5e').ici_bidirectional⟧.",
@@ -295,7 +295,7 @@ def book_large_batch_limit(F: int = vary(28672, 8192, 65536, step=1024), M_Y: in
     return tp_limit(F, "v5e", M_Y=M_Y)
 
 
-@problem("08.22", title="The book's question: an 8k-token prefill", unit="s", hints=(
+@solution("08.22", title="The book's question: an 8k-token prefill", unit="s", hints=(
     "Prefill is compute-bound: two FLOPs per matmul parameter per token.",
     "The longer of the math at the assumed MFU and the bf16 weight and cache traffic: ⟦t = max(2 * "
     "m.matmul_params() * T / (C * mfu), (2 * m.param_count() + T * m.kv_bytes_per_token(2)) / W)⟧ with ⟦C = 16 * "
@@ -307,7 +307,7 @@ def book_prefill_8k(T: int = vary(8192, 1024, 32768, step=1024), mfu: float = va
     return prefill("llama3-70b", "v5e", 16, T, assumed_mfu=mfu, attention=False).time
 
 
-@problem("08.23", title="The book's question: cache turnover", unit="tokens", hints=(
+@solution("08.23", title="The book's question: cache turnover", unit="tokens", hints=(
     "Each step, batch / reply sequences finish, each freeing prompt + reply tokens.",
     "⟦r = batch * (prompt + reply) / reply⟧.",
 ))
@@ -317,7 +317,7 @@ def book_evicted_per_step(batch: int = vary(32, 4, 256, step=4), prompt: int = v
     return evicted_per_step(batch, prompt, reply)
 
 
-@problem("08.24", title="The book's question: prefill servers per decode server", unit="servers", hints=(
+@solution("08.24", title="The book's question: prefill servers per decode server", unit="servers", hints=(
     "Prefill must supply a full batch of prompts in the time a decode server takes to finish one.",
     "⟦r = batch * t_prefill / (reply * t_step)⟧ with the book's prefill of ⟦T = 8192⟧ tokens at its MFU, ⟦t_prefill "
     "= max(2 * m.matmul_params() * T / (16 * C * 0.4), (2 * P + T * m.kv_bytes_per_token(2)) / (16 * W))⟧, and the "
@@ -332,7 +332,7 @@ def book_disaggregation_ratio(
     return disaggregation_ratio(book_prefill_8k(), book_full_step(), batch, reply)
 
 
-@problem("08.25", title="The book's Q1: the forward FLOPs of a token of LLaMA 3.1-405B", unit="FLOPs", hints=(
+@solution("08.25", title="The book's Q1: the forward FLOPs of a token of LLaMA 3.1-405B", unit="FLOPs", hints=(
     "Two FLOPs per matmul weight per token; the input embedding is a look-up, not a matmul.",
     "⟦f = 2 * sb.get_model(model).matmul_params()⟧.",
 ))

@@ -13,7 +13,7 @@ from ...roofline import estimate
 from ...sharding import bytes_per_device, sharded_matmul, total_bytes
 from ...units import dtype_bytes
 from ..inputs import vary
-from . import problem
+from . import solution
 
 # Shapes the problems share: a LLaMA 3-70B-sized MLP (d_model, d_ff), the LLaMA 3 vocabulary, and a
 # wider MLP with F = 4D.
@@ -24,7 +24,7 @@ F_WIDE = 4 * D_LLAMA
 DP_MATMUL = "X[B, D] @ W[D_X, F] -> Y[B, F]"
 
 
-@problem("03.1", title="The shard of an optimizer moment", unit="B", hints=(
+@solution("03.1", title="The shard of an optimizer moment", unit="B", hints=(
     "Only the axes named in the sharding divide the array; the unnamed axis (Z) keeps a full copy per chip.",
     "The fp32 moment is split over X and Y (both of size X here) and copied along Z: ⟦b = F * D * 4 / (X * X)⟧.",
 ))
@@ -35,7 +35,7 @@ def moment_shard_bytes(F: int = vary(F_LLAMA, 8192, 57344, step=1024), D: int = 
     return bytes_per_device("M[F_XY, D]", mesh, {"F": F, "D": D}, dtype="fp32")
 
 
-@problem("03.2", title="An embedding table's footprint across a slice", unit="B", hints=(
+@solution("03.2", title="An embedding table's footprint across a slice", unit="B", hints=(
     "Sharded over Y, the table is split Y ways but copied along X: the slice holds X full copies.",
     "Every one of the X rows of chips holds a whole bf16 table: ⟦m = X * V * D * 2⟧.",
 ))
@@ -47,7 +47,7 @@ def embedding_total_bytes(
     return total_bytes("E[V_Y, D]", mesh, {"V": V, "D": D}, dtype="bf16")
 
 
-@problem("03.3", title="AllGather of a weight over a wrapped axis", unit="s", hints=(
+@solution("03.3", title="AllGather of a weight over a wrapped axis", unit="s", hints=(
     "A wrapped axis is a ring: the gather sends in both directions, so use the bidirectional link bandwidth.",
     "The book's ring bound drops the exact ring's small correction factor: the gathered bf16 weight over the "
     "bidirectional link, unless the latency (half-way round the ring of sixteen) is longer: ⟦t = max(V / W, hops * "
@@ -60,7 +60,7 @@ def weight_gather_time(
     return all_gather(mesh, "Y", D * F * dtype_bytes("bf16")).time
 
 
-@problem("03.4", title="Where latency stops mattering", unit="B", hints=(
+@solution("03.4", title="Where latency stops mattering", unit="B", hints=(
     "The latency term (hops × per-hop latency) does not grow with the array; the bandwidth term does. Set them "
     "equal — and first ask whether your axis wraps.",
     "Your axis X = {X} on a {chip}: it wraps only on a full pod axis (v5e, v6e) or a slice of whole cubes (v4p, "
@@ -84,7 +84,7 @@ def latency_bandwidth_threshold(X: int = vary(16, 4, 16, step=2),
     return small.t_latency * small.bytes / small.t_comms
 
 
-@problem("03.5", title="Gathering an FSDP weight over three axes", unit="s", hints=(
+@solution("03.5", title="Gathering an FSDP weight over three axes", unit="s", hints=(
     "Gathering over several axes uses all their links at once: the bandwidth multiplies by the number of axes.",
     "All three axes of the cube wrap, so each gathers over a bidirectional ring and the three add up: ⟦t = max(V / "
     "(3 * W), hops * 1e-6)⟧ with ⟦V = 2 * D * F⟧, ⟦hops = 3 * 2⟧ (half of each ring of four) and ⟦W = "
@@ -97,7 +97,7 @@ def three_axis_gather_time(D: int = vary(D_LLAMA, 2048, 16384, step=1024),
     return all_gather(mesh, "XYZ", D * F * dtype_bytes("bf16")).time
 
 
-@problem("03.6", title="A gather of an array that is sharded twice", unit="s", hints=(
+@solution("03.6", title="A gather of an array that is sharded twice", unit="s", hints=(
     "Each Y group gathers only its own D / Y slice; and an axis without wraparound is a line, not a ring.",
     "X (eight chips of a 8x16 slice) does not wrap: each of the seven hops carries one shard one way, ⟦t = max((X - "
     "1) / X * V / W, (X - 1) * 1e-6)⟧ with ⟦X = 8⟧, the slice of the bf16 array one Y group gathers, ⟦V = 2 * B * D "
@@ -110,7 +110,7 @@ def doubly_sharded_gather_time(B: int = vary(16384, 2048, 65536, step=1024),
     return all_gather(mesh, "X", B * D * dtype_bytes("bf16"), also_sharded="Y").time
 
 
-@problem("03.7", title="What losing the wraparound costs an AllReduce", unit="ratio", hints=(
+@solution("03.7", title="What losing the wraparound costs an AllReduce", unit="ratio", hints=(
     "Only a slice of whole cubes wraps around; without it, a ring of four is a line whose links run one way.",
     "An AllReduce is twice a gather, latency and bandwidth alike. On the 2x2x4 the Z line of four carries three "
     "quarters of the array one way; on the cube the Z ring carries it over both directions: ⟦r = max(2 * 3 / 4 * V "
@@ -125,7 +125,7 @@ def lost_wraparound_ratio(N: int = vary(8192, 1024, 16384, step=1024)) -> float:
     return partial / cube
 
 
-@problem("03.8", title="AllToAll over a whole v6e pod", unit="s", hints=(
+@solution("03.8", title="AllToAll over a whole v6e pod", unit="s", hints=(
     "An AllToAll on a ring moves about a quarter of what an AllGather of the same array moves, and here two axes of "
     "sixteen rings each share the work.",
     "A quarter of the array crosses the middle of each ring in each direction, and the sixteen rings along the "
@@ -139,7 +139,7 @@ def pod_all_to_all_time(
     return all_to_all(mesh, "XY", T * D * dtype_bytes("bf16")).time
 
 
-@problem("03.9", title="Gather the weight or reduce the output?", unit="s", hints=(
+@solution("03.9", title="Gather the weight or reduce the output?", unit="s", hints=(
     "Two plans: gather W (bytes D·F) then multiply, or multiply locally and AllReduce the [B, F] output; price both "
     "and take the cheaper.",
     "Each plan takes the longer of its math and its communication; take the cheaper plan: ⟦t = min(max(m, g), max(m "
@@ -155,7 +155,7 @@ def gather_or_reduce_time(B: int = vary(2048, 256, 16384, step=256), D: int = va
     return sharded_matmul(DP_MATMUL, mesh, B=B, D=D, F=F).time
 
 
-@problem("03.10", title="Both inputs split over the same axis", unit="s", hints=(
+@solution("03.10", title="Both inputs split over the same axis", unit="s", hints=(
     "Two non-contracting dimensions cannot both stay sharded over X: one input must be gathered first, and "
     "gathering A leaves the output split the wrong way.",
     "Either plan splits the math sixteen ways, ⟦m = 2 * I * J * K / (16 * C)⟧; gathering A costs ⟦g_A = max(2 * I * "
@@ -172,7 +172,7 @@ def case4_matmul_time(I: int = vary(4096, 1024, 16384, step=1024),  # noqa: E741
     return sharded_matmul("A[I_X, J] @ B[J, K_X] -> C[I_X, K]", mesh, I=I, J=J, K=K).time
 
 
-@problem("03.11", title="When an FSDP matmul becomes compute-bound", unit="tokens", hints=(
+@solution("03.11", title="When an FSDP matmul becomes compute-bound", unit="tokens", hints=(
     "The gather of W takes the same time at any batch; the math grows with B. Find the B where they meet.",
     "The gather moves the bf16 weight over the cube's three wrapped axes (bytes over three bidirectional links), "
     "the math splits sixty-four ways; D·F cancels, leaving ⟦B = 64 * C / (3 * W)⟧ with ⟦C = "
@@ -190,7 +190,7 @@ def fsdp_critical_batch(chip: str = vary("v5p", choices=("v5p", "v4p", "tpu7x"))
     return B0 * plan.t_comms / plan.t_math
 
 
-@problem("03.12", title="The batch at which the best plan flips", unit="tokens", hints=(
+@solution("03.12", title="The batch at which the best plan flips", unit="tokens", hints=(
     "The gather's time does not depend on B, the AllReduce's grows with B: the best plan flips where they are "
     "equal.",
     "Both plans are bandwidth-bound near the flip: the gather moves the weight, the AllReduce moves each token's "
@@ -215,7 +215,7 @@ def gather_or_reduce_crossover(D: int = vary(D_LLAMA, 2048, 16384, step=1024),
 BOOK_CUBE = TpuMesh("v4p", X=4, Y=4, Z=4)  # Q2 and Q3: a full v4p cube, wraparound on every axis
 
 
-@problem("03.13", title="Book pop quiz 2: a gather without wraparound", unit="s", hints=(
+@solution("03.13", title="Book pop quiz 2: a gather without wraparound", unit="s", hints=(
     "Without wraparound the ring is a line: data flows one way per link, so only the one-way bandwidth counts.",
     "Y (four chips of a v5e 8x4) does not wrap: each of its hops carries one shard one way, ⟦t = max((Y - 1) / Y * "
     "V / W, (Y - 1) * 1e-6)⟧ with ⟦Y = 4⟧, ⟦V = 2 * E * F⟧ and the one-way ⟦W = sb.get_chip('v5e').ici_bandwidth⟧.",
@@ -226,7 +226,7 @@ def book_gather_without_wraparound(
     return all_gather(TpuMesh("v5e", X=8, Y=4), "Y", 2 * E * F).time
 
 
-@problem("03.14", title="Book Q1: counting copies", unit="copies", hints=(
+@solution("03.14", title="Book Q1: counting copies", unit="copies", hints=(
     "An array sharded over some axes is replicated over the others: count the devices that hold each piece.",
     "A is split over X only, so every piece is held once per chip of the Y × Z plane: ⟦c = Y * Z⟧.",
 ))
@@ -236,7 +236,7 @@ def book_copies(Y: int = vary(8, 2, 16, step=2), Z: int = vary(2, 2, 8, step=2))
     return total_bytes("A[I_X, J, K]", mesh, sizes) / (dtype_bytes("bf16") * 256**3)
 
 
-@problem("03.15", title="Book Q2 (a): AllGather_X of [B_X, D_Y]", unit="s", hints=(
+@solution("03.15", title="Book Q2 (a): AllGather_X of [B_X, D_Y]", unit="s", hints=(
     "The gather over X moves only the D / Y slice each chip holds; the cube wraps, so links run both ways.",
     "The book's ring bound over X, on the slice of the bf16 array that one Y group gathers: ⟦t = max(V / W, hops * "
     "1e-6)⟧ with ⟦V = 2 * B * D / 4⟧, ⟦hops = 2⟧ and ⟦W = sb.get_chip('v4p').ici_bidirectional⟧.",
@@ -246,7 +246,7 @@ def book_gather_x(B: int = vary(1024, 256, 8192, step=256), D: int = vary(4096, 
     return all_gather(BOOK_CUBE, "X", 2 * B * D, also_sharded="Y").time
 
 
-@problem("03.16", title="Book Q2 (b): AllGather_XY of [B_X, D_Y]", unit="s", hints=(
+@solution("03.16", title="Book Q2 (b): AllGather_XY of [B_X, D_Y]", unit="s", hints=(
     "Two axes gathered together: each chip uses the links of both, doubling the bandwidth.",
     "⟦t = max(V / (2 * W), hops * 1e-6)⟧ with the whole bf16 array ⟦V = 2 * B * D⟧, ⟦hops = 2 + 2⟧ and ⟦W = "
     "sb.get_chip('v4p').ici_bidirectional⟧.",
@@ -256,7 +256,7 @@ def book_gather_xy(B: int = vary(1024, 256, 8192, step=256), D: int = vary(4096,
     return all_gather(BOOK_CUBE, "XY", 2 * B * D).time
 
 
-@problem("03.17", title="Book Q2 (c): AllReduce_Z of [B_X, D_Y]{U_Z}", unit="s", hints=(
+@solution("03.17", title="Book Q2 (c): AllReduce_Z of [B_X, D_Y]{U_Z}", unit="s", hints=(
     "An AllReduce is a ReduceScatter then an AllGather: twice the gather's time, on the X·Y-th of the array each "
     "chip holds.",
     "Twice a gather over the wrapped Z ring, latency included: ⟦t = 2 * max(V / W, hops * 1e-6)⟧ with the part of "
@@ -268,7 +268,7 @@ def book_all_reduce_z(B: int = vary(1024, 256, 8192, step=256), D: int = vary(40
     return all_reduce(BOOK_CUBE, "Z", 2 * B * D, also_sharded="XY").time
 
 
-@problem("03.18", title="Book Q3: a tiny gather", unit="s", hints=(
+@solution("03.18", title="Book Q3: a tiny gather", unit="s", hints=(
     "A few hundred bytes: the bandwidth term is negligible, only the per-hop latency counts.",
     "Every X here is a multiple of four, so the axis wraps and a gather needs half of it in hops: ⟦t = max(V / (2 * "
     "W), X // 2 * 1e-6)⟧ with ⟦V = 2 * 128⟧ and ⟦W = sb.get_chip('v4p').ici_bandwidth⟧.",
@@ -278,7 +278,7 @@ def book_tiny_gather(X: int = vary(4, choices=(4, 8, 12, 16))) -> float:
     return all_gather(TpuMesh("v4p", X=X, Y=4, Z=4), "X", 2 * 128).time
 
 
-@problem("03.19", title="Book Q4: where reducing the output always wins", unit="elements of D", hints=(
+@solution("03.19", title="Book Q4: where reducing the output always wins", unit="elements of D", hints=(
     "Compare the math per chip with the bytes the AllReduce moves: both grow with B, so B cancels.",
     "⟦D = 2 * C / W⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = sb.get_chip(chip).ici_bidirectional⟧ "
     "(bidirectional).",
@@ -290,7 +290,7 @@ def book_reduce_wins_width(chip: str = vary("v5p", choices=("v5p", "v5e", "v6e",
     return 2 * spec.bf16_flops / spec.ici_bidirectional
 
 
-@problem("03.20", title="Book Q10: where the quarter comes from", unit="ratio", hints=(
+@solution("03.20", title="Book Q10: where the quarter comes from", unit="ratio", hints=(
     "On a bidirectional ring an AllToAll's pieces travel on average a quarter of the way round.",
     "In the bandwidth regime: an AllGather moves the array over the bidirectional link, ⟦ag = V / W⟧; an AllToAll "
     "gets a quarter of the array across the ring's middle in each direction, ⟦a2a = V / (4 * W)⟧; ⟦r = a2a / ag⟧, "
@@ -303,7 +303,7 @@ def book_all_to_all_quarter() -> float:
     return all_to_all(pod, "X", 1e9).time / all_gather(pod, "X", 1e9).time
 
 
-@problem("03.21", title="Book pop quiz: one device's shard", unit="B", hints=(
+@solution("03.21", title="Book pop quiz: one device's shard", unit="B", hints=(
     "Only the named mesh axes divide a dimension: I is split over X and Y together; J is whole on every device.",
     "⟦b = I / (X * Y) * J * 4⟧ bytes (fp32).",
 ))
@@ -313,7 +313,7 @@ def book_shard_bytes(I: int = vary(1024, 256, 8192, step=256), J: int = vary(409
     return bytes_per_device("A[I_XY, J]", TpuMesh("v5e", X=X, Y=Y), {"I": I, "J": J}, dtype="fp32")
 
 
-@problem("03.22", title="Book pop quiz: reading that shard on an H100", unit="s", hints=(
+@solution("03.22", title="Book pop quiz: reading that shard on an H100", unit="s", hints=(
     "No arithmetic, only bytes: the HBM clock alone.",
     "⟦t = I / (X * Y) * J * 4 / sb.get_chip('h100').hbm_bandwidth⟧: the fp32 shard over the H100's HBM bandwidth.",
 ))
@@ -323,7 +323,7 @@ def book_shard_read_time(I: int = vary(1024, 256, 8192, step=256), J: int = vary
     return estimate(0, book_shard_bytes(I, J, X, Y), "h100").time
 
 
-@problem("03.23", title="Book pop quiz: all the copies on a three-axis mesh", unit="B", hints=(
+@solution("03.23", title="Book pop quiz: all the copies on a three-axis mesh", unit="B", hints=(
     "The axis the sharding does not name (Z) holds a full copy of the array on each of its planes.",
     "⟦m = Z * I * J⟧ bytes: Z copies of the int8 array.",
 ))

@@ -14,7 +14,7 @@ from ...training.book import expert_parallel, min_tokens_per_chip, step_time, tp
 from ...training.footprint import max_params, memory
 from ...training.pipeline import pipeline_bubble
 from ..inputs import vary
-from . import problem
+from . import solution
 
 # The TPUs and dense presets a variant may name instead of the book's.
 TPUS = ("v5p", "v5e", "v6e", "v4p", "tpu7x")
@@ -25,7 +25,7 @@ F_405B = 53248
 V5P_POD = 8960
 
 
-@problem("05.1", title="Data parallelism on a two-axis v6e slice", unit="tokens per chip", hints=(
+@solution("05.1", title="Data parallelism on a two-axis v6e slice", unit="tokens per chip", hints=(
     "Pure DP is compute-bound when each chip's math outlasts the gradient AllReduce; reducing over several axes "
     "multiplies the bandwidth.",
     "Per chip, the math grows with its tokens while the AllReduce of the gradients does not; they meet at ⟦B = C / "
@@ -37,7 +37,7 @@ def dp_batch_v6e(chip: str = vary("v6e", choices=TPUS), M_X: int = vary(2, 1, 3)
     return min_tokens_per_chip("dp", chip, M_X=M_X)
 
 
-@problem("05.2", title="The largest model pure DP can train on a TPU7x", unit="parameters", hints=(
+@solution("05.2", title="The largest model pure DP can train on a TPU7x", unit="parameters", hints=(
     "Pure DP keeps the whole training state on every chip: bf16 weights plus fp32 Adam moments per parameter.",
     "Two bytes of bf16 weight and two fp32 moments of four bytes each per parameter: ⟦P = "
     "sb.get_chip(chip).hbm_bytes / (2 + 2 * 4)⟧.",
@@ -47,7 +47,7 @@ def dp_max_params_tpu7x(chip: str = vary("tpu7x", choices=(*TPUS, "h100", "h200"
     return max_params(chip)
 
 
-@problem("05.3", title="ZeRO-1: sharding only the optimizer", unit="B", hints=(
+@solution("05.3", title="ZeRO-1: sharding only the optimizer", unit="B", hints=(
     "Weights stay whole on every chip; only the optimizer's moments are split.",
     "⟦b = 2 * P + 2 * 4 * P / chips⟧: bf16 weights whole, the two fp32 moments split, with ⟦P = "
     "sb.get_model(model).param_count()⟧.",
@@ -59,7 +59,7 @@ def zero1_state_per_chip(
     return state.params + state.optimizer / chips
 
 
-@problem("05.4", title="FSDP memory per chip with block remat", unit="B", hints=(
+@solution("05.4", title="FSDP memory per chip with block remat", unit="B", hints=(
     "FSDP shards weights, optimizer state and activations evenly over all chips; block remat keeps one D-wide array "
     "per token per layer.",
     "⟦b = (10 * P + tokens * m.D * m.L * 2) / chips⟧: ten bytes of state per parameter (bf16 weights, fp32 moments) "
@@ -72,7 +72,7 @@ def fsdp_memory_per_chip(
     return memory(model, tokens, chips, saves_per_layer="block").per_chip
 
 
-@problem("05.5", title="Tensor parallelism for LLaMA 3-405B over two axes", unit="chips", rtol=0.01, hints=(
+@solution("05.5", title="Tensor parallelism for LLaMA 3-405B over two axes", unit="chips", rtol=0.01, hints=(
     "TP moves activations every layer; it stays compute-bound while the MLP's width per chip outweighs the chip's C "
     "/ W.",
     "⟦Y = M_Y * F * W / C⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and the bidirectional link ⟦W = "
@@ -84,7 +84,7 @@ def tp_limit_405b(F: int = vary(F_405B, 8192, 65536, step=1024), chip: str = var
     return tp_limit(F, chip, M_Y=M_Y)
 
 
-@problem("05.6", title="The FSDP degree that minimises communication", unit="chips", hints=(
+@solution("05.6", title="The FSDP degree that minimises communication", unit="chips", hints=(
     "FSDP's comms fall as X grows, TP's rise as Y = N / X grows: the sum is smallest where they balance.",
     "⟦X = sqrt(B / F * M_X / M_Y * N)⟧ with llama3-8b's ⟦F = sb.get_model('llama3-8b').F⟧, ⟦M_X = 2⟧ and ⟦M_Y = 1⟧.",
 ))
@@ -93,7 +93,7 @@ def x_opt_llama3_8b(B: int = vary(2**20, 2**18, 2**23, step=2**17), N: int = var
     return x_opt(B, get_model("llama3-8b").F, N, M_X=2, M_Y=1)
 
 
-@problem("05.7", title="The smallest batch for LLaMA 3-405B on a full pod", unit="tokens", hints=(
+@solution("05.7", title="The smallest batch for LLaMA 3-405B on a full pod", unit="tokens", hints=(
     "At X_opt, FSDP + TP needs fewer tokens per chip than FSDP alone: the threshold falls with F.",
     "FSDP + TP's tokens per chip at the optimal split, times the chips: ⟦B = chips * (C / W) ** 2 / (M_X * M_Y * "
     "F)⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧, ⟦C = sb.get_chip('v5p').peak_flops('bf16')⟧ and ⟦W = "
@@ -105,7 +105,7 @@ def fsdp_tp_min_batch_405b(
     return chips * min_tokens_per_chip("fsdp_tp", "v5p", F=F, M_X=2, M_Y=1)
 
 
-@problem("05.8", title="Step time of LLaMA 3-8B under FSDP", unit="s", hints=(
+@solution("05.8", title="Step time of LLaMA 3-8B under FSDP", unit="s", hints=(
     "Compare the math with FSDP's communication (gather the weights twice, reduce-scatter the gradients): the "
     "longer one sets the step.",
     "⟦t = max(math, comms)⟧: six FLOPs per matmul parameter per token at the achieved rate, ⟦math = 6 * "
@@ -120,7 +120,7 @@ def fsdp_step_time(model: str = vary("llama3-8b", choices=DENSE_MODELS), chips: 
     return step_time(model, "v5p", chips, tokens, "fsdp", M_X=3, mfu=mfu).time
 
 
-@problem("05.9", title="How many slices over the data-centre network", unit="slices", rtol=0.0, hints=(
+@solution("05.9", title="How many slices over the data-centre network", unit="slices", rtol=0.0, hints=(
     "Across slices, gradients cross DCN, far slower than ICI: each slice needs a large batch of its own.",
     "Each slice needs C / W_dcn tokens; count how many whole slices the batch feeds: ⟦n = floor(tokens / "
     "(sb.get_chip(chip).peak_flops('bf16') / sb.get_chip(chip).dcn_bandwidth))⟧.",
@@ -131,7 +131,7 @@ def dcn_max_slices(
     return math.floor(tokens / min_tokens_per_chip("dcn", chip))
 
 
-@problem("05.10", title="Microbatches for a small bubble", unit="microbatches", rtol=0.0, hints=(
+@solution("05.10", title="Microbatches for a small bubble", unit="microbatches", rtol=0.0, hints=(
     "A 1F1B pipeline sits idle while it fills and drains: P minus one microbatch-times out of M + P minus one.",
     "⟦M = next(M for M in range(1, 10 ** 4) if (P - 1) / (M + P - 1) < bubble)⟧.",
 ))
@@ -140,7 +140,7 @@ def microbatches_1f1b(P: int = vary(16, 4, 64), bubble: float = vary(0.05, 0.02,
     return next(m for m in range(1, 10_000) if pipeline_bubble(P, m, "1f1b") < bubble)
 
 
-@problem("05.11", title="The same bubble with interleaved stages", unit="microbatches", rtol=0.0, hints=(
+@solution("05.11", title="The same bubble with interleaved stages", unit="microbatches", rtol=0.0, hints=(
     "With v interleaved chunks per device the bubble shrinks v-fold.",
     "⟦M = next(M for M in range(1, 10 ** 4) if (P - 1) / (v * M + P - 1) < bubble)⟧.",
 ))
@@ -150,7 +150,7 @@ def microbatches_interleaved(
     return next(m for m in range(1, 10_000) if pipeline_bubble(P, m, "interleaved", virtual=v) < bubble)
 
 
-@problem("05.12", title="How wide can expert parallelism go?", unit="chips", rtol=0.0, hints=(
+@solution("05.12", title="How wide can expert parallelism go?", unit="chips", rtol=0.0, hints=(
     "Each EP degree splits the experts' math further, while the AllToAlls carry the same routed activations: past "
     "some Z the dispatch outlasts the math.",
     "Per token and MoE layer the math is six FLOPs (forward and backward) per active expert weight, ⟦flops = 6 * "
@@ -172,7 +172,7 @@ def expert_parallel_limit(tokens: int = vary(2**20, 2**17, 2**22, step=2**16),
 # --- the book's own problems (How To Scale Your Model, ch. 5, Q1-Q3), graded against its published answers --------
 
 
-@problem("05.13", title="The book's Q1: LLaMA 2-13B's parameters", unit="parameters", hints=(
+@solution("05.13", title="The book's Q1: LLaMA 2-13B's parameters", unit="parameters", hints=(
     "Attention: Q, K, V and O projections per layer; MLP: three D × F matrices (gated); plus the embedding and the "
     "output matrix.",
     "⟦P = m.L * (2 * m.D * m.N * m.H + 2 * m.D * m.K * m.H + 3 * m.D * m.F) + e * m.V * m.D⟧ with ⟦e = 1 if m.tied "
@@ -183,7 +183,7 @@ def book_q1_llama2_13b_params(model: str = vary("llama2-13b", choices=DENSE_MODE
     return get_model(model).param_count()
 
 
-@problem("05.14", title="The book's Q2: LLaMA 2-13B's checkpoints at 16M tokens", unit="B", hints=(
+@solution("05.14", title="The book's Q2: LLaMA 2-13B's checkpoints at 16M tokens", unit="B", hints=(
     "Per layer and token: one D-wide input and two F-wide MLP activations, in bf16.",
     "⟦b = 2 * m.L * (m.D + 2 * m.F) * B⟧ with ⟦m = sb.get_model(model)⟧.",
 ))
@@ -194,7 +194,7 @@ def book_q2_checkpoint_bytes(
     return memory(cfg, B, saves_per_layer=(cfg.D + 2 * cfg.F) / cfg.D).activations
 
 
-@problem("05.15", title="The book's Q3: a FSDP + TP step of LLaMA 2-13B", unit="s", hints=(
+@solution("05.15", title="The book's Q3: a FSDP + TP step of LLaMA 2-13B", unit="s", hints=(
     "Compare the math with FSDP's communication (over X) and TP's (over Y): they use different axes, so the longer "
     "of the two counts; the step is the longer of that and the math.",
     "⟦t = max(math, fsdp, tp)⟧: six FLOPs per matmul parameter per token over all ⟦n = X * Y⟧ chips, ⟦math = 6 * "
@@ -212,7 +212,7 @@ def book_q3_step_time(tokens: float = vary(3e6, 1e6, 2e7), mfu: float = vary(0.4
 # --- the book's worked examples of ch. 5 (Ex1-Ex9), graded too: each has a published answer ----------------------
 
 
-@problem("05.16", title="The book's Ex1: tokens per step on a v5p pod", unit="tokens", hints=(
+@solution("05.16", title="The book's Ex1: tokens per step on a v5p pod", unit="tokens", hints=(
     "Pure DP's per-chip threshold times the chips.",
     "⟦B = chips * C / (3 * W)⟧: the gradients reduce over all three axes of the pod, with ⟦C = "
     "sb.get_chip('v5p').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('v5p').ici_bidirectional⟧.",
@@ -222,7 +222,7 @@ def book_ex1_pod_batch(chips: int = vary(V5P_POD, 512, 8960, step=64)) -> float:
     return chips * min_tokens_per_chip("dp", "v5p", M_X=3)
 
 
-@problem("05.17", title="The book's Ex2: the largest model under pure DP on a v5p", unit="parameters", hints=(
+@solution("05.17", title="The book's Ex2: the largest model under pure DP on a v5p", unit="parameters", hints=(
     "Every chip holds the whole state: bf16 weights and fp32 Adam moments per parameter.",
     "⟦P = sb.get_chip(chip).hbm_bytes / (2 + 2 * 4)⟧.",
 ))
@@ -231,7 +231,7 @@ def book_ex2_max_params(chip: str = vary("v5p", choices=(*TPUS, "a100", "h100", 
     return max_params(chip)
 
 
-@problem("05.18", title="The book's Ex3: chips for DeepSeek-V2's batch", unit="chips", hints=(
+@solution("05.18", title="The book's Ex3: chips for DeepSeek-V2's batch", unit="chips", hints=(
     "FSDP needs the same tokens per chip as pure DP: divide the batch by that threshold.",
     "⟦n = tokens / (C / (3 * W))⟧ with ⟦C = sb.get_chip('v5p').peak_flops('bf16')⟧ and ⟦W = "
     "sb.get_chip('v5p').ici_bidirectional⟧.",
@@ -241,7 +241,7 @@ def book_ex3_chips_40m(tokens: float = vary(40e6, 4e6, 8e7)) -> float:
     return tokens / min_tokens_per_chip("fsdp", "v5p", M_X=3)
 
 
-@problem("05.19", title="The book's Ex4: LLaMA 3-70B under FSDP", unit="days", hints=(
+@solution("05.19", title="The book's Ex4: LLaMA 3-70B under FSDP", unit="days", hints=(
     "Use as many chips as the batch keeps compute-bound; then the time is the steps times the longer of the math "
     "and FSDP's communication.",
     "⟦d = tokens / batch * max(math, comms) / 86400⟧ with the chips the batch keeps busy, ⟦n = round(batch / (C / "
@@ -257,7 +257,7 @@ def book_ex4_days(tokens: float = vary(15e12, 2e12, 3e13), batch: float = vary(1
     return tokens / batch * step_time("llama3-70b", "v5p", chips, batch, "fsdp", M_X=3, mfu=mfu).time / 86400
 
 
-@problem("05.20", title="The book's Ex5: LLaMA 3-70B's tensor-parallel limit", unit="chips", hints=(
+@solution("05.20", title="The book's Ex5: LLaMA 3-70B's tensor-parallel limit", unit="chips", hints=(
     "TP stays compute-bound while F / Y exceeds the chip's C / W_ici.",
     "⟦Y = sb.get_model(model).F * W / C⟧ with ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and ⟦W = "
     "sb.get_chip(chip).ici_bidirectional⟧.",
@@ -268,7 +268,7 @@ def book_ex5_tp_limit(
     return tp_limit(get_model(model).F, chip)
 
 
-@problem("05.21", title="The book's Ex6: the best FSDP degree on 64 chips", unit="chips", hints=(
+@solution("05.21", title="The book's Ex6: the best FSDP degree on 64 chips", unit="chips", hints=(
     "Balance FSDP's comms (falling in X) against TP's (rising in N / X).",
     "⟦X = sqrt(B / F * M_X / M_Y * N)⟧ with ⟦M_X = 2⟧ and ⟦M_Y = 1⟧.",
 ))
@@ -278,7 +278,7 @@ def book_ex6_x_opt(N: int = vary(64, 16, 1024, step=16), B: int = vary(48_000, 8
     return x_opt(B, F, N, M_X=2, M_Y=1)
 
 
-@problem("05.22", title="The book's Ex7: FSDP + TP's tokens per chip", unit="tokens per chip", hints=(
+@solution("05.22", title="The book's Ex7: FSDP + TP's tokens per chip", unit="tokens per chip", hints=(
     "At X_opt the threshold is about (C / W) squared over M_X · M_Y · F: it falls as F grows.",
     "⟦B = (C / W) ** 2 / (M_X * M_Y * F)⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧, ⟦C = sb.get_chip(chip).peak_flops('bf16')⟧ and "
     "⟦W = sb.get_chip(chip).ici_bidirectional⟧.",
@@ -289,7 +289,7 @@ def book_ex7_mixed_threshold(
     return min_tokens_per_chip("fsdp_tp", chip, F=F, M_X=2, M_Y=1)
 
 
-@problem("05.23", title="The book's Ex8: the smallest batch for a 4096-chip pod", unit="tokens", hints=(
+@solution("05.23", title="The book's Ex8: the smallest batch for a 4096-chip pod", unit="tokens", hints=(
     "FSDP + TP at X_opt has the lowest threshold of all strategies; multiply it by the chips.",
     "⟦B = chips * (C / W) ** 2 / (M_X * M_Y * F)⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧, ⟦C = "
     "sb.get_chip('v5p').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('v5p').ici_bidirectional⟧.",
@@ -300,7 +300,7 @@ def book_ex8_min_batch(
     return chips * min_tokens_per_chip("fsdp_tp", "v5p", F=F, M_X=2, M_Y=1)
 
 
-@problem("05.24", title="The book's Ex9: chips for LLaMA 3-70B's 2M batch under FSDP + TP", unit="chips", hints=(
+@solution("05.24", title="The book's Ex9: chips for LLaMA 3-70B's 2M batch under FSDP + TP", unit="chips", hints=(
     "Divide the batch by FSDP + TP's tokens-per-chip threshold.",
     "⟦n = tokens / ((C / W) ** 2 / (M_X * M_Y * F))⟧ with ⟦M_X = 2⟧, ⟦M_Y = 1⟧, ⟦C = "
     "sb.get_chip('v5p').peak_flops('bf16')⟧ and ⟦W = sb.get_chip('v5p').ici_bidirectional⟧.",

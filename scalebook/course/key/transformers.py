@@ -14,7 +14,7 @@ from ...training.book import mfu
 from ...training.footprint import activation_bytes
 from ...units import dtype_bytes
 from ..inputs import vary
-from . import problem
+from . import solution
 
 # The dense presets a variant may name instead of the book's model.
 DENSE_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7b", "ch7-model")
@@ -23,7 +23,7 @@ DENSE_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "gemma-7
 RUN_CHIPS, RUN_BATCH, RUN_SEQ, RUN_STEP_S = 2048, 2**22, 8192, 2.4
 
 
-@problem("04.1", title="Parameters of LLaMA 2-13B", unit="parameters", hints=(
+@solution("04.1", title="Parameters of LLaMA 2-13B", unit="parameters", hints=(
     "Count per layer (attention projections, a gated MLP's three matrices), times the layers, plus the embedding "
     "and the output matrix (unless it is tied to the embedding).",
     "Per layer, Q and O are D × N·H, K and V are D × K·H, the gated MLP holds three D × F matrices; then the "
@@ -36,7 +36,7 @@ def llama2_13b_params(model: str = vary("llama2-13b", choices=DENSE_MODELS)) -> 
     return get_model(model).param_count()
 
 
-@problem("04.2", title="FLOPs of a grouped-query score einsum", unit="FLOPs", hints=(
+@solution("04.2", title="FLOPs of a grouped-query score einsum", unit="FLOPs", hints=(
     "A contraction costs two FLOPs per multiply-add: twice the product of every distinct dimension of both "
     "operands.",
     "The distinct dimensions are B, T (queries), S = T (keys), K, G and H: ⟦f = 2 * B * T * T * K * G * H⟧.",
@@ -48,7 +48,7 @@ def gqa_score_flops(B: int = vary(8, 1, 64), T: int = vary(4096, 512, 32768, ste
     return einsum_flops("BTKGH,BSKH->BKGTS", sizes)
 
 
-@problem("04.3", title="Training FLOPs of LLaMA 3-8B", unit="FLOPs", hints=(
+@solution("04.3", title="Training FLOPs of LLaMA 3-8B", unit="FLOPs", hints=(
     "Training costs about six FLOPs per matmul parameter per token, plus causal attention's share at this length.",
     "A forward pass is two FLOPs per matmul weight plus attention's two contractions over half of the T keys a "
     "causal query sees on average; training triples it: ⟦f = 3 * (2 * m.matmul_params() + attn) * tokens⟧ with "
@@ -61,7 +61,7 @@ def llama3_8b_training_flops(
     return get_model(model).flops_per_token(T) * tokens
 
 
-@problem("04.4", title="Where attention catches up with the MLP", unit="tokens", hints=(
+@solution("04.4", title="Where attention catches up with the MLP", unit="tokens", hints=(
     "The MLP's FLOPs per token are fixed; causal attention's grow with the sequence length T.",
     "The MLP does two FLOPs per weight, ⟦mlp = 2 * 3 * m.D * m.F * m.L⟧ per token; causal attention does its two "
     "contractions over half of the T keys on average, four N·H·L FLOPs per key; equal at ⟦T = mlp / (4 * m.N * m.H "
@@ -78,7 +78,7 @@ def attention_equals_mlp_length(model: str = vary("llama3-70b", choices=DENSE_MO
     return mlp / cfg.attention_flops_per_token(0.5)
 
 
-@problem("04.5", title="KV cache of LLaMA 3-405B at 128k context", unit="B", hints=(
+@solution("04.5", title="KV cache of LLaMA 3-405B at 128k context", unit="B", hints=(
     "Each token keeps a key and a value per KV head per layer.",
     "⟦cache = 2 * m.L * m.K * m.H * sb.units.dtype_bytes(dtype) * T⟧ (keys and values, every layer, every KV head) "
     "with ⟦m = sb.get_model(model)⟧.",
@@ -90,7 +90,7 @@ def llama3_405b_kv_bytes(model: str = vary("llama3-405b", choices=DENSE_MODELS),
     return get_model(model).kv_bytes_per_token(dtype_bytes(dtype)) * T
 
 
-@problem("04.6", title="What multi-head latent attention saves", unit="ratio", hints=(
+@solution("04.6", title="What multi-head latent attention saves", unit="ratio", hints=(
     "MLA caches one shared latent plus a small rope key per token per layer, instead of every head's key and value.",
     "Full heads would cache a key of width head_qk and a value of width H per head; MLA caches kv_rank + rope_dim "
     "values: ⟦r = m.L * m.N * (m.head_qk + m.H) / (m.L * (m.kv_rank + m.rope_dim))⟧ with ⟦m = "
@@ -103,7 +103,7 @@ def mla_kv_saving() -> float:
     return full_heads / cfg.kv_bytes_per_token(1)
 
 
-@problem("04.7", title="Saved activations per chip", unit="B", hints=(
+@solution("04.7", title="Saved activations per chip", unit="B", hints=(
     "Saving only the big matmuls' outputs keeps a fixed number of D-wide arrays per token per layer for the "
     "backward pass; everything is split evenly over the chips.",
     "The book's count for this policy is seven [tokens, D] arrays per layer, in bf16: ⟦b = saves * tokens * m.D * "
@@ -116,7 +116,7 @@ def activations_per_chip(model: str = vary("llama3-70b", choices=DENSE_MODELS),
     return activation_bytes(model, tokens, "big_matmuls", "bf16") / chips
 
 
-@problem("04.8", title="What causal masking saves at 128k context", unit="fraction", hints=(
+@solution("04.8", title="What causal masking saves at 128k context", unit="fraction", hints=(
     "A causal kernel skips the upper half of the score matrix: half of attention's T-dependent FLOPs.",
     "Per token, causal attention sees half of the T keys, full attention all of them: ⟦r = 1 - (2 * mp + a * T / 2) "
     "/ (2 * mp + a * T)⟧ with ⟦mp = m.matmul_params()⟧, ⟦a = 4 * m.N * m.H * m.L⟧ FLOPs per key and ⟦m = "
@@ -131,7 +131,7 @@ def causal_saving(
     return 1 - causal / full
 
 
-@problem("04.9", title="MFU of a LLaMA 3-70B run", unit="fraction", hints=(
+@solution("04.9", title="MFU of a LLaMA 3-70B run", unit="fraction", hints=(
     "MFU is the model FLOPs a step needs over what the chips could do in that time at peak.",
     "⟦u = f * batch / (chips * C * step)⟧ with the training FLOPs per token at the run's sequence length, ⟦f = "
     "sb.get_model('llama3-70b').flops_per_token(8192)⟧, and the H100's dense ⟦C = "
@@ -144,7 +144,7 @@ def llama3_70b_mfu(
     return mfu("llama3-70b", "h100", chips, batch, step, seq_len=RUN_SEQ)
 
 
-@problem("04.10", title="Batch that keeps a sparse MoE compute-bound", unit="tokens", hints=(
+@solution("04.10", title="Batch that keeps a sparse MoE compute-bound", unit="tokens", hints=(
     "Each expert sees only k / E of the tokens, but all E experts' weights are read: the dense critical batch grows "
     "by E / k.",
     "The dense critical batch with fp8 weights and bf16 compute on an H100, times E / k: ⟦B = C / W * w / 2 * E / "
@@ -156,7 +156,7 @@ def moe_critical_batch(E: int = vary(128, 8, 256, step=8), k: int = vary(4, 1, 8
     return critical_batch("h100", weight_dtype="fp8") * E / k
 
 
-@problem("04.11", title="The score matrix flash attention never writes", unit="B", hints=(
+@solution("04.11", title="The score matrix flash attention never writes", unit="B", hints=(
     "The score matrix has one entry per query, key and head: it grows with T squared.",
     "⟦b = 4 * B * N * T * T⟧ bytes (fp32 scores).",
 ))
@@ -177,7 +177,7 @@ def _book_q1(L: int, D: int) -> TransformerConfig:
     return TransformerConfig(L=L, D=D, F=4 * D, N=D // 128, K=D // 128, H=128, V=32000, name="ch. 4 Q1 model")
 
 
-@problem("04.12", title="Book Q1: parameters of a dense model", unit="parameters", hints=(
+@solution("04.12", title="Book Q1: parameters of a dense model", unit="parameters", hints=(
     "Per layer: four D×D attention projections (full MHA, N·H = D) and a gated MLP's three D×F matrices; then "
     "embedding and output.",
     "With F = 4D: ⟦P = L * (4 * D * D + 3 * D * 4 * D) + 2 * V * D⟧ and the vocabulary ⟦V = 32000⟧.",
@@ -187,7 +187,7 @@ def book_dense_params(L: int = vary(64, 16, 128, step=8), D: int = vary(4096, 10
     return _book_q1(L, D).param_count()
 
 
-@problem("04.13", title="Book Q1: its int8 KV cache per token", unit="B", hints=(
+@solution("04.13", title="Book Q1: its int8 KV cache per token", unit="B", hints=(
     "Every layer keeps one key and one value vector of width K·H = D per token.",
     "⟦b = 2 * L * D * 1⟧ bytes: a key and a value per layer, one byte per int8 value.",
 ))
@@ -204,7 +204,7 @@ def _local_flops(B: int, D: int, F: int, mesh: TpuMesh) -> float:
     return einsum_flops("BD,DF->BF", {**local_shape("A[B_X, D_Y]", mesh, {"B": B, "D": D}), "F": F})
 
 
-@problem("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs", hints=(
+@solution("04.14", title="Book Q2: FLOPs of a sharded matmul, per chip", unit="FLOPs", hints=(
     "Each chip multiplies only its local blocks: B / X rows and D / Y of the contraction; Z holds copies.",
     "Two FLOPs per multiply-add over the chip's own blocks: ⟦f = 2 * (B / 4) * (D / 8) * F⟧.",
 ))
@@ -215,7 +215,7 @@ def book_sharded_flops_per_chip(
     return _local_flops(B, D, F, TpuMesh("v5p", X=4, Y=8, Z=4))
 
 
-@problem("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs", hints=(
+@solution("04.15", title="Book Q3: an einsum with no batch dimensions", unit="FLOPs", hints=(
     "With no batch dimension, the count is still two FLOPs per multiply-add over every distinct dimension.",
     "⟦f = 2 * I * J * K * L * M * N * O⟧.",
 ))
@@ -226,7 +226,7 @@ def book_einsum_flops(I: int = vary(2, 2, 16), J: int = vary(3, 2, 16), K: int =
     return einsum_flops("IJKL,IJMNO->KLMNO", dict(I=I, J=J, K=K, L=L, M=M, N=N, O=O))
 
 
-@problem("04.16", title="Book Q5: when attention matches the projections", unit="tokens", hints=(
+@solution("04.16", title="Book Q5: when attention matches the projections", unit="tokens", hints=(
     "The projections cost two FLOPs per weight per token; attention's score and value einsums grow with T.",
     "Four D × D projections per layer, two FLOPs per weight; attention's two contractions cost four N·H·L = four "
     "D·L FLOPs per key; equal at ⟦T = 2 * L * 4 * D * D / (4 * D * L)⟧ with ⟦L = 64⟧.",
@@ -237,7 +237,7 @@ def book_attention_matches_projections(D: int = vary(4096, 1024, 16384, step=512
     return 2 * cfg.L * cfg.attention_params() / cfg.attention_flops_per_token(1)
 
 
-@problem("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction", hints=(
+@solution("04.17", title="Book Q7: how well DeepSeek-V3 used its GPUs", unit="fraction", hints=(
     "Only the active parameters (shared plus k routed experts) cost FLOPs per token.",
     "⟦u = 6 * P * tokens / (gpu_hours * 3600 * C)⟧ with ⟦P = sb.get_model('deepseek-v3').param_count(active=True)⟧ "
     "and the H800's fp8 peak the book uses, ⟦C = 1.513e15⟧.",
@@ -247,7 +247,7 @@ def book_deepseek_mfu(tokens: float = vary(14.8e12, 5e12, 3e13), gpu_hours: floa
     return 6 * get_model("deepseek-v3").param_count(active=True) * tokens / (gpu_hours * 3600 * 1.513e15)
 
 
-@problem("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens", hints=(
+@solution("04.18", title="Book Q8: the batch an MoE layer needs", unit="tokens", hints=(
     "Each token visits only k of E experts, so every expert needs the dense critical batch on its own.",
     "The dense critical batch with int8 weights and bf16 compute, times E / k: ⟦B = C / W * w / 2 * m.E / m.k⟧ with "
     "⟦C = sb.get_chip(chip).peak_flops('bf16')⟧, ⟦W = sb.get_chip(chip).hbm_bandwidth⟧, ⟦w = "
@@ -259,7 +259,7 @@ def book_moe_batch(chip: str = vary("v5e", choices=("v5e", "v5p", "v6e", "v4p", 
     return critical_batch(chip, weight_dtype="int8") * ds.E / ds.k
 
 
-@problem("04.19", title="Book Q1: attention's share of a layer", unit="fraction", hints=(
+@solution("04.19", title="Book Q1: attention's share of a layer", unit="fraction", hints=(
     "Count the four attention projections against the gated MLP's three matrices; the embeddings are not in a "
     "layer.",
     "⟦r = 4 * D * D / (4 * D * D + 3 * D * F)⟧ with ⟦F = ratio * D⟧ and N·H = D.",
@@ -270,7 +270,7 @@ def book_attention_share(D: int = vary(4096, 1024, 8192, step=512), ratio: int =
     return parts["attention"][0] / (parts["attention"][0] + parts["MLP (dense)"][0])
 
 
-@problem("04.20", title="Book Q2: the FLOPs of a sharded matmul over the whole mesh", unit="FLOPs", hints=(
+@solution("04.20", title="Book Q2: the FLOPs of a sharded matmul over the whole mesh", unit="FLOPs", hints=(
     "Each chip does its local matmul; an axis the sharding does not name repeats the same work on every plane.",
     "One chip's blocks, times every chip: ⟦f = 2 * (B / 4) * (D / 8) * F * (4 * 8 * Z)⟧.",
 ))
@@ -282,7 +282,7 @@ def book_sharded_total_flops(B: int = vary(4096, 1024, 16384, step=1024), D: int
     return _local_flops(B, D, F, mesh) * mesh.n_chips
 
 
-@problem("04.21", title="Book Q6: what saving only the big matmuls costs in the backward pass", unit="FLOPs", hints=(
+@solution("04.21", title="Book Q6: what saving only the big matmuls costs in the backward pass", unit="FLOPs", hints=(
     "The two attention einsums (scores and weighted values) are not saved, so the backward pass runs them again.",
     "Each einsum is two FLOPs per multiply-add over B, T queries, T keys, N and H: ⟦f = 2 * einsum⟧ with ⟦einsum = "
     "2 * B * T * T * N * H⟧ (no causal mask).",

@@ -12,7 +12,7 @@ from ...models import get_model
 from ...training.pipeline import pipeline_bubble
 from ...training.planner import plan
 from ...validation import PublishedRun, runs
-from . import problem
+from . import solution
 
 GPT_FAST = "gpt-fast Llama-2-70B TP{}"  # batch-1 decode of Llama-2-70B in bf16 on n A100s, tokens/s
 LLAMA3_8K = "Llama 3 405B, 8,192 H100, TP8 PP16"
@@ -35,7 +35,7 @@ def _decode_fit() -> tuple[float, float, int]:
     return A, (t8 - A / 8) / (2 * L), L
 
 
-@problem("13.1", title="The fixed cost of one AllReduce, read off two decode speeds", unit="s", hints=(
+@solution("13.1", title="The fixed cost of one AllReduce, read off two decode speeds", unit="s", hints=(
     "Decode time per token is A / n (weights split n ways) plus a fixed cost of two AllReduces per layer; two "
     "measurements give two equations.",
     "Solve for the AllReduce: ⟦a = (t8 - A / 8) / (2 * r8.model.L)⟧, where two measurements give two equations, t2 "
@@ -49,7 +49,7 @@ def allreduce_fixed_cost() -> float:
     return _decode_fit()[1]
 
 
-@problem("13.2", title="The HBM bandwidth the same fit implies", unit="B/s", hints=(
+@solution("13.2", title="The HBM bandwidth the same fit implies", unit="B/s", hints=(
     "A in the fit is the time one GPU would take to read every weight.",
     "⟦W = 2 * r8.model.param_count() / A⟧ (bf16 weights), where two measurements give two equations, t2 = A / two + "
     "a fixed part and t8 = A / eight + the same fixed part (two AllReduces per layer): ⟦A = (t2 - t8) / (1 / 2 - 1 "
@@ -63,7 +63,7 @@ def implied_hbm_bandwidth() -> float:
     return 2 * _run(GPT_FAST.format(8)).model.param_count() / A
 
 
-@problem("13.3", title="Predicting TP4 from TP2 and TP8", unit="tokens/s", hints=(
+@solution("13.3", title="Predicting TP4 from TP2 and TP8", unit="tokens/s", hints=(
     "Use the same two fitted numbers at n = four.",
     "⟦s = 1 / (A / 4 + 2 * r8.model.L * a)⟧ tokens per second with ⟦a = (t8 - A / 8) / (2 * r8.model.L)⟧, where two "
     "measurements give two equations, t2 = A / two + a fixed part and t8 = A / eight + the same fixed part (two "
@@ -77,7 +77,7 @@ def predicted_tp4() -> float:
     return 1 / (A / 4 + 2 * L * a)
 
 
-@problem("13.4", title="The MFU behind Llama 3's 430 TFLOP/s per GPU", unit="", hints=(
+@solution("13.4", title="The MFU behind Llama 3's 430 TFLOP/s per GPU", unit="", hints=(
     "MFU is achieved FLOP/s over peak FLOP/s (dense bf16).",
     "⟦u = r.published * 1e12 / sb.get_chip(r.hardware).peak_flops('bf16')⟧ with ⟦r = next(x for x in "
     "sb.validation.runs() if x.id == 'Llama 3 405B, 8,192 H100, TP8 PP16')⟧ (its throughput in TFLOP/s per GPU).",
@@ -88,7 +88,7 @@ def llama3_mfu() -> float:
     return run.published * 1e12 / get_chip(run.hardware).peak_flops("bf16")
 
 
-@problem("13.5", title="Llama 3 405B's step time from its throughput", unit="s", hints=(
+@solution("13.5", title="Llama 3 405B's step time from its throughput", unit="s", hints=(
     "A step does six FLOPs per parameter per token of the global batch; divide by the cluster's published rate.",
     "⟦t = 6 * sb.get_model('llama3-405b').param_count() * r.params['global_batch_tokens'] / (r.n_chips * "
     "r.published * 1e12)⟧ with ⟦r = next(x for x in sb.validation.runs() if x.id == 'Llama 3 405B, 8,192 H100, TP8 "
@@ -101,7 +101,7 @@ def llama3_step_time() -> float:
     return flops / (run.n_chips * run.published * 1e12)
 
 
-@problem("13.6", title="The pipeline bubble of that run", unit="", hints=(
+@solution("13.6", title="The pipeline bubble of that run", unit="", hints=(
     "Microbatches per replica = sequences per replica; the 1F1B bubble is P minus one stage-times out of M + P "
     "minus one.",
     "⟦b = (p['pp'] - 1) / (M + p['pp'] - 1)⟧ with ⟦M = p['global_batch_tokens'] // p['seq_len'] // (r.n_chips // "
@@ -117,7 +117,7 @@ def llama3_bubble() -> float:
     return pipeline_bubble(p["pp"], microbatches, "1f1b")
 
 
-@problem("13.7", title="Weights and optimizer of a 22B model over 8 GPUs", unit="B", hints=(
+@solution("13.7", title="Weights and optimizer of a 22B model over 8 GPUs", unit="B", hints=(
     "Mixed-precision Adam keeps bf16 weights and gradients, fp32 master weights and two fp32 moments, with some "
     "slack, per parameter, split over the tensor-parallel GPUs.",
     "⟦b = 18 * r.model.param_count() / r.params['tp']⟧ with ⟦r = next(x for x in sb.validation.runs() if x.id == "
@@ -129,7 +129,7 @@ def korthikanti_state_bytes() -> float:
     return BYTES_PER_PARAM * run.model.param_count() / run.params["tp"]
 
 
-@problem("13.8", title="How deep the calibrated planner pipelines Llama 3 405B", unit="stages", hints=(
+@solution("13.8", title="How deep the calibrated planner pipelines Llama 3 405B", unit="stages", hints=(
     "The calibrated planner prices every layout; read off the pipeline depth of its best one.",
     "⟦p = sb.training.plan('llama3-405b', sb.GpuCluster('h100', gpus=16384), 16384, 16 * 2 ** 20, seq_len=8192, "
     "efficiency='calibrated').pp⟧: read `.candidates` to see what deeper and shallower pipelines lost.",
@@ -140,7 +140,7 @@ def planner_pipeline_depth() -> int:
                 efficiency="calibrated").pp
 
 
-@problem("13.9", title="How much of a short prompt is fixed cost", unit="", hints=(
+@solution("13.9", title="How much of a short prompt is fixed cost", unit="", hints=(
     "A short prompt is dominated by per-layer fixed costs, not FLOPs.",
     "⟦f = sb.get_chip(r.hardware).efficiency('calibrated').layer_overhead * r.model.L / (r.published * 1e-3)⟧: the "
     "calibrated fixed cost per layer, times the layers, over the published first-token latency (ms), with ⟦r = "
