@@ -33,6 +33,7 @@ TIMING_HOME = TESTS / "speed.py"
 # tests/site/; the house-wide checks at the top read the package's modules, explorers' included).
 UNDRAWN = ("ground", "course", "chapters")
 DRAWN = ("widgets", "plots")
+EXPLORERS = ("explore", "explorer")  # what builds an explorer, besides an `*_explorer` function
 
 
 def _rel(path: Path) -> str:
@@ -190,9 +191,11 @@ def draws(source: str) -> list[int]:
             parts = node.module.split(".")
             hit = parts[0] == "scalebook" and (parts[1:2] in ([d] for d in DRAWN)
                                                 or (len(parts) == 1 and any(a.name in DRAWN for a in node.names)))
-        else:  # a call of sb.widgets.x(...) or sb.plots.x.y(...); reading `sb.plots.x.__all__` draws nothing
-            hit = isinstance(node, ast.Call) and ast.unparse(node.func).startswith(
-                tuple(f"{root}.{d}." for root in ("sb", "scalebook") for d in DRAWN))
+        else:  # a call of sb.widgets.x(...), sb.plots.x.y(...) or an explorer's maker (`puzzle.explorer()`);
+            # reading `sb.plots.x.__all__` draws nothing
+            name = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            hit = name.startswith(tuple(f"{root}.{d}." for root in ("sb", "scalebook") for d in DRAWN)) or (
+                name.rpartition(".")[2] in EXPLORERS or name.endswith("_explorer"))
         if hit:
             lines.append(node.lineno)
     return sorted(set(lines))
@@ -201,8 +204,8 @@ def draws(source: str) -> list[int]:
 def test_the_drawing_rule_catches_explorers_and_figures():
     source = ("import scalebook as sb\nfrom scalebook.widgets import web\nimport scalebook.plots.roofline\n"
               "from scalebook import widgets\nsb.widgets.roofline_explorer()\nsb.roofline.matmul(1, 2, 3, 'v5e')\n"
-              "assert sb.plots.schedules.__all__\n")
-    assert draws(source) == [2, 3, 4, 5]
+              "assert sb.plots.schedules.__all__\nget_puzzle('P1').explorer()\nexplorers = [1]\n")
+    assert draws(source) == [2, 3, 4, 5, 8]
 
 
 def test_explorers_and_figures_are_tested_in_the_upper_floor():

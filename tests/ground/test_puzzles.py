@@ -58,15 +58,3 @@ def test_the_text_states_the_target_and_an_unknown_puzzle_is_named():
     assert "20 s" in get_puzzle("P1").text and "60 GiB" in get_puzzle("P1").text
     with pytest.raises(KeyError, match="P1"):
         get_puzzle("P99")
-
-
-def test_the_explorer_opens_on_the_solution_and_scores_a_move():
-    pytest.importorskip("ipywidgets")
-    puzzle = get_puzzle("P1")
-    explorer = puzzle.explorer()
-    values = explorer.values()
-    best = puzzle.solution()
-    assert (values["tp"], values["pp"], values["cp"]) == (best.tp, best.pp, best.cp)
-    assert explorer.fn(**values).points == 1.0
-    assert explorer.fn(tp=8, pp=1, cp=1, data="fsdp").points == 0.3
-    assert explorer.fn(tp=3, pp=1, cp=1, data="fsdp").points == 0.0

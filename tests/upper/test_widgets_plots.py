@@ -1,9 +1,10 @@
-"""Widgets answer well under 0.1 s and open on the worked answer; plots are labelled figures."""
+"""Widgets answer well under 0.1 s and open on the worked answer (a design puzzle's too); plots are labelled figures."""
 
 import pytest
 from explorers import assert_answers_fast
 
 import scalebook as sb
+from scalebook.course.puzzles import get_puzzle
 from scalebook.widgets import Log, explore
 
 
@@ -72,3 +73,14 @@ def test_plot_rejects_bad_ranges():
         sb.plots.roofline.roofline("v5e", intensity=(10, 1))
     with pytest.raises(ValueError, match="batches"):
         sb.plots.roofline.batch_roofline("v5e", [(1024, 1024)], batches=[])
+
+
+def test_a_design_puzzles_explorer_opens_on_the_solution_and_scores_a_move():
+    puzzle = get_puzzle("P1")
+    explorer = puzzle.explorer()
+    values = explorer.values()
+    best = puzzle.solution()
+    assert (values["tp"], values["pp"], values["cp"]) == (best.tp, best.pp, best.cp)
+    assert explorer.fn(**values).points == 1.0
+    assert explorer.fn(tp=8, pp=1, cp=1, data="fsdp").points == 0.3
+    assert explorer.fn(tp=3, pp=1, cp=1, data="fsdp").points == 0.0
