@@ -9,7 +9,7 @@
 - **Explorers and figures are tested in `tests/upper/`** (and the built website in `tests/site/`): no test of the
   ground floor, the course or the chapters' pipeline builds an explorer or draws a figure.
 - **An assert can fail:** none on constants alone, on a non-empty tuple (`assert (x, "why")`), or with a true
-  constant in an `or`.
+  constant in an `or`; and every test checks something (an assert, a raise, or a checker's call).
 
 Each rule is first shown to catch what it names on a small fixture.
 """
@@ -241,6 +241,38 @@ def test_the_hollow_rule_catches_asserts_that_cannot_fail():
 def test_every_assert_can_fail():
     found = [f"{_rel(p)}:{line}" for p in FILES for line in hollow_asserts(p.read_text(encoding="utf-8"))]
     assert not found, f"asserts that cannot fail: {found}"
+
+
+CHECKS = ("assert", "raises", "warns", "fail", "check", "expect")  # what a call that checks is named
+
+
+def silent_tests(source: str) -> list[str]:
+    """The test functions of `source` that check nothing: no assert or raise, no call of a checker (`assert_fast`,
+    `pytest.raises`, `sb.expect` ...), and no call of a function of the same file that checks."""
+    functions = {n.name: n for n in ast.walk(ast.parse(source))
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def checks(fn: ast.AST, seen: frozenset[str]) -> bool:
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assert, ast.Raise)):
+                return True
+            name = ast.unparse(node.func).rpartition(".")[2] if isinstance(node, ast.Call) else ""
+            if name.startswith(CHECKS) or (name in functions and name not in seen
+                                           and checks(functions[name], seen | {name})):
+                return True
+        return False
+    return [name for name, fn in functions.items() if name.startswith("test_") and not checks(fn, frozenset({name}))]
+
+
+def test_the_silence_rule_catches_a_test_that_checks_nothing():
+    source = ("def run(x):\n    assert x\ndef test_a():\n    run(1)\ndef test_b():\n    pytest.importorskip('jax')\n"
+              "    print(1)\ndef test_c():\n    with pytest.raises(ValueError):\n        f()\n")
+    assert silent_tests(source) == ["test_b"]
+
+
+def test_every_test_checks_something():
+    found = {_rel(p): names for p in FILES if (names := silent_tests(p.read_text(encoding="utf-8")))}
+    assert not found, f"tests that check nothing: {found}"
 
 
 def test_the_rules_read_every_floor():
