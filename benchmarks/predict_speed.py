@@ -40,7 +40,7 @@ def main() -> None:
     model = sb.get_model("llama3-405b")
 
     def predict() -> object:
-        return sb.training.predict(model, "h100", 16384, TOKENS, SEQ, tp=8, pp=16, fsdp=True)
+        return sb.training.predict(model, "h100", 16384, TOKENS, SEQ, tp=8, pp=16, fsdp=128)
 
     def plan() -> object:
         return sb.training.plan(model, "h100", 16384, TOKENS, SEQ, efficiency="calibrated")
