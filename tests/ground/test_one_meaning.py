@@ -1,5 +1,6 @@
 """One meaning per name (issue #39): each name says one thing, and its old spelling warns until release 0.3."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,15 @@ def test_the_pipeline_schedules_live_in_training_and_chapter_5_spells_them_from_
     assert "sb.plots.schedules.interleaved_schedule" not in chapter
     assert "sb.plots.schedules.zero_bubble_schedule" not in chapter
     assert "sb.training.interleaved_schedule(4, 8, virtual=2)" in chapter
+
+
+OLD_SPELLINGS = (r"sb\.Plan\b", r"sb\.validation\.predict\(", r"fsdp=(True|False)", r"efficiency=None",
+                 r"sb\.plots\.schedules\.(interleaved|zero_bubble)_schedule",
+                 r"roofline\.(matmul|estimate)\([^)]*efficiency=")
+
+
+def test_no_chapter_solution_or_exercise_types_an_old_spelling():
+    """The old names warn for readers' own notebooks; the book's own pages use the names that mean one thing."""
+    pages = [p for folder in ("chapters", "solutions", "exercises") for p in (ROOT / folder).glob("*.md")]
+    found = [(p.name, old) for p in pages for old in OLD_SPELLINGS if re.search(old, p.read_text())]
+    assert len(pages) > 20 and not found
