@@ -38,13 +38,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..units import closest
+from .files import write_atomic
 from .grader.autograde import course_root, question_points
 from .grader.gradebook import cell, clean, feedback_name, is_qid, points_cell, read_rows
 from .grader.manual import manual_path, read_manual, set_points
@@ -162,9 +162,7 @@ def _write_csv(out: Path, rows: list[list[Any]]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     text = io.StringIO()
     csv.writer(text).writerows(rows)
-    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    temporary.write_text(text.getvalue(), encoding="utf-8")
-    os.replace(temporary, out)
+    write_atomic(out, text.getvalue())
     return out
 
 

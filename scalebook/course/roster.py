@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -54,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..units import closest
+from .files import write_atomic
 from .letters import invisible
 
 __all__ = ["Student", "Roster", "Found", "Upload", "normalise", "read_upload_name", "sender", "find_roster",
@@ -204,9 +204,7 @@ class Roster:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([f.name for f in fields(Student)])
         writer.writerows([_cell(v) for v in asdict(s).values()] for s in self.students)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(out.getvalue(), encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(path, out.getvalue())
         return path
 
     # --- a platform's export --------------------------------------------------------------------------------

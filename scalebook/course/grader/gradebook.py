@@ -22,7 +22,6 @@ import contextlib
 import csv
 import hashlib
 import io
-import os
 import re
 import threading
 import traceback
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...tables import Table
+from ..files import write_atomic
 from ..letters import invisible
 from .manual import COLUMNS, manual_path, read_manual, set_points, typed_in_gradebook, write_template
 from .submissions import Result, Submission
@@ -126,17 +126,6 @@ def _line(r: Result, qid: str) -> str:
 
 def _feedback_title(student: str) -> str:
     return f"# Feedback for {markdown(student)}\n\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename: readers see the old or the new file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:  # Ctrl-C included: no temporary file is left behind
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 _QID_COLUMN = re.compile(r"^\d+(\.\d+)+$")

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..files import write_atomic
 from ..handouts import strip_solutions
 from ..roster import Roster
 from . import strictjson
-from .gradebook import clean, markdown, write_atomic
+from .gradebook import clean, markdown
 from .submissions import Result
 
 __all__ = ["MAX_REASONING", "notebook_cells", "handout", "capture", "naming", "write_pages"]
