@@ -115,9 +115,13 @@ def test_the_grader_runs_from_a_folder_far_from_the_checkout(tmp_path):
 # a file about to replace another) until the test says go on; at each step in turn, a run is interrupted with
 # SIGINT, as Ctrl-C does. The steps are events, not times: nothing here depends on the machine's speed.
 DRIVER = """
-import os, sys
+import os, signal, sys
 from pathlib import Path
 from scalebook.course.grader import autograde, gradebook
+
+# Ctrl-C raises KeyboardInterrupt here whatever this process inherited: a shell without job control starts its
+# background jobs with SIGINT ignored, and Python then installs no handler of its own.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def step(what):
     print(what, flush=True)
