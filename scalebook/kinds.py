@@ -1,5 +1,6 @@
 """Argument kinds beyond `units.KINDS`, for `@checks`: a pair (low, high), a list of allowed names, a dict of one
-kind, a model (a `TransformerConfig` or a preset's name), an object read through named attributes.
+kind, an object read through named attributes, an object of a class or the name of one (a model: `TransformerConfig` or
+a preset's name).
 
 Each is a callable `(name, value) -> value` that raises `ValueError` naming the argument, the value given and
 what is allowed; `units.checks` accepts it wherever it accepts a kind's name. The figures, the explorers and the
@@ -10,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .models import TransformerConfig, model_names
 from .units import check_choice, check_kind, check_positive
 
-__all__ = ["positive_range", "names_in", "mapping_of", "mapping_with", "a_model", "has"]
+__all__ = ["positive_range", "names_in", "mapping_of", "mapping_with", "has", "instance_or_name"]
 
 
 def positive_range(name: str, pair: tuple[float, float]) -> tuple[float, float]:
@@ -44,11 +44,6 @@ def mapping_of(kind: str, what: str) -> Callable[[str, object], object]:
     return mapping_with(lambda name, value: check_kind(name, value, kind), what)
 
 
-def a_model(name: str, value: object) -> object:
-    """A kind for a model: a `TransformerConfig` or the name of a preset."""
-    return value if isinstance(value, TransformerConfig) else check_choice(name, value, model_names())
-
-
 def mapping_with(check: Callable[[str, object], object], what: str) -> Callable[[str, object], object]:
     """A kind for a dict whose every value passes `check` (a kind's callable); errors name `name[key]`."""
     def run(name: str, value: object) -> object:
@@ -67,4 +62,12 @@ def has(*attributes: str, what: str) -> Callable[[str, object], object]:
         if not all(hasattr(value, a) for a in attributes):
             raise ValueError(f"{name}={value!r:.60} must be {what}")
         return value
+    return check
+
+
+def instance_or_name(cls: type, names: Callable[[], Iterable[str]]) -> Callable[[str, object], object]:
+    """A kind for an object of `cls` or one of the names `names()` returns (a model: `TransformerConfig` or a
+    preset's name); a name not known is refused with the closest ones."""
+    def check(name: str, value: object) -> object:
+        return value if isinstance(value, cls) else check_choice(name, value, list(names()))
     return check

@@ -155,3 +155,13 @@ def test_the_labs_rule_flags_a_module_standing_on_a_lab(tmp_path, monkeypatch):
     (package / "lab" / "ch10_moe.py").write_text("")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
     assert program_importers() == ["scalebook.lab.multihost:1"]
+
+
+def test_the_argument_kinds_know_no_model():
+    """`kinds` is a base of the house (every floor's `@checks` reads it): it stands on `units` alone, and a model's
+    kind lives with the models (`models.a_model`)."""
+    path = PACKAGE / "kinds.py"
+    tree = ast.parse(path.read_text())
+    imported = {n for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for n in _imported(path, node) if n.startswith("scalebook")}
+    assert imported and all(n.startswith("scalebook.units") for n in imported), imported

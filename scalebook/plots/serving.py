@@ -14,8 +14,8 @@ from ..hardware.topology import TpuMesh
 from ..inference.serving.timelines import batching_snapshots, engine_segments
 from ..inference.steps import decode_step, pareto, prefill
 from ..inference.techniques import speculative_speedup, weight_stationary
-from ..kinds import a_model
-from ..models import TransformerConfig, get_model
+from ..kinds import instance_or_name
+from ..models import TransformerConfig, get_model, model_names
 from ..units import checks, fmt_time, is_a, sequence_of
 from .base import figure, finish, schematic, time_axis
 from .diagram import cell
@@ -27,6 +27,7 @@ __all__ = ["engine", "continuous_batching", "prefix_tree", "speculative",
            "speculative_panels", "latency_cost", "weight_stationary_curves", "latency_bound_gather"]
 
 Model = TransformerConfig | str
+A_MODEL = instance_or_name(TransformerConfig, model_names)  # a model argument: a config or a preset's name
 _C = {"prefill": "#4e79a7", "decode": "#f28e2b", "idle": "#eeeeee", "transfer": "#b07aa1", "draft": "#59a14f",
       "verify": "#e15759"}
 
@@ -37,8 +38,9 @@ def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: i
                                                                                                       50, 35),
            slots: int = 3) -> Figure:
     """Draw a Gantt chart of `serving.engine_segments` for `mode`, with the prefill and decode-step times of `model`
-    on `n_chips` chips from `inference.prefill` and `inference.decode_step` (int8 weights, 8k context)."""
-    t_prefill = prefill(model, chip, n_chips, max(prompts), param_bytes=1).time
+    on `n_chips` chips from `inference.prefill` (at the book's 40 % MFU) and `inference.decode_step` (int8 weights,
+    8k context)."""
+    t_prefill = prefill(model, chip, n_chips, max(prompts), assumed_mfu=0.4, param_bytes=1).time
     t_step = decode_step(model, chip, n_chips, slots, 8192, param_bytes=1, kv_bytes=1).time
     bars = engine_segments(mode, prompts, outputs, slots, t_prefill, t_step)
     fig, ax = figure((9.0, 2.6 + 0.35 * slots))
@@ -124,7 +126,7 @@ def prefix_tree(prompts: Sequence[Sequence[str]], block: int = 1) -> Figure:
     return fig
 
 
-@checks(draft_tokens="count", accepted="count0", n_chips="count", target=a_model, drafter=a_model)
+@checks(draft_tokens="count", accepted="count0", n_chips="count", target=A_MODEL, drafter=A_MODEL)
 def speculative(draft_tokens: int = 4, accepted: int = 2, target: Model = "llama3-70b", drafter: Model = "llama3-8b",
                 chip: str = "v5e", n_chips: int = 16) -> Figure:
     """Draw one speculative-decoding loop against plain decoding: the drafter proposes `draft_tokens` one at a
