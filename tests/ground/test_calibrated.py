@@ -24,7 +24,7 @@ def test_ideal_is_all_ones_and_unknown_modes_are_refused():
     with pytest.raises(ValueError, match="efficiency"):
         sb.get_chip("h100").efficiency("fast")
     with pytest.raises(ValueError, match="no calibrated factors"):
-        sb.get_chip("tpu7x").efficiency("calibrated")
+        sb.get_chip("v3").efficiency("calibrated")
     assert sb.get_chip("h100").efficiency(Efficiency(matmul=0.5)).matmul == 0.5
 
 

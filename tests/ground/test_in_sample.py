@@ -105,5 +105,5 @@ def test_in_sample_summary_numbers_the_chapter_quotes():
     s = v.summary()
     assert s["test rows"]["median abs error"] == pytest.approx(0.202, abs=0.002)
     assert s["test rows"]["bias"] == pytest.approx(0.202, abs=0.002)
-    assert s["development rows"]["median abs error"] == pytest.approx(0.072, abs=0.002)
+    assert s["development rows"]["median abs error"] == pytest.approx(0.109, abs=0.002)  # 0.072 before #38's v5p rows
     assert s["memory beyond 10%"] == []

@@ -44,7 +44,7 @@ def test_summary_scores_test_development_and_calibration_rows_apart():
     s = v.summary()
     rows = [r for r in v.results() if r["bound"] is not None]
     test = [r["speed error"] for r in rows if r["status"] == "held-out"]
-    assert s["test rows"]["rows"] == len(test) >= 80
+    assert s["test rows"]["rows"] == len(test) >= 70  # 87 until MaxText's 16 v5p rows became development (#38)
     assert s["test rows"]["median abs error"] == pytest.approx(statistics.median(abs(e) for e in test))
     assert s["test rows"]["bias"] == pytest.approx(statistics.median(test))
     assert set(s["families"]) >= {"training GPU", "training TPU", "prefill GPU", "decode GPU"}
@@ -61,22 +61,22 @@ def test_speed_error_is_positive_when_the_model_is_too_fast_whatever_the_metric(
         assert (r["speed error"] > 0) == faster or abs(r["speed error"]) < 1e-12, r["run"]
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: on the 87 test rows (sources no factor was read off, held out "
+@pytest.mark.xfail(strict=True, reason="Disagreement: on the 71 test rows (sources no factor was read off, held out "
                    "since they entered) the calibrated model's median |error| is 20.2 %, not the 12 % issue #27 asks; "
-                   "it is 7.2 % on the development rows: chapter 13")
+                   "it is 10.9 % on the development rows: chapter 13")
 def test_test_rows_median_error_at_most_12_percent():
     assert v.summary()["test rows"]["median abs error"] <= 0.12
 
 
 @pytest.mark.xfail(strict=True, reason="Disagreement: on the test rows the model is too fast by a median 20 % "
-                   "(torchtitan's 500 W H100s +49 %, llm-foundry +26 %, MaxText v5p +22 %, v5e +9 %), not within the "
+                   "(torchtitan's 500 W H100s +49 %, llm-foundry +26 %, MaxText v5e +9 %), not within the "
                    "±5 % issue #27 asks: chapter 13")
 def test_test_rows_bias_within_5_percent():
     assert abs(v.summary()["test rows"]["bias"]) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: 21 test rows miss by more than 35 % (torchtitan's 500 W H100 "
-                   "runs, llm-foundry's 1B-7B MPTs, one MaxText v5p and one Falcon 180B row), more than the 3 "
+@pytest.mark.xfail(strict=True, reason="Disagreement: 20 test rows miss by more than 35 % (torchtitan's 500 W H100 "
+                   "runs, llm-foundry's 1B-7B MPTs, one Falcon 180B row), more than the 3 "
                    "explained disagreements issue #27 allows: chapter 13")
 def test_every_test_row_within_35_percent_but_three():
     assert len(v.summary()["beyond 35%, test rows"]) <= 3
@@ -93,7 +93,6 @@ KNOWN_MISSES: dict[str, float] = {
     "llm-foundry MPT-3B, 256 H100, ZeRO-2": 0.358,
     "llm-foundry MPT-1B, 512 H100, ZeRO-2": 0.452,
     "llm-foundry MPT-1B, 256 H100, ZeRO-2": 0.360,
-    "MaxText 128B, 2x v5p-512 (512 chips), TP8": 0.381,
     "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP": 0.664,
     "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP + torch.compile": 0.438,
     "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP + torch.compile + Float8": 0.460,
