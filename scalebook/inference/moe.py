@@ -29,14 +29,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..collectives import all_to_all, default_mesh
+from ..collectives import default_mesh
 from ..estimate import Estimate, StepEstimate
 from ..hardware.chips import Chip, Efficiency, get_chip
 from ..hardware.gpu import GpuCluster
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, expected_experts, get_model
 from ..units import check_fields, check_int, checks, fmt_bytes, fmt_time, is_a
-from .steps import decode_time, tp_collectives
+from .steps import decode_time, ep_collectives, tp_collectives
 
 __all__ = ["SCHEMES", "capacity", "dropped_fraction", "expert_choice_unserved", "experts_read_per_chip", "dispatch",
            "ServingShard", "serving_shard", "decode_step"]
@@ -134,9 +134,7 @@ def dispatch(model: TransformerConfig | str, hardware: Chip | str | TpuMesh | Gp
     mesh = _group_mesh(hardware, group)
     if mesh.n_chips > model.E:
         raise ValueError(f"hardware={mesh}: {mesh.n_chips} chips exceed E={model.E} experts")
-    top_k = min(model.k, mesh.n_chips)
-    there, back = (all_to_all(mesh, None, tokens * model.D * b, top_k=top_k, efficiency=efficiency)
-                   for b in (dispatch_bytes, combine_bytes))
+    there, back = ep_collectives(model, mesh, tokens, dispatch_bytes, combine_bytes, efficiency)
     terms = (("dispatch", f"{fmt_bytes(tokens * model.D * dispatch_bytes)} of tokens: {fmt_time(there.time)}"),
              ("combine", f"{fmt_bytes(tokens * model.D * combine_bytes)} of outputs: {fmt_time(back.time)}"))
     return Estimate(0.0, there.bytes + back.bytes, 0.0, there.time + back.time, channel=there.channel,

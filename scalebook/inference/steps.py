@@ -8,7 +8,7 @@ parameter reads and the MLP arithmetic overlap, so with W and C summed over the 
 
 and, when the model is split over chips, the per-layer collectives of tensor parallelism run at the same
 time: the step takes the larger of that and their time. Prefill is a roofline too: the larger of its FLOPs
-(2·P·T plus attention, at an assumed fraction `assumed_mfu` of the peak) and its weight reads, beside its TP
+(2·P·T plus attention; ideal at the peak, or at a fraction `assumed_mfu` of it) and its weight reads, beside its TP
 collectives.
 
 `efficiency="calibrated"` (default "ideal": the book's bounds, which every chapter uses) runs the same
@@ -24,8 +24,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..collectives import all_gather, all_reduce, default_mesh, reduce_scatter
-from ..estimate import StepEstimate
+from ..collectives import all_gather, all_reduce, all_to_all, default_mesh, reduce_scatter
+from ..estimate import Estimate, StepEstimate
 from ..gemm import layer_efficiency
 from ..hardware.chips import Chip, Efficiency, get_chip
 from ..hardware.gpu import GpuCluster
@@ -33,7 +33,8 @@ from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, expected_experts, get_model
 from ..roofline import critical_batch
 from ..tables import Table
-from ..units import LARGEST, checks, fmt_time, geomspace, is_a
+from ..training.layout import Layout
+from ..units import LARGEST, checks, dtype_bytes, fmt_time, geomspace, is_a
 
 __all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
            "max_batch", "pareto", "decode_critical_batch", "Breakdown", "breakdown_curves"]
@@ -86,19 +87,34 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
                         hbm_per_chip=chip.hbm_bytes)
 
 
-@checks(model=is_a(TransformerConfig), mesh=is_a(TpuMesh, GpuCluster), tokens="size", act_bytes="size")
+@checks(model=is_a(TransformerConfig), mesh=is_a(TpuMesh, GpuCluster), tokens="size", act_bytes="size",
+        blocks="?count")
 def tp_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, act_bytes: float,
-                    efficiency: str | Efficiency = "ideal") -> float:
-    """Seconds of tensor-parallel collectives per step over `tokens` tokens: per layer, two blocks each
-    all-gather their [tokens, D] input and reduce-scatter their output over the whole mesh (latency floors
-    included). Calibrated, each block's pair is one AllReduce call (as Megatron-style TP runs it), paying
-    one per-call latency."""
+                   efficiency: str | Efficiency = "ideal", blocks: int | None = None) -> float:
+    """Seconds of tensor-parallel collectives per step over `tokens` tokens: per layer, two blocks (attention and
+    MLP; `blocks` in all, default 2·L) each all-gather their [tokens, D] input and reduce-scatter their output
+    over the whole mesh (latency floors included). Calibrated, each block's pair is one AllReduce call (as
+    Megatron-style TP runs it), paying one per-call latency."""
     V = tokens * model.D * act_bytes
     if efficiency == "ideal":
         per_block = all_gather(mesh, None, V).time + reduce_scatter(mesh, None, V).time
     else:
         per_block = all_reduce(mesh, None, V, efficiency=efficiency).time
-    return 2 * model.L * per_block
+    return (2 * model.L if blocks is None else blocks) * per_block
+
+
+@checks(model=is_a(TransformerConfig), mesh=is_a(TpuMesh, GpuCluster), tokens="nonneg", dispatch_bytes="size",
+        combine_bytes="size")
+def ep_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens: float, dispatch_bytes: float = 1,
+                   combine_bytes: float = 2, efficiency: str | Efficiency = "ideal") -> tuple[Estimate, Estimate]:
+    """Return one MoE layer's two AllToAlls over an expert-parallel group (`mesh`), dispatch and combine, as
+    `Estimate`s: each of the group's `tokens` tokens sends its D values (`dispatch_bytes` each) to the chips of its
+    k experts, and their outputs (`combine_bytes` each) come back (ragged top-k AllToAlls,
+    `collectives.all_to_all(..., top_k=k)`, whose `nbytes` is the whole group's array)."""
+    top_k = min(model.k, mesh.n_chips)
+    there, back = (all_to_all(mesh, None, tokens * model.D * b, top_k=top_k, efficiency=efficiency)
+                   for b in (dispatch_bytes, combine_bytes))
+    return there, back
 
 
 def _elementwise_bytes(model: TransformerConfig, tokens: float, n_chips: int, act_bytes: float = 2) -> float:
@@ -145,12 +161,93 @@ def weights_read(model: TransformerConfig, tokens: float, ep: int = 1) -> float:
     return model.param_count() - routed + routed * touched / group
 
 
+@checks(model=is_a(TransformerConfig), n_chips="count", layout=is_a(Layout, type(None)))
+def serving_layout(model: TransformerConfig, n_chips: int, layout: Layout | None = None) -> Layout:
+    """Return the layout a prefill or decode step runs on `n_chips` chips: by default tensor parallelism over all
+    of them; else `layout`, training's `Layout` read for serving: `dp` replicas of the attention (and of the dense
+    layers), each with its own sequences (DP attention when `tp` is 1); `tp` chips splitting each replica's heads
+    and MLP, and an MoE's experts unless `ep` > 1; `ep` ways the experts are split over all the chips (as SGLang
+    and vLLM run DeepSeek-V3: EP over the DP-attention ranks), each expert's width over the chips / ep that share
+    its group. Pipeline, context and FSDP degrees have no meaning here and are refused."""
+    if layout is None:
+        return Layout(tp=n_chips)
+    if layout.chips != n_chips:
+        raise ValueError(f"layout={layout} occupies {layout.chips} chips but n_chips={n_chips}")
+    if layout.pp > 1 or layout.cp > 1 or layout.fsdp > 1:
+        raise ValueError(f"layout={layout}: a serving step splits its chips by dp, tp and ep only (pp, cp and "
+                         f"fsdp must be 1)")
+    if layout.ep > 1 and (not model.is_moe or model.E % layout.ep):
+        raise ValueError(f"layout={layout}: ep={layout.ep} must divide the experts of an MoE (E={model.E})")
+    return layout
+
+
+@dataclass(frozen=True)
+class ChipShare:
+    """The busiest chip's share of one forward pass under a serving `Layout`: the `tokens` its replica runs (its
+    ceil(batch / dp) sequences), the parameters it holds and reads, its FLOPs of matmuls and of attention scores,
+    and the tokens each expert-parallel group dispatches per MoE layer (0 without EP)."""
+
+    tokens: float
+    params_held: float
+    params_read: float
+    matmul_flops: float
+    score_flops: float
+    dispatched: float
+
+
+@checks(model=is_a(TransformerConfig), layout=is_a(Layout), batch="count", tokens="size", matmul_per_token="nonneg",
+        scores_per_token="nonneg")
+def chip_share(model: TransformerConfig, layout: Layout, batch: int, tokens: float, matmul_per_token: float,
+               scores_per_token: float = 0.0) -> ChipShare:
+    """Return the busiest chip's `ChipShare` of a pass over `batch` sequences of `tokens` tokens each, at
+    `matmul_per_token` FLOPs of matmuls and `scores_per_token` of attention scores per token. Its replica's
+    attention, dense layers and shared experts are split `tp` ways; the routed experts `tp` ways within the replica
+    (ep = 1), or over all the chips with every token of the batch routed to them (ep > 1: the busiest group reads
+    what `weights_read` counts)."""
+    n, tp, ep = layout.chips, layout.tp, layout.ep
+    T_replica, T_all = math.ceil(batch / layout.dp) * tokens, batch * tokens
+    routed, active = model.components()["MoE routed experts"] if model.is_moe else (0, 0)
+    other = model.param_count() - routed
+    expert_per_token = 2 * active
+    if ep > 1:
+        experts_read, experts_held = (weights_read(model, T_all, ep) - other) / n, routed / n
+        expert_flops, dispatched = T_all * expert_per_token / n, T_all * ep / n
+    else:
+        experts_read, experts_held = (weights_read(model, T_replica) - other) / tp, routed / tp
+        expert_flops, dispatched = T_replica * expert_per_token / tp, 0.0
+    return ChipShare(T_replica, other / tp + experts_held, other / tp + experts_read,
+                     T_replica * (matmul_per_token - expert_per_token) / tp + expert_flops,
+                     T_replica * scores_per_token / tp, dispatched)
+
+
+def _layout_collectives(model: TransformerConfig, chip: Chip, layout: Layout, share: ChipShare,
+                        mesh: TpuMesh | GpuCluster | None, efficiency: str | Efficiency,
+                        dispatch_bytes: float) -> tuple[float, str]:
+    """Seconds of a pass's collectives on the busiest chip, and what they cross: the tensor-parallel pairs of its
+    replica (attention blocks, and MLP blocks where the experts are not split by EP) over `mesh` (tensor
+    parallelism over all the chips) or each group's default slice, and each MoE layer's dispatch and combine over
+    its EP group. Ideal without a `mesh`, none (the book's bound: the links overlap)."""
+    if layout.dp == 1 and layout.ep == 1:
+        tp_mesh, ep_mesh = _mesh_for(chip, layout.tp, mesh, efficiency), None
+    elif mesh is not None:
+        raise ValueError(f"mesh={mesh} prices tensor parallelism over all the chips; with layout={layout} each "
+                         f"group takes its chip's default slice (give mesh=None)")
+    else:
+        tp_mesh, ep_mesh = (_mesh_for(chip, g, None, efficiency) for g in (layout.tp, layout.ep))
+    blocks = model.L + (model.L if layout.ep == 1 else model.L - model.moe_layers)
+    t_ici = tp_collectives(model, tp_mesh, share.tokens, 2, efficiency, blocks) if tp_mesh is not None else 0.0
+    if ep_mesh is not None:
+        there, back = ep_collectives(model, ep_mesh, share.dispatched, dispatch_bytes, 2, efficiency)
+        t_ici += model.moe_layers * (there.time + back.time)
+    return t_ici, _network(ep_mesh or tp_mesh)
+
+
 @checks(n_chips="count", batch="count", context="nonneg", param_bytes="size", kv_bytes="size", compute_dtype="dtype",
-        mesh=is_a(TpuMesh, GpuCluster, type(None)), gqa_kernel="flag", ep="count")
+        mesh=is_a(TpuMesh, GpuCluster, type(None)), gqa_kernel="flag", ep="count", layout=is_a(Layout, type(None)))
 def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, batch: int, context: float,
                 param_bytes: float = 2, kv_bytes: float = 2, compute_dtype: str = "bf16",
                 mesh: TpuMesh | GpuCluster | None = None, efficiency: str | Efficiency = "ideal",
-                gqa_kernel: bool = True, ep: int = 1) -> StepEstimate:
+                gqa_kernel: bool = True, ep: int = 1, layout: Layout | None = None) -> StepEstimate:
     """Return the `StepEstimate` of a decode step of `batch` sequences at `context` tokens each.
 
     Every weight a step uses is counted as read each step (the book's convention; the embedding table's lookups
@@ -167,67 +264,81 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     its group: it reads each cached K/V head once per query head, N/K times the bytes. TensorRT-LLM's masked
     MHA kernel before XQA (v0.8) did this — one thread block per (sequence, query head), each streaming its
     K/V head's cache — and the XQA kernel that shares the reads gave Llama-70B 1.9-2.4x the throughput.
+
+    `layout` (`serving_layout`: default tensor parallelism over all the chips) prices DP attention, expert
+    parallelism and TP per replica: the step waits for the busiest chip (`chip_share`), which reads its replica's
+    weights and caches and pays its replica's TP collectives and each MoE layer's dispatch and combine over its
+    EP group (`ep` alone keeps the tensor-parallel layout and counts the busiest EP group's expert reads).
     """
     model, chip = get_model(model), get_chip(chip)
-    if ep > 1 and (not model.is_moe or model.E % ep or n_chips % ep):
-        raise ValueError(f"ep={ep} must divide the experts E={model.E} (an MoE) and n_chips={n_chips}")
-    mesh = _mesh_for(chip, n_chips, mesh, efficiency)
-    kv = kv_cache_bytes(model, context, 1, kv_bytes)
-    t_ici = tp_collectives(model, mesh, batch, 2, efficiency) if mesh is not None else 0.0
-    step = decode_time(weights_read(model, batch, ep), kv, batch, chip, n_chips, param_bytes, compute_dtype, t_ici,
+    if ep > 1 and (layout is not None or not model.is_moe or model.E % ep or n_chips % ep):
+        raise ValueError(f"ep={ep} must divide the experts E={model.E} (an MoE) and n_chips={n_chips}, and goes "
+                         f"in the layout when one is given (layout={layout})")
+    lay = serving_layout(model, n_chips, layout)
+    share = chip_share(model, lay, batch, 1, 2 * model.param_count(active=True))
+    t_ici, network = _layout_collectives(model, chip, lay, share, mesh, efficiency, dispatch_bytes=1)
+    kv = kv_cache_bytes(model, context, math.ceil(batch / lay.dp), kv_bytes) / lay.tp * n_chips / batch
+    step = decode_time(weights_read(model, batch, ep) if ep > 1 else share.params_read * n_chips, kv, batch, chip,
+                       n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
-                             f"{chip.name}", efficiency=efficiency,
-                       elementwise_bytes=_elementwise_bytes(model, batch, n_chips),
+                             f"{chip.name}" + (f" ({lay})" if layout is not None else ""), efficiency=efficiency,
+                       elementwise_bytes=_elementwise_bytes(model, share.tokens, lay.tp),
                        kv_reads=1.0 if gqa_kernel else model.N / model.K,
-                       flop_params=model.param_count(active=True), held_params=model.param_count())
-    return replace(step, network=_network(mesh))
+                       flop_params=share.matmul_flops * n_chips / (2 * batch), held_params=share.params_held * n_chips)
+    return replace(step, network=network)
 
 
 @checks(n_chips="count", tokens="size", assumed_mfu="?fraction", compute_dtype="dtype", attention="flag",
-        param_bytes="size", kv_bytes="size", batch="count", mesh=is_a(TpuMesh, GpuCluster, type(None)))
+        param_bytes="size", kv_bytes="size", batch="count", mesh=is_a(TpuMesh, GpuCluster, type(None)),
+        layout=is_a(Layout, type(None)))
 def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, tokens: float,
             assumed_mfu: float | None = None, compute_dtype: str = "bf16", attention: bool = True,
             param_bytes: float = 2, kv_bytes: float = 2, mesh: TpuMesh | GpuCluster | None = None,
-            efficiency: str | Efficiency = "ideal", batch: int = 1) -> StepEstimate:
+            efficiency: str | Efficiency = "ideal", batch: int = 1, layout: Layout | None = None) -> StepEstimate:
     """Return the `StepEstimate` of prefilling `batch` prompts of `tokens` tokens each on `n_chips` chips.
 
     A roofline: the FLOPs (2 per matmul parameter per token, plus causal attention unless `attention=False`;
     the book's 2·P·T) at a fraction `assumed_mfu` of the peak, against reading every weight (`param_bytes` each)
     and writing the prompt's KV cache (`kv_bytes` per value) from HBM; with a `mesh`, the tensor-parallel
-    collectives of the [tokens, D] activations. `assumed_mfu` (an input, not a measurement) defaults to 0.4 (the
-    book's working assumption) when ideal and to the chip's measured matmul fraction when calibrated;
+    collectives of the [tokens, D] activations. `assumed_mfu` (an input, not a measurement) defaults to 1 when
+    ideal (the peak: ideal is a bound, every byte read once, the links overlapped; the book's worked answers pass
+    its working assumption, `assumed_mfu=0.4`) and to the chip's measured matmul fraction when calibrated;
     `tokens_per_second` is prompt tokens/s.
     Calibrated, the norms, residual adds, rotary and activation function between the matmuls add their HBM
     traffic (`t_elementwise`), as in a decode step, the attention's FLOPs run at the flash kernel's measured
     share of the 16-bit peak (`Efficiency.attention`, as in `training.predict`) and the matmuls at the share their
     shapes keep (`gemm.layer_efficiency`) unless `assumed_mfu` is given, and each layer pays its kernels' fixed cost
     (`Efficiency.layer_overhead`, `t_fixed`). With `batch` prompts the FLOPs, caches and collectives scale with
-    it; the weights are read once (an MoE's: the experts its tokens route to).
+    it; the weights are read once (an MoE's: the experts its tokens route to). `layout` as in `decode_step`: with
+    DP attention and EP (how DeepSeek-V3 is served) each chip runs its own prompts' attention and norms, and its
+    experts over every token routed to them, paying the AllToAlls instead of the tensor-parallel pairs.
     """
     model, chip = get_model(model), get_chip(chip)
+    lay = serving_layout(model, n_chips, layout)
     eff = chip.efficiency(efficiency)
     calibrated = efficiency != "ideal" and assumed_mfu is None
     # calibrated, a flash kernel runs the attention at its own measured share of the 16-bit peak
     flash = calibrated and attention and eff.attention is not None
-    mfu = (0.4 if efficiency == "ideal" else eff.compute(compute_dtype)) if assumed_mfu is None else assumed_mfu
-    mesh = _mesh_for(chip, n_chips, mesh, efficiency)
-    flops = model.flops_per_token(int(tokens) if attention else 0, training=False) * tokens * batch
-    # calibrated, the matmuls keep the share their [tokens, width/n] shapes allow (tile and wave quantization)
-    shape = layer_efficiency(model, tokens * batch, chip, n_chips) if calibrated else 1.0
-    C = n_chips * chip.peak_flops(compute_dtype) * mfu * shape
-    scores = flops - model.flops_per_token(0, training=False) * tokens * batch if flash else 0.0
-    t_math = (flops - scores) / C + scores / (n_chips * chip.peak_flops() * eff.attention) if flash else flops / C
-    W = n_chips * chip.hbm_bandwidth * eff.hbm
-    weights, cache = weights_read(model, tokens * batch) * param_bytes, kv_cache_bytes(model, tokens, batch, kv_bytes)
-    t_ici = tp_collectives(model, mesh, tokens * batch, 2, efficiency) if mesh is not None else 0.0
-    t_elementwise = 0.0 if efficiency == "ideal" else \
-        _elementwise_bytes(model, tokens * batch, n_chips) * n_chips / W
-    return StepEstimate(flops, weights + cache, t_math, (weights + cache) / W, channel="HBM",
-                        label=f"{model.name} prefill of {tokens:g} tokens", t_params=(weights + cache) / W,
-                        t_ici=t_ici, t_elementwise=t_elementwise, t_fixed=eff.layer_overhead * model.L,
-                        batch=max(1, round(tokens * batch)), ici_adds=efficiency != "ideal",
-                        memory_per_chip=(model.param_count() * param_bytes + cache) / n_chips,
-                        hbm_per_chip=chip.hbm_bytes, network=_network(mesh))
+    mfu = (1.0 if efficiency == "ideal" else eff.compute(compute_dtype)) if assumed_mfu is None else assumed_mfu
+    dense = model.flops_per_token(0, training=False)
+    scores = model.flops_per_token(int(tokens), training=False) - dense if attention else 0.0
+    share = chip_share(model, lay, batch, tokens, dense, scores)
+    # calibrated, the matmuls keep the share their [tokens, width/tp] shapes allow (tile and wave quantization)
+    shape = layer_efficiency(model, share.tokens, chip, lay.tp) if calibrated else 1.0
+    C = chip.peak_flops(compute_dtype) * mfu * shape
+    t_math = share.matmul_flops / C + (share.score_flops / (chip.peak_flops() * eff.attention) if flash
+                                       else share.score_flops / C)
+    W = chip.hbm_bandwidth * eff.hbm
+    cache = kv_cache_bytes(model, tokens, math.ceil(batch / lay.dp), kv_bytes) / lay.tp
+    nbytes = share.params_read * param_bytes + cache
+    t_ici, network = _layout_collectives(model, chip, lay, share, mesh, efficiency, dtype_bytes(compute_dtype))
+    t_elementwise = 0.0 if efficiency == "ideal" else _elementwise_bytes(model, share.tokens, lay.tp) / W
+    return StepEstimate((dense + scores) * tokens * batch, nbytes * n_chips, t_math, nbytes / W, channel="HBM",
+                        label=f"{model.name} prefill of {tokens:g} tokens" + (f" ({lay})" if layout else ""),
+                        t_params=nbytes / W, t_ici=t_ici, t_elementwise=t_elementwise,
+                        t_fixed=eff.layer_overhead * model.L, batch=max(1, round(tokens * batch)),
+                        ici_adds=efficiency != "ideal", memory_per_chip=share.params_held * param_bytes + cache,
+                        hbm_per_chip=chip.hbm_bytes, network=network)
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")

@@ -86,7 +86,7 @@ def test_the_same_seed_draws_the_same_requests_in_any_process():
 def test_one_request_alone_costs_one_prefill_then_chapter_7_decode_steps():
     engine = Engine(**INT8)
     report = simulate(Workload(0.01, 1024, 2), engine, n_requests=1)
-    assert report.ttft[0] == pytest.approx(inference.prefill("llama3-70b", "v5e", 16, 1024).time)
+    assert report.ttft[0] == pytest.approx(inference.prefill("llama3-70b", "v5e", 16, 1024, engine.mfu).time)
     step = inference.decode_step("llama3-70b", "v5e", 16, 1, 1025, param_bytes=1, kv_bytes=1).time
     assert report.tpot[0] == pytest.approx(step, rel=0.02)  # the context bucket is ~3% wide
     assert report.decode_steps == 1 and report.mean_batch == 1
@@ -115,7 +115,7 @@ def test_saturated_interleaved_engine_matches_prefill_plus_shared_decode_steps()
     # together, so tokens/s = B·G / (B·t_prefill + (G - 1)·t_step) with t_step at the mean context P + G/2.
     B, P, G = 64, 1024, 256
     report = simulate(Workload(math.inf, P, G), Engine(**INT8, slots=B), n_requests=20 * B)
-    t_prefill = inference.prefill("llama3-70b", "v5e", 16, P).time
+    t_prefill = inference.prefill("llama3-70b", "v5e", 16, P, assumed_mfu=0.4).time
     t_step = inference.decode_step("llama3-70b", "v5e", 16, B, P + G / 2, param_bytes=1, kv_bytes=1).time
     assert report.throughput == pytest.approx(B * G / (B * t_prefill + (G - 1) * t_step), rel=0.01)
     assert report.mean_batch == B
