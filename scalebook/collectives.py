@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from .estimate import Estimate
 from .hardware.chips import Chip, Efficiency, get_chip
-from .hardware.gpu import GpuCluster
+from .hardware.gpu import GpuCluster, UnitSpan
 from .hardware.topology import TpuMesh
 from .units import checks, fmt_bytes, fmt_rate, is_a
 
@@ -163,20 +163,27 @@ def gpu_levels(kind: str, cluster: GpuCluster, axes: str | None, nbytes: float, 
     """
     if top_k is not None and kind != "all_to_all":
         raise ValueError(f"top_k applies to all_to_all only, not kind={kind!r}")
-    out = []
-    for level in cluster.span(cluster.group_size(axes), Y):
-        D, U, W = level.degree, level.units, level.bandwidth
-        share = nbytes * min(Y, level.below) / Y  # the bytes of the collectives present in one unit below
-        if D == 1:
-            t = 0.0
-        elif kind == "all_to_all":
-            t = share / U * (U - 1) / U * ragged_fill(U, top_k) / W
-        elif kind == "all_reduce" and cluster.sharp:
-            t = share / W
-        else:
-            t = share * (D - 1) / (D * W) * (2 if kind == "all_reduce" else 1)
-        out.append((level.name, D, W, t))
+    out, group = [], cluster.group_size(axes)
+    for level in cluster.span(group, Y):
+        D, U = level.degree, level.units
+        t = 0.0 if D == 1 else max(_unit_seconds(kind, unit, nbytes, Y, group // Y, U, top_k, cluster.sharp)
+                                   for unit in level.kinds)
+        out.append((level.name, D, level.bandwidth, t))
     return out
+
+
+def _unit_seconds(kind: str, unit: UnitSpan, nbytes: float, Y: int, X: int, U: int, top_k: int | None,
+                  sharp: bool) -> float:
+    """Seconds one kind of unit below a level needs to push its traffic through it (`gpu_levels`): the bytes of
+    the collectives present in it (groups of X members spaced Y apart, U units holding each), the share of them
+    that must cross, over its bandwidth."""
+    share = nbytes * min(Y, unit.gpus) / Y  # the bytes of the collectives present in the unit
+    if kind == "all_to_all":
+        inside = unit.members / X  # the unit's share of one group's tokens: 1/U when every unit is alike
+        return share * inside * (1 - inside) * ragged_fill(U, top_k) / unit.bandwidth
+    if kind == "all_reduce" and sharp:
+        return share / unit.bandwidth
+    return share * unit.outside() / unit.bandwidth * (2 if kind == "all_reduce" else 1)
 
 
 @checks(kind=KINDS, cluster=is_a(GpuCluster), nbytes="nonneg")

@@ -7,6 +7,12 @@ Above the node, a fat tree: each level groups `degree` units of the level below 
 units into a spine ...), and each unit can push `bandwidth` bytes/s through that level. A collective over G
 GPUs spans the levels needed to hold them, and its time is set by the tightest level:
 bytes · max_i (D_i - 1) / (D_i · W_i), with D_i the number of units it joins at level i.
+
+A cluster need not fill its last node: 256 GB300s are three full NVL72 racks and one of 40 GPUs, 12 H100s one DGX
+and half of another. Each GPU owns its NIC (a DGX H100 eight 400 Gb/s ConnectX-7, one per GPU, ch. 12; a GB300
+NVL72 compute tray four GPUs and four ConnectX-8, chips.toml's nvidia_nvl72_ra), so a partial unit pushes only its
+GPUs' share of a full unit's bandwidth, and at each level the unit that must import the largest share of the array
+through the least bandwidth sets the time (`UnitSpan`).
 """
 
 from __future__ import annotations
@@ -69,15 +75,34 @@ _GENERATION_OF = {"NVIDIA A100": "3.0", "NVIDIA H100": "4.0", "NVIDIA H100 96 GB
                   "AMD MI300X": "CDNA 3", "AMD MI325X": "CDNA 3", "AMD MI355X": "CDNA 4"}
 
 
+class UnitSpan(NamedTuple):
+    """One kind of unit below a level a collective crosses: it holds `gpus` GPUs, `members` GPUs of one of the
+    collective's groups among the `joined` that the unit of this level around it holds, and pushes `bandwidth`
+    B/s through the level (a partial unit: its GPUs' share of a full one's)."""
+
+    gpus: int
+    members: int
+    joined: int
+    bandwidth: float
+
+    def outside(self) -> float:
+        """The share of one group's array this unit must import (AllGather) or export (ReduceScatter) through
+        the level: 1 - members / joined, the ring's (D - 1)/D when every unit is alike."""
+        return 1 - self.members / self.joined
+
+
 class LevelSpan(NamedTuple):
     """One network level a collective crosses: `degree` units of `below` GPUs each joined (per group of the
-    collective), each unit pushing `bandwidth` B/s through this level; `units` such units hold the group."""
+    collective), each unit pushing `bandwidth` B/s through this level; `units` such units hold the group.
+    `kinds`: each kind of unit below as a `UnitSpan` (one when every unit is full; a partial node or rack adds
+    its own)."""
 
     name: str
     degree: int
     bandwidth: float
     below: int
     units: int
+    kinds: tuple[UnitSpan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,8 +171,6 @@ class GpuCluster:
             raise ValueError(f"node_egress={given_egress!r} must equal the first level's bandwidth "
                              f"({given_levels[0].bandwidth!r}): both are what a node pushes into the network")
         object.__setattr__(self, "gpus", check_int("gpus", self.gpus))
-        if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
-            raise ValueError(f"gpus={self.gpus} must be a whole number of {self.gpus_per_node}-GPU nodes")
         if self.gpus > self.capacity:
             raise ValueError(f"gpus={self.gpus} exceeds what the node and {len(self.levels)} network levels hold "
                              f"({self.capacity}); pass more levels")
@@ -159,7 +182,13 @@ class GpuCluster:
 
     @property
     def nodes(self) -> int:
-        return max(1, self.gpus // self.gpus_per_node)
+        """The NVLink nodes the GPUs occupy, a partial last one included."""
+        return -(-self.gpus // self.gpus_per_node)
+
+    @property
+    def partial(self) -> int:
+        """GPUs in the last node when it is not full (40 for 256 GPUs of 72-GPU racks); 0 when every node is."""
+        return self.gpus % self.gpus_per_node if self.gpus > self.gpus_per_node else 0
 
     @property
     def capacity(self) -> int:
@@ -209,16 +238,16 @@ class GpuCluster:
         """The same network holding only `gpus` GPUs (a model replica, an expert-parallel group).
 
         A group that is not a whole number of nodes spreads evenly over the fewest nodes that hold it (512 GPUs
-        of 72-GPU NVL72 racks: 64 in each of 8 racks, 8 idle per rack); one that cannot spread evenly is refused.
+        of 72-GPU NVL72 racks: 64 in each of 8 racks, 8 idle per rack); one that cannot spread evenly fills whole
+        nodes and a partial last one, as a cluster of that many GPUs does (13 H100s: a DGX and 5 GPUs of another).
         """
         gpus = check_int("gpus", gpus, high=self.gpus)
         node = self.gpus_per_node
-        if gpus <= node or gpus % node == 0:
-            return replace(self, gpus=gpus)
+        if gpus == self.gpus:
+            return self
         nodes = -(-gpus // node)
-        if gpus % nodes:
-            raise ValueError(f"gpus={gpus} cannot spread evenly over whole {node}-GPU nodes ({nodes} nodes would "
-                             f"hold {gpus / nodes:.3g} each); use a multiple of {node} or of a divisor of it")
+        if gpus <= node or gpus % nodes:
+            return replace(self, gpus=gpus)
         return replace(self, gpus=gpus, gpus_per_node=gpus // nodes)
 
     def span(self, group: int, inner: int = 1) -> list[LevelSpan]:
@@ -239,11 +268,24 @@ class GpuCluster:
                 break
             size = min(group, below * degree)
             joined = max(1, size // inner)
-            if below == 1:
-                W = self._node_link_bandwidth(joined)
-            out.append(LevelSpan(name, joined // members, W, below, X // members))
+            kinds = self._unit_kinds(group, inner, below, size, W)
+            out.append(LevelSpan(name, -(-joined // members), kinds[0].bandwidth, below, -(-X // members), kinds))
             below, members = size, joined
         return out
+
+    def _unit_kinds(self, group: int, inner: int, below: int, size: int, W: float) -> tuple[UnitSpan, ...]:
+        """Each kind of unit of `below` GPUs under units of `size` GPUs, the `group` packed into them from the
+        first: whole units in whole ones, then the last unit around and the partial one in it. A unit's members
+        are its GPUs of one of the `inner`-spaced groups; a partial unit pushes its GPUs' share of `W`."""
+        kinds = []
+        for around in {size, group % size} - {0}:
+            for gpus in {below, around % below} - {0}:
+                if gpus > around:
+                    continue
+                joined, members = max(1, around // inner), max(1, gpus // inner)
+                bandwidth = self._node_link_bandwidth(joined) if below == 1 else W * gpus / below
+                kinds.append(UnitSpan(gpus, members, joined, bandwidth))
+        return tuple(sorted(set(kinds), key=lambda k: (-k.gpus, -k.joined)))
 
     def group_size(self, axes: str | None) -> int:
         """GPUs taking part: all of them (None), or one node ('node')."""
@@ -255,8 +297,9 @@ class GpuCluster:
 
     @property
     def bisection_per_gpu(self) -> float:
-        """Collective bandwidth per GPU across the whole cluster: the tightest level's (D-1)/(D·W) inverted."""
-        return 1 / max((s.degree - 1) / (s.degree * s.bandwidth) for s in self.span(self.gpus) if s.degree > 1)
+        """Collective bandwidth per GPU across the whole cluster: the tightest level's (D-1)/(D·W) inverted (with a
+        partial node, the tightest kind of unit's share outside it over its bandwidth)."""
+        return 1 / max(k.outside() / k.bandwidth for s in self.span(self.gpus) for k in s.kinds if s.degree > 1)
 
     def levels_table(self) -> Table:
         """One row per level (node, then the fat tree): GPUs under one unit, degree, switches and their

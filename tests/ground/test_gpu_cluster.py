@@ -170,6 +170,42 @@ def test_the_simple_forms():
         sb.collectives.gpu_simple("broadcast", POD, 1e9)
 
 
+def _level_terms(kind, cluster, nbytes):
+    return {name: t for name, _, _, t in sb.collectives.gpu_levels(kind, cluster, None, nbytes)}
+
+
+def test_a_partial_rack_pushes_its_share_through_its_own_nics():
+    """256 GB300s are three NVL72 racks and 40 GPUs of a fourth. Each GPU owns an 800 Gb/s ConnectX-8 (NVIDIA's
+    GB300 NVL72 reference architecture, chips.toml nvidia_nvl72_ra), so the partial rack pushes 40 x 100 GB/s, and
+    it must import what its 40 GPUs do not hold: (1 - 40/256) of the array. That rack, not a full one, sets the
+    network's time: slower than three full racks' (1 - 1/3) at 72 x 100 GB/s, and than four full racks'."""
+    V = 1e9
+    part, three, four = (GpuCluster("gb300", gpus=n) for n in (256, 216, 288))
+    assert (part.nodes, part.partial, three.partial) == (4, 40, 0)
+    assert _level_terms("all_gather", part, V)["spine"] == pytest.approx(V * (1 - 40 / 256) / (40 * 100e9))
+    assert _level_terms("all_gather", three, V)["spine"] == pytest.approx(V * (2 / 3) / (72 * 100e9))
+    assert _level_terms("all_gather", part, V)["spine"] > _level_terms("all_gather", four, V)["spine"]
+    for kind in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"):
+        assert sb.collectives.collective(kind, part, None, V).time >= sb.collectives.collective(kind, three, None,
+                                                                                                V).time
+    # in the rack, each GPU still gathers over its own NVLink: the full racks' 71/72 of the array binds there
+    assert _level_terms("all_gather", part, V)["node"] == pytest.approx(V * 71 / 72 / part.gpu_bandwidth)
+
+
+def test_twelve_h100s_are_a_dgx_and_half_of_another():
+    """12 H100s: a full DGX and 4 GPUs of a second, whose four 400 Gb/s NICs (a DGX H100 has one per GPU, ch. 12)
+    carry the 8/12 of the array it lacks: 3.3 ms per GB, where 16 GPUs' half-node import takes 1.25 ms; so the
+    12-GPU AllGather is slower than the 16-GPU one, and a subset that cannot spread evenly packs the same way."""
+    V = 1e9
+    twelve, sixteen = GpuCluster("h100", gpus=12), GpuCluster("h100", gpus=16)
+    assert _level_terms("all_gather", twelve, V)["leaf"] == pytest.approx(V * (8 / 12) / (4 * 50e9))
+    assert _level_terms("all_gather", sixteen, V)["leaf"] == pytest.approx(V / 2 / 400e9)
+    assert sb.all_gather(twelve, None, V).time > sb.all_gather(sixteen, None, V).time > 0
+    assert POD.subset(13) == GpuCluster("h100", gpus=13) and POD.subset(13).partial == 5
+    assert POD.subset(12).gpus_per_node == 6  # 12 spread evenly over two nodes, as before
+    assert twelve.subset(12) is twelve
+
+
 def test_gb200_racks_have_nine_times_the_node_egress():
     rack = gpu.get_cluster("gb200-superpod")
     assert rack.gpus_per_node == 72 and rack.nodes == 8
@@ -179,7 +215,9 @@ def test_gb200_racks_have_nine_times_the_node_egress():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: GpuCluster("v5e", gpus=8), "not a GPU"),
-    (lambda: GpuCluster("h100", gpus=12), "whole number"),
+    (lambda: GpuCluster("h100", gpus=0), "gpus=0"),
+    (lambda: GpuCluster("gb300", gpus=256.5), "gpus=256.5"),
+    (lambda: GpuCluster("gb300", gpus=256).subset(300), "gpus=300"),
     (lambda: GpuCluster("h100", gpus=2**20), "exceeds"),
     (lambda: sb.all_gather(NODE, "X", 1e9), "axes='X'"),
     (lambda: sb.all_gather(NODE, None, 1e9, also_sharded=0), None),

@@ -26,7 +26,7 @@ BAD = [
     ["collective", "all_gahter", "--chip", "v5e", "--mesh", "4x4", "--bytes", "1GB"],
     [*COLL_TPU, "1GB", "--gpus", "8"], [*COLL_TPU, "1GB", "--sharp"],  # GPU options beside a TPU slice
     [*COLL_TPU, "1GB", "--top-k", "2"], [*COLL_GPU, "1GB", "--gpus", "-8"], [*COLL_GPU, "1GB", "--gpus", "2.5"],
-    [*COLL_GPU, "1GB", "--gpus", "12"], [*COLL_GPU, "1GB", "--also-sharded", "Y"],
+    [*COLL_GPU, "1GB", "--gpus", "20000"], [*COLL_GPU, "1GB", "--also-sharded", "Y"],
     ["collective", "all_gather", "--chip", "v5e", "--mesh", "4x-4", "--bytes", "1GB"],
     ["collective", "all_gather", "--chip", "h100", "--mesh", "8", "--bytes", "1GB"],
     ["collective", "all_gather", "--chip", "h100", "--cluster", "h100-superpod", "--bytes", "1GB"],
