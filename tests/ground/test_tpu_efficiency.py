@@ -10,7 +10,7 @@ import scalebook as sb
 from scalebook import validation
 from scalebook.hardware.chips import Efficiency
 
-TPUS = ("v4", "v5e", "v5p", "v6e", "tpu7x")
+TPUS = ("v2", "v4", "v5e", "v5p", "v6e", "tpu7x")
 
 
 def calibrated(name: str) -> Efficiency:
@@ -35,6 +35,15 @@ def test_each_measured_factor_gives_back_its_sources_figure(chip, factor, field,
     assert quoted in eff.sources[factor] and factor not in eff.assumed
 
 
+def test_the_books_own_v2_profile():
+    """Ch. 9's profile on 8 TPU v2 cores (4 chips): the up-projection bf16[32,1024,8192] x bf16[8192,32768] took 96 ms
+    (the book's roofline: 95.6 ms), its ReduceScatter of a 134 MB shard over one hop at 1.2e11 B/s took 1.13 ms."""
+    v2, eff = sb.get_chip("v2"), calibrated("v2")
+    assert 2 * 32 * 1024 * 8192 * 32768 / (4 * v2.bf16_flops * eff.matmul) == pytest.approx(96e-3, rel=0.005)
+    assert 2 * 8 * 1024 * 8192 / (2 * v2.ici_bandwidth * eff.link) == pytest.approx(1.13e-3, rel=0.005)
+    assert eff.sources["matmul"] == eff.sources["link"] and "ch. 9" in eff.sources["matmul"]
+
+
 @pytest.mark.parametrize("chip, low, high", [("v5p", 4.5e-6, 5.5e-6), ("v6e", 5.6e-6, 5.9e-6)])
 def test_hop_latency_is_a_small_ppermute_as_measured(chip, low, high):
     """Marin's barriered ppermute sweep: 1-16 KiB payloads took 4.5-5.5 us on v5p-8 and 5.6-5.9 us on v6e-8."""
@@ -57,6 +66,7 @@ def test_no_tpu_reuses_another_chips_measured_figure():
 def test_what_nobody_measured_is_listed_as_assumed():
     """Every TPU factor has a source; the ones without a measurement are exactly those `Efficiency.assumed` lists."""
     expected = {
+        "v2": {"hbm", "latency_node", "interference", "layer_overhead", "network", "framework"},
         "v4": {"hbm", "link", "latency_node", "interference", "layer_overhead", "network", "framework"},
         "v5e": {"hbm", "interference", "layer_overhead", "network", "framework"},
         "v5p": {"matmul", "hbm", "interference", "layer_overhead", "network", "framework"},
