@@ -32,8 +32,12 @@ class Layout:
     that shard weights, gradients and optimizer state (ZeRO-3); a run may have both (hybrid sharding: FSDP
     inside a group, DP across groups). `tp` tensor, `pp` pipeline stages (each running `virtual_stages` chunks
     of layers, interleaved), `cp` context parallelism (the sequence split; the weights shared as data
-    parallelism's are). `ep` splits an MoE's experts over chips of the data-parallel groups (so it must divide
-    dp · fsdp · cp). `microbatches`: per replica and step (None: decided by the batch, one sequence each).
+    parallelism's are). `ep` splits an MoE's experts `ep` ways. Within the data-parallel chips (ep divides
+    dp · fsdp · cp, FSDP's chips included, as MaxText shards experts) each expert is also split by the `tp` chips;
+    folded over tensor x data parallelism (ep divides dp · fsdp · cp · tp but not dp · fsdp · cp), Megatron-Core's
+    "MoE parallel folding", the experts keep their own grid: no expert tensor parallelism (`expert_tp` = 1) and
+    the EP group the innermost chips. `microbatches`: per replica and step (None: decided by the batch, one
+    sequence each).
     """
 
     dp: int = 1
@@ -50,9 +54,10 @@ class Layout:
             check_int(name, getattr(self, name))
         if self.microbatches is not None:
             check_int("microbatches", self.microbatches)
-        if (self.dp * self.fsdp * self.cp) % self.ep:
-            raise ValueError(f"ep={self.ep} must divide the data-parallel chips dp·fsdp·cp = "
-                             f"{self.dp * self.fsdp * self.cp}: experts are split over the chips of a replica group")
+        if (self.dp * self.fsdp * self.cp * self.tp) % self.ep:
+            raise ValueError(f"ep={self.ep} must divide the chips of a pipeline stage dp·fsdp·cp·tp = "
+                             f"{self.dp * self.fsdp * self.cp * self.tp}: experts are split over the data-parallel "
+                             f"chips, or folded over tensor x data parallelism")
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError(f"virtual_stages={self.virtual_stages} needs a pipeline (pp > 1)")
 
@@ -65,6 +70,17 @@ class Layout:
     def data_parallel(self) -> int:
         """Replicas the batch splits over: dp · fsdp (context parallelism splits each sequence, not the batch)."""
         return self.dp * self.fsdp
+
+    @property
+    def expert_tp(self) -> int:
+        """Chips each expert's matmuls are split over: `tp` when EP runs within the data-parallel chips, 1 when
+        it is folded over tensor x data parallelism (Megatron-Core's expert_tensor_parallel_size=1)."""
+        return self.tp if (self.dp * self.fsdp * self.cp) % self.ep == 0 else 1
+
+    @property
+    def expert_dp(self) -> int:
+        """Chips that hold the same experts and reduce their gradients: a stage's chips over ep · expert_tp."""
+        return self.dp * self.fsdp * self.cp * self.tp // (self.ep * self.expert_tp)
 
     @property
     def sharded(self) -> bool:

@@ -24,6 +24,7 @@ from ..hardware.gpu import GpuCluster, resolve
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_bytes, is_a
+from .experts import load_factor, moe_terms
 from .footprint import RECOMPUTE, training_memory
 from .layout import Layout, degree_or_flag
 from .terms import (
@@ -57,7 +58,8 @@ class Prediction:
     'last stage' (the head's FLOPs and the loss's bytes the last pipeline stage adds to the average one),
     'fixed' (each layer's kernels' fixed cost, `Efficiency.layer_overhead`), 'interference' (compute slowed
     while hidden collectives share the chip, `Efficiency.interference`), 'bubble' (pipeline stages idle),
-    'optimizer' (the Adam update), the EXPOSED part of each collective ('tp', 'cp', 'ep', 'pp sends', 'dp') and
+    'optimizer' (the Adam update), an MoE's 'routing', 'permute', 'expert imbalance' or 'capacity padding' and
+    'grouped gemm' (`experts.moe_terms`), the EXPOSED part of each collective ('tp', 'cp', 'ep', 'pp sends', 'dp') and
     'framework' (the share of the modelled rate a production framework does not reach, `Efficiency.framework`).
     `hidden` holds the collectives' seconds that overlapped compute. `memory` splits `memory_per_chip` into
     weights, gradients, optimizer, activations and logits. `layout` is the `Layout` priced; `settings` the
@@ -117,7 +119,8 @@ def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: i
         pp="?count", cp="?count", ep="?count", dp="?count", fsdp=degree_or_flag, microbatch_tokens="?size",
         virtual_stages="?count", recompute=RECOMPUTE, dtype="dtype", sequence_parallel="?flag",
         flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size", master_bytes="size",
-        balanced_stages="flag", reshard_after_forward="flag", slices="count")
+        balanced_stages="flag", reshard_after_forward="flag", slices="count",
+        expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, layout: Layout | None = None, tp: int | None = None,
             pp: int | None = None, cp: int | None = None, ep: int | None = None, dp: int | None = None,
@@ -125,7 +128,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
             recompute: str = "selective", dtype: str = "bf16", efficiency: str | Efficiency = "calibrated",
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
             cp_overlap: bool = True, grad_bytes: float = 4, master_bytes: float = 4,
-            balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1) -> Prediction:
+            balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1,
+            expert_imbalance: float | None = None, capacity_factor: float | None = None,
+            ep_overlap: bool = False) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
     The layout is a `Layout` (`layout=`), or its degrees as keywords, which build one (`Layout.of`): `tp`, `pp`
@@ -152,6 +157,10 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     reduce at `grad_bytes` (fp32 by default, as Megatron's and Llama 3's runs do). `sequence_parallel` defaults
     to on when tp > 1; `flash_attention` (default on) never stores the scores; `balanced_stages`: the first and
     last stages hold one layer fewer, so the head and the loss take the place of a layer on the last one.
+    An MoE's mechanisms are `experts.moe_terms`: `expert_imbalance` (the busiest expert group's load over the
+    mean; None: uniformly random routing, `experts.random_imbalance`), `capacity_factor` (experts padded to that
+    many times their mean rows, tokens beyond dropped; None: dropless), `ep_overlap` (EP's AllToAlls hidden
+    behind another microbatch's compute, as DeepSeek's DualPipe and Megatron-Core's EP overlap run them).
     The model and the hardware may be names; given as objects they are used as they are (`plan` resolves them
     once).
     """
@@ -181,7 +190,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     lay = dataclasses.replace(lay, microbatches=round(M))
     sp = lay.tp > 1 if sequence_parallel is None else sequence_parallel
     s = StepContext(model, chip, collective_hardware(hw, n_chips), lay, n_chips, global_batch_tokens, seq_len, mb,
-                    round(M), recompute, dtype, sp, flash_attention, efficiency, eff)
+                    round(M), recompute, dtype, sp, flash_attention, efficiency, eff, expert_imbalance,
+                    capacity_factor, ep_overlap)
     ideal = efficiency == "ideal"
     memory = training_memory(model, seq_len, lay, microbatch_tokens=mb, recompute=recompute, sequence_parallel=sp,
                              flash_attention=flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
@@ -223,23 +233,25 @@ def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bo
     C_attention = C if not s.flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
     W = chip.hbm_bandwidth * eff.hbm
     flops = compute_term(s, C, C_attention)
-    share = layer_efficiency(s.model, s.mb / lay.cp, chip, lay.tp, lay.ep)
+    share = layer_efficiency(s.model, s.mb / lay.cp, chip, lay.tp, lay.ep, lay.expert_tp)
     gemm = (flops["compute"] + flops["recompute"]) * (1 / share - 1)
     elementwise = elementwise_term(s, W)
     core = sum(flops.values()) + gemm + elementwise
     last = last_stage_term(s, C, W, core, balanced)
     tp_all, tp_exposed = tp_term(s, C * share, tp_overlap)
     cp_all, cp_exposed = cp_term(s, flops["attention"], cp_overlap)
-    ep = ep_term(s)
+    moe = moe_terms(s, C, W)
+    ep_all = ep_term(s)
+    ep = max(0.0, ep_all - core) if s.ep_overlap else ep_all
     fixed = fixed_term(s)
-    busy = core + last + tp_exposed + cp_exposed + ep + fixed
+    busy = core + last + tp_exposed + cp_exposed + ep + fixed + sum(moe.values())
     dp_all, dp_exposed = dp_term(s, grad_bytes, reshard, busy / s.M)
     dcn_all, dcn_exposed = dcn_term(s, grad_bytes, busy / s.M)
     hidden = {"tp": tp_all - tp_exposed, "cp": cp_all - cp_exposed, "dp": dp_all - dp_exposed,
-              "dcn": dcn_all - dcn_exposed}
+              "dcn": dcn_all - dcn_exposed, "ep": ep_all - ep}
     interference = eff.interference * min(sum(hidden.values()), core)
     bubble = (busy + interference) * (lay.pp - 1) / (lay.virtual_stages * s.M) if lay.pp > 1 else 0.0
-    breakdown = {**flops, "gemm shape": gemm, "elementwise": elementwise, "last stage": last, "fixed": fixed,
+    breakdown = {**flops, "gemm shape": gemm, "elementwise": elementwise, **moe, "last stage": last, "fixed": fixed,
                  "interference": interference, "tp": tp_exposed, "cp": cp_exposed, "ep": ep, "bubble": bubble,
                  "pp sends": sends_term(s), "dp": dp_exposed, "dcn": dcn_exposed,
                  "optimizer": optimizer_term(s, grad_bytes, master_bytes, W)}

@@ -16,13 +16,13 @@ from ..collectives import collective, default_mesh
 from ..hardware.chips import Chip, Efficiency
 from ..hardware.gpu import GpuCluster
 from ..models import TransformerConfig
-from .book import all_to_all_seconds
 from .footprint import REMAT_OF, activation_bytes_per_layer
 from .layout import Layout
 
 __all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "StepContext", "collective_hardware", "collective_seconds",
            "compute_term", "elementwise_bytes", "elementwise_term", "last_stage_term", "tp_exposed_with_overlap",
-           "tp_term", "cp_term", "ep_term", "dp_term", "dcn_term", "sends_term", "optimizer_term", "fixed_term"]
+           "tp_term", "cp_term", "ep_term", "weight_groups", "dp_term", "dcn_term", "sends_term", "optimizer_term",
+           "fixed_term"]
 
 
 # Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
@@ -48,15 +48,16 @@ def collective_hardware(hardware: Chip | GpuCluster, n_chips: int):
 
 @lru_cache(maxsize=4096)  # the planner prices hundreds of layouts that share their collectives
 def collective_seconds(kind: str, hw: Chip | GpuCluster, group: int, nbytes: float, inner: int,
-                efficiency: str | Efficiency) -> float:
+                efficiency: str | Efficiency, top_k: int | None = None) -> float:
     """Seconds of one collective of `nbytes` (its whole array) over `group` chips spaced `inner` apart (inner
     axes run their own copies alongside): on a GPU cluster through its levels (`gpu_collective`), on a TPU
-    over the most cube-like slice of the group."""
+    over the most cube-like slice of the group. `top_k`: an MoE dispatch, each token to k experts."""
     if group == 1:
         return 0.0
     if isinstance(hw, GpuCluster):
-        return collective(kind, hw.subset(group * inner), None, nbytes * inner, inner, efficiency=efficiency).time
-    return collective(kind, default_mesh(hw, group), None, nbytes, efficiency=efficiency).time
+        return collective(kind, hw.subset(group * inner), None, nbytes * inner, inner, top_k,
+                          efficiency=efficiency).time
+    return collective(kind, default_mesh(hw, group), None, nbytes, top_k=top_k, efficiency=efficiency).time
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class StepContext:
     flash_attention: bool
     efficiency: str | Efficiency
     eff: Efficiency
+    expert_imbalance: float | None = None  # the busiest expert group's load over the mean (None: random routing)
+    capacity_factor: float | None = None  # experts padded to this many times their mean rows (None: dropless)
+    ep_overlap: bool = False  # EP's AllToAlls hidden behind another microbatch's compute (DualPipe, Megatron's)
 
     @property
     def layers(self) -> float:
@@ -105,8 +109,14 @@ class StepContext:
         data-parallel and context-parallel chips, within one slice when FSDP runs inside slices (`slices`)."""
         return (self.layout.fsdp if self.layout.sharded else self.layout.dp) * self.layout.cp
 
-    def collective(self, kind: str, group: int, nbytes: float, inner: int = 1) -> float:
-        return collective_seconds(kind, self.hw, group, nbytes, inner, self.efficiency)
+    @property
+    def routed_bytes(self) -> float:
+        """Bytes of the tokens one chip routes to its experts per MoE layer and microbatch: its [tokens, D] bf16
+        activation, split over the tensor-parallel chips by sequence parallelism."""
+        return self.act / (self.layout.tp if self.sp else 1)
+
+    def collective(self, kind: str, group: int, nbytes: float, inner: int = 1, top_k: int | None = None) -> float:
+        return collective_seconds(kind, self.hw, group, nbytes, inner, self.efficiency, top_k)
 
 
 def compute_term(s: StepContext, C: float, C_attention: float) -> dict[str, float]:
@@ -199,30 +209,48 @@ def cp_term(s: StepContext, attention_seconds: float, overlap: bool) -> tuple[fl
 
 def ep_term(s: StepContext) -> float:
     """Seconds of expert parallelism (exposed): each MoE layer dispatches and combines its tokens (k copies)
-    forward and backward, four AllToAlls per microbatch."""
-    if s.layout.ep == 1:
+    forward and backward, four AllToAlls per microbatch over the `ep` chips of an expert group (spaced by the
+    experts' own tensor parallelism, `Layout.expert_tp`), whose whole array is every member's routed tokens."""
+    lay = s.layout
+    if lay.ep == 1:
         return 0.0
-    return 4 * s.model.moe_layers / s.layout.pp * s.M * all_to_all_seconds(s.hw, s.act, s.layout.ep, s.model.k)
+    one = s.collective("all_to_all", lay.ep, s.routed_bytes * lay.ep, lay.expert_tp, s.model.k)
+    return 4 * s.model.moe_layers / lay.pp * s.M * one
+
+
+def weight_groups(s: StepContext) -> tuple[tuple[float, int, int], ...]:
+    """(bf16 bytes of one chip's share, chips that share them, spacing of those chips) for each kind of weight:
+    the dense weights (all but the routed experts), a TP x PP share reduced over the dp·cp chips (`dp_group`);
+    with expert parallelism the routed experts apart, an EP x expert-TP x PP share reduced only over the chips
+    that hold the same experts (`Layout.expert_dp`, within a slice when FSDP runs inside slices)."""
+    lay, model = s.layout, s.model
+    if lay.ep == 1:
+        return ((s.shard, s.dp_group, lay.tp * lay.pp),)
+    routed = model.components()["MoE routed experts"][0]
+    dense = (model.param_count() - routed) / (lay.tp * lay.pp) * 2
+    experts = routed / (lay.ep * lay.expert_tp * lay.pp) * 2
+    group = max(1, lay.expert_dp // (lay.dp if lay.sharded else 1))
+    return ((dense, s.dp_group, lay.tp * lay.pp), (experts, group, lay.ep * lay.expert_tp * lay.pp))
 
 
 def dp_term(s: StepContext, grad_bytes: float, reshard: bool, per_microbatch: float | None) -> tuple[float, float]:
-    """(all, exposed) seconds of data parallelism over dp·cp chips: gradients reduce-scattered at their width
-    (`grad_bytes`), bf16 weights all-gathered. ZeRO-1: once a step, the reduce-scatter behind the last
-    microbatch's backward, the gather behind the first's forward. FSDP, layer by layer: each layer's weights
-    gathered before its forward (and again before its backward when `reshard`, every microbatch; once a step
-    when they stay gathered), its gradients reduce-scattered after each microbatch's backward, each call hidden
-    only behind that layer's own compute. `per_microbatch`: a microbatch's busy seconds (None: the ideal
-    bound, everything hidden)."""
-    lay, group, inner = s.layout, s.dp_group, s.layout.tp * s.layout.pp
-    grads = s.shard / 2 * grad_bytes
-    if not lay.sharded:
-        rs, ag = s.collective("reduce_scatter", group, grads, inner), s.collective("all_gather", group, s.shard, inner)
+    """(all, exposed) seconds of data parallelism over each weight group's chips (`weight_groups`): gradients
+    reduce-scattered at their width (`grad_bytes`), bf16 weights all-gathered. ZeRO-1: once a step, the
+    reduce-scatter behind the last microbatch's backward, the gather behind the first's forward. FSDP, layer by
+    layer: each layer's weights gathered before its forward (and again before its backward when `reshard`, every
+    microbatch; once a step when they stay gathered), its gradients reduce-scattered after each microbatch's
+    backward, each call hidden only behind that layer's own compute. `per_microbatch`: a microbatch's busy
+    seconds (None: the ideal bound, everything hidden)."""
+    groups = weight_groups(s)
+    if not s.layout.sharded:
+        rs = sum(s.collective("reduce_scatter", g, b / 2 * grad_bytes, i) for b, g, i in groups)
+        ag = sum(s.collective("all_gather", g, b, i) for b, g, i in groups)
         exposed = 0.0 if per_microbatch is None else \
             max(0.0, rs - per_microbatch * 2 / 3) + max(0.0, ag - per_microbatch / 3)
         return rs + ag, exposed
     layers = s.layers
-    ag = s.collective("all_gather", group, s.shard / layers, inner)
-    rs = s.collective("reduce_scatter", group, grads / layers, inner)
+    ag = sum(s.collective("all_gather", g, b / layers, i) for b, g, i in groups)
+    rs = sum(s.collective("reduce_scatter", g, b / 2 * grad_bytes / layers, i) for b, g, i in groups)
     gathers = 2 * s.M if reshard else 1
     total = layers * (gathers * ag + s.M * rs)
     if per_microbatch is None:

@@ -1,0 +1,102 @@
+"""MoE training priced by mechanism (issue #38): the expert-parallel AllToAll carries every chip's tokens, Megatron's
+EP folded over TP x DP is priced, and routing, permutation, capacity, imbalance and small grouped GEMMs are named
+terms whose constants come from sources that are not suite rows."""
+
+import pytest
+
+import scalebook as sb
+from scalebook import training
+from scalebook.training import experts
+
+DSV3 = sb.get_model("deepseek-v3")
+
+
+def _dsv3_on_eight_h100(**kw):
+    """DeepSeek-V3, one 4,096-token sequence per H100 and microbatch, experts split 8 ways over one node."""
+    return training.predict(DSV3, "h100", 8, 8 * 4096, 4096, ep=8, **kw)
+
+
+def test_the_ep_alltoall_moves_every_chips_tokens():
+    """Each H100 holds 4,096 tokens x 7,168 x 2 B = 58.7 MB; routed top-8 over 8 GPUs at least 7/8 of them leave
+    the GPU, so one dispatch takes at least 58.7 MB x 7/8 / 450 GB/s (NVLink one-way) = 114 us. Before #38 the
+    term passed one GPU's bytes where `collectives.all_to_all` wants the whole array: 75 us."""
+    pred = _dsv3_on_eight_h100()
+    per_call = pred.breakdown["ep"] / (4 * DSV3.moe_layers * pred.layout.microbatches)
+    per_gpu = 4096 * DSV3.D * 2
+    assert per_gpu == pytest.approx(58.7e6, rel=1e-3)
+    assert per_call >= per_gpu * 7 / 8 / sb.get_chip("h100").nvlink_bandwidth
+
+
+def test_megatron_folds_ep_over_tensor_and_data_parallelism():
+    """Megatron-Core's MoE parallel folding: DeepSeek-V3 on 64 H100 with TP 8 leaves 8 data-parallel chips, yet
+    its experts split 64 ways over TP x DP (expert_tensor_parallel_size 1): refused before #38, priced now."""
+    lay = training.Layout.of(64, tp=8, ep=64)
+    assert (lay.data_parallel, lay.expert_tp, lay.expert_dp) == (8, 1, 1)
+    assert training.Layout.of(64, tp=8, ep=8).expert_tp == 8  # EP within the data-parallel chips keeps TP
+    pred = training.predict(DSV3, "h100", 64, 64 * 4096, 4096, tp=8, ep=64)
+    assert pred.layout.ep == 64 and pred.breakdown["ep"] > 0 and 0 < pred.mfu < 1
+    with pytest.raises(ValueError, match=r"ep=48 must divide the chips of a pipeline stage dp·fsdp·cp·tp = 64"):
+        training.Layout.of(64, tp=8, ep=48)
+
+
+def test_expert_weights_reduce_only_over_the_chips_that_hold_them():
+    """With EP 8 on one node of 8, no two GPUs hold the same expert: only the dense weights (all but the routed
+    experts, 2.5 % of DeepSeek-V3) cross the data-parallel group, so its traffic is that share of EP 1's."""
+    with_ep, without = (_dsv3_on_eight_h100(ep_overlap=False) if ep == 8 else
+                        training.predict(DSV3, "h100", 8, 8 * 4096, 4096) for ep in (8, 1))
+    routed = DSV3.components()["MoE routed experts"][0]
+    dense_share = 1 - routed / DSV3.param_count()
+    assert dense_share == pytest.approx(0.025, abs=0.002)
+    ratio = (with_ep.hidden["dp"] + with_ep.breakdown["dp"]) / (without.hidden["dp"] + without.breakdown["dp"])
+    assert ratio == pytest.approx(dense_share, rel=0.05)
+
+
+def test_grouped_gemm_share_follows_deepgemms_table():
+    """DeepGEMM's grouped FP8 GEMMs on H800 (README at a6d97a1): each masked row's rate over its shape's large-M
+    rate, against 1 / (1 + m0/M) with m0 (about 101 rows) read off the same table, within 10 %."""
+    rows = {(1024, 4096): 1233 / 1297, (1024, 7168): 925 / 1099, (512, 4096): 1040 / 1297,
+            (512, 7168): 916 / 1099, (256, 4096): 932 / 1297, (256, 7168): 815 / 1099}
+    h800 = sb.get_chip("h800")
+    assert experts.half_rate_rows(h800) == pytest.approx(101, abs=1)
+    for (M, _), measured in rows.items():
+        assert experts.grouped_gemm_share(M, h800) == pytest.approx(measured, rel=0.10)
+    assert experts.grouped_gemm_share(8192, h800) > 0.98
+
+
+def test_random_routing_imbalance_matches_a_simulation():
+    """The busiest of 64 EP groups, each expecting 1,000 routed copies: 1 + sqrt(2 ln 64 / 1000) = 1.091 against
+    the mean maximum of 200 seeded multinomial draws (within 2 %)."""
+    import numpy as np
+
+    rng = np.random.default_rng(38)
+    draws = rng.multinomial(64_000, [1 / 64] * 64, size=200)
+    simulated = draws.max(axis=1).mean() / 1000
+    assert experts.random_imbalance(1000, 64) == pytest.approx(1.091, abs=0.001)
+    assert experts.random_imbalance(1000, 64) == pytest.approx(simulated, rel=0.02)
+    assert experts.random_imbalance(1000, 1) == 1.0
+
+
+def test_moe_mechanisms_are_named_terms_and_capacity_replaces_imbalance():
+    pred = _dsv3_on_eight_h100()
+    for name in ("routing", "permute", "expert imbalance", "grouped gemm"):
+        assert pred.breakdown[name] > 0, name
+    padded = _dsv3_on_eight_h100(capacity_factor=1.25)
+    assert "expert imbalance" not in padded.breakdown
+    even = _dsv3_on_eight_h100(expert_imbalance=1.0)
+    assert even.breakdown["expert imbalance"] == 0
+    # a 25 % pad costs a quarter of the routed experts' FLOPs time: check against a 2x imbalance's full one
+    doubled = _dsv3_on_eight_h100(expert_imbalance=2.0)
+    assert padded.breakdown["capacity padding"] == pytest.approx(doubled.breakdown["expert imbalance"] / 4)
+    assert not training.predict("llama3-8b", "h100", 8, 8 * 8192, 8192).breakdown.keys() & {"routing", "permute"}
+
+
+def test_ep_overlap_hides_the_alltoall_behind_compute():
+    exposed, overlapped = _dsv3_on_eight_h100(), _dsv3_on_eight_h100(ep_overlap=True)
+    assert overlapped.breakdown["ep"] < exposed.breakdown["ep"]
+    assert overlapped.breakdown["ep"] + overlapped.hidden["ep"] == pytest.approx(exposed.breakdown["ep"])
+
+
+@pytest.mark.parametrize("name,value", [("expert_imbalance", 0.5), ("capacity_factor", float("nan"))])
+def test_bad_load_factors_name_the_argument(name, value):
+    with pytest.raises(ValueError, match=name):
+        _dsv3_on_eight_h100(**{name: value})
