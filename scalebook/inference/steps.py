@@ -117,15 +117,6 @@ def ep_collectives(model: TransformerConfig, mesh: TpuMesh | GpuCluster, tokens:
     return there, back
 
 
-def _elementwise_bytes(model: TransformerConfig, tokens: float, n_chips: int, act_bytes: float = 2) -> float:
-    """HBM bytes per chip of a forward pass's memory-bound work over `tokens` tokens, tensor-parallel over
-    `n_chips`: per layer, two norms (read and write D values each) and two residual adds (read 2·D, write D),
-    replicated on every chip, and the rotary embedding of Q and K (read and write) and the activation function
-    (a gated one reads 2·F and writes F, GELU reads and writes F), split over the chips."""
-    split = 2 * (model.N + model.K) * model.H + (3 if model.gated else 2) * model.F
-    return tokens * model.L * (10 * model.D + split / n_chips) * act_bytes
-
-
 @checks(n_chips="count")
 def _mesh_for(chip: Chip, n_chips: int, mesh: TpuMesh | GpuCluster | None,
               efficiency: str | Efficiency) -> TpuMesh | GpuCluster | None:
@@ -184,10 +175,13 @@ def serving_layout(model: TransformerConfig, n_chips: int, layout: Layout | None
 @dataclass(frozen=True)
 class ChipShare:
     """The busiest chip's share of one forward pass under a serving `Layout`: the `tokens` its replica runs (its
-    ceil(batch / dp) sequences), the parameters it holds and reads, its FLOPs of matmuls and of attention scores,
+    ceil(batch / dp) sequences) over `tp` chips, the tokens whose k routed experts it runs (`expert_tokens`, a
+    share of a token for each), the parameters it holds and reads, its FLOPs of matmuls and of attention scores,
     and the tokens each expert-parallel group dispatches per MoE layer (0 without EP)."""
 
     tokens: float
+    tp: int
+    expert_tokens: float
     params_held: float
     params_read: float
     matmul_flops: float
@@ -208,16 +202,29 @@ def chip_share(model: TransformerConfig, layout: Layout, batch: int, tokens: flo
     T_replica, T_all = math.ceil(batch / layout.dp) * tokens, batch * tokens
     routed, active = model.components()["MoE routed experts"] if model.is_moe else (0, 0)
     other = model.param_count() - routed
-    expert_per_token = 2 * active
     if ep > 1:
         experts_read, experts_held = (weights_read(model, T_all, ep) - other) / n, routed / n
-        expert_flops, dispatched = T_all * expert_per_token / n, T_all * ep / n
+        expert_tokens, dispatched = T_all / n, T_all * ep / n
     else:
         experts_read, experts_held = (weights_read(model, T_replica) - other) / tp, routed / tp
-        expert_flops, dispatched = T_replica * expert_per_token / tp, 0.0
-    return ChipShare(T_replica, other / tp + experts_held, other / tp + experts_read,
-                     T_replica * (matmul_per_token - expert_per_token) / tp + expert_flops,
+        expert_tokens, dispatched = T_replica / tp, 0.0
+    return ChipShare(T_replica, tp, expert_tokens, other / tp + experts_held, other / tp + experts_read,
+                     T_replica * (matmul_per_token - 2 * active) / tp + expert_tokens * 2 * active,
                      T_replica * scores_per_token / tp, dispatched)
+
+
+def _elementwise_bytes(model: TransformerConfig, share: ChipShare, act_bytes: float = 2) -> float:
+    """HBM bytes the busiest chip moves in a forward pass's memory-bound work (`share`): per layer, two norms
+    (read and write D values each) and two residual adds (read 2·D, write D) for every token of its replica,
+    replicated on its `tp` chips; the rotary embedding of Q and K (read and write) and the activation function (a
+    gated one reads 2·F and writes F, GELU reads and writes F) split over them; of an MoE layer, the activations
+    of the shared experts likewise and of the k routed experts for the tokens the chip runs them for."""
+    gate = 3 if model.gated else 2
+    width = model.F_expert or model.F
+    split = 2 * (model.N + model.K) * model.H * model.L + gate * ((model.L - model.moe_layers) * model.F
+                                                                 + model.moe_layers * model.shared * width)
+    per_token = 10 * model.D * model.L + split / share.tp
+    return (share.tokens * per_token + share.expert_tokens * model.moe_layers * gate * model.k * width) * act_bytes
 
 
 def _layout_collectives(model: TransformerConfig, chip: Chip, layout: Layout, share: ChipShare,
@@ -282,7 +289,7 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
                        n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
                              f"{chip.name}" + (f" ({lay})" if layout is not None else ""), efficiency=efficiency,
-                       elementwise_bytes=_elementwise_bytes(model, share.tokens, lay.tp),
+                       elementwise_bytes=_elementwise_bytes(model, share),
                        kv_reads=1.0 if gqa_kernel else model.N / model.K,
                        flop_params=share.matmul_flops * n_chips / (2 * batch), held_params=share.params_held * n_chips)
     return replace(step, network=network)
@@ -332,7 +339,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     cache = kv_cache_bytes(model, tokens, math.ceil(batch / lay.dp), kv_bytes) / lay.tp
     nbytes = share.params_read * param_bytes + cache
     t_ici, network = _layout_collectives(model, chip, lay, share, mesh, efficiency, dtype_bytes(compute_dtype))
-    t_elementwise = 0.0 if efficiency == "ideal" else _elementwise_bytes(model, share.tokens, lay.tp) / W
+    t_elementwise = 0.0 if efficiency == "ideal" else _elementwise_bytes(model, share) / W
     return StepEstimate((dense + scores) * tokens * batch, nbytes * n_chips, t_math, nbytes / W, channel="HBM",
                         label=f"{model.name} prefill of {tokens:g} tokens" + (f" ({lay})" if layout else ""),
                         t_params=nbytes / W, t_ici=t_ici, t_elementwise=t_elementwise,

@@ -81,3 +81,14 @@ def test_a_dp_attention_decode_step_is_moes_attention_dp_scheme():
 def test_a_layout_that_cannot_serve_is_refused_by_name(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_dp_attention_with_ep_moves_each_elementwise_byte_once():
+    """With DP attention and EP over every chip nothing is replicated: 32 chips each running a 32nd of the tokens'
+    norms and rotary and a 32nd of the routed experts' activations (k = 8 of them per token) move, together,
+    what one chip running every token moves; tensor parallelism repeats the norms on every chip."""
+    kw = dict(batch=32, efficiency="calibrated")
+    one = inf.prefill(DSV3, "h100", 1, 1024, **kw).t_elementwise
+    spread = inf.prefill(DSV3, "h100", 32, 1024, layout=Layout(dp=32, ep=32), **kw).t_elementwise
+    assert 32 * spread == pytest.approx(one)
+    assert 32 * inf.prefill(DSV3, "h100", 32, 1024, **kw).t_elementwise > 1.5 * one
