@@ -316,6 +316,8 @@ def main() -> None:
     peers.reload()
     for status in (None, "held-out"):
         print(peers.table(status=status))
+        behind = peers.behind(status)
+        print(f"scalebook behind on: {', '.join(behind)}" if behind else "scalebook ahead on every shared family")
 
 
 if __name__ == "__main__":
