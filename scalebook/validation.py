@@ -171,7 +171,8 @@ def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
                        **{k: p.get(k) for k in ("tp", "pp", "cp", "ep", "fsdp", "virtual_stages")})
     settings = {k: p[k] for k in ("microbatch_tokens", "recompute", "dtype", "sequence_parallel", "flash_attention",
                                   "master_bytes", "grad_bytes", "tp_overlap", "cp_overlap", "balanced_stages",
-                                  "reshard_after_forward") if k in p}
+                                  "reshard_after_forward", "expert_imbalance", "capacity_factor", "ep_overlap")
+                if k in p}
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
                          layout=layout, efficiency=efficiency, **settings)
     if run.metric == "params_optimizer_gib":

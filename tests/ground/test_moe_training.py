@@ -2,10 +2,12 @@
 EP folded over TP x DP is priced, and routing, permutation, capacity, imbalance and small grouped GEMMs are named
 terms whose constants come from sources that are not suite rows."""
 
+import statistics
+
 import pytest
 
 import scalebook as sb
-from scalebook import training
+from scalebook import training, validation
 from scalebook.training import experts
 
 DSV3 = sb.get_model("deepseek-v3")
@@ -100,3 +102,23 @@ def test_ep_overlap_hides_the_alltoall_behind_compute():
 def test_bad_load_factors_name_the_argument(name, value):
     with pytest.raises(ValueError, match=name):
         _dsv3_on_eight_h100(**{name: value})
+
+
+def _moe_rows() -> list[dict]:
+    return [r for r in validation.results() if r["source"] == "megatron_bridge"]
+
+
+def test_the_moe_rows_are_held_out_and_every_ideal_is_a_bound():
+    rows = _moe_rows()
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"held-out"}
+    assert all(r["bound"] for r in rows)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Disagreement: on the 8 held-out Megatron-Bridge MoE rows (DeepSeek-V3, Qwen3-30B-A3B, Qwen3-235B-A22B on "
+    "GB300, GB200, H100) the calibrated model's median |speed error| is 31 % (2026-12-06), every row too fast "
+    "(+14 % to +42 %), not the 25 % issue #38 asks. Not priced: the MXFP8 / FP8 quantisation passes of every GEMM "
+    "input, forward and backward, and the SMs the overlapped HybridEP dispatcher holds (32 in the recipes) beyond "
+    "the flat `interference`"))
+def test_moe_rows_median_error_at_most_25_percent():
+    assert statistics.median(abs(r["speed error"]) for r in _moe_rows()) <= 0.25

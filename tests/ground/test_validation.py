@@ -107,6 +107,10 @@ KNOWN_MISSES: dict[str, float] = {
     "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 4 CP 2 TP 8 PP 8, 64k": 0.669,
     "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 2 CP 4 TP 8 PP 8, 128k": 0.741,
     "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 1 CP 8 TP 8 PP 8, 256k": 1.130,
+    # Megatron-Bridge MoE rows (#38), held out: MXFP8 quantisation and the dispatcher's SMs are not priced
+    "Megatron-Bridge DeepSeek-V3, 256 GB200, MXFP8, TP 1, PP 4 (VP 4), EP 64": 0.407,
+    "Megatron-Bridge Qwen3-30B-A3B, 8 GB300, MXFP8, TP 1, PP 1, EP 8": 0.350,
+    "Megatron-Bridge Qwen3-30B-A3B, 8 GB200, MXFP8, TP 1, PP 1, EP 8": 0.420,
 }
 
 
