@@ -9,7 +9,12 @@ parameter reads and the MLP arithmetic overlap, so with W and C summed over the 
 and, when the model is split over chips, the per-layer collectives of tensor parallelism run at the same
 time: the step takes the larger of that and their time. Prefill is a roofline too: the larger of its FLOPs
 (2·P·T plus attention; ideal at the peak, or at a fraction `assumed_mfu` of it) and its weight reads, beside its TP
-collectives.
+collectives. Ideal is a bound: the peak FLOP/s and bandwidth, every byte read once, the links overlapped.
+
+By default the chips split the model by tensor parallelism. A `layout` (training's `Layout`, read for serving by
+`serving_layout`) prices DP attention, expert parallelism and TP per replica, the way DeepSeek-V3 is served: the
+step waits for the busiest chip (`chip_share`: its replica's tokens, weights and caches, its experts' tokens), which
+pays its replica's TP collectives and each MoE layer's dispatch and combine (`ep_collectives`).
 
 `efficiency="calibrated"` (default "ideal": the book's bounds, which every chapter uses) runs the same
 accounting at the chip's measured fractions (`Chip.efficiency`): the best matmul's share of the peak, the
@@ -36,8 +41,9 @@ from ..tables import Table
 from ..training.layout import Layout
 from ..units import LARGEST, checks, dtype_bytes, fmt_time, geomspace, is_a
 
-__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read", "decode_step", "prefill",
-           "max_batch", "pareto", "decode_critical_batch", "Breakdown", "breakdown_curves"]
+__all__ = ["StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "ep_collectives", "weights_read",
+           "serving_layout", "ChipShare", "chip_share", "decode_step", "prefill", "max_batch", "pareto",
+           "decode_critical_batch", "Breakdown", "breakdown_curves"]
 
 
 @checks(context="nonneg", batch="count", bytes_per_value="size", local_layers="frac0", window="nonneg",
