@@ -92,3 +92,14 @@ def test_dp_attention_with_ep_moves_each_elementwise_byte_once():
     spread = inf.prefill(DSV3, "h100", 32, 1024, layout=Layout(dp=32, ep=32), **kw).t_elementwise
     assert 32 * spread == pytest.approx(one)
     assert 32 * inf.prefill(DSV3, "h100", 32, 1024, **kw).t_elementwise > 1.5 * one
+
+
+def test_tensor_parallelism_per_node_keeps_the_allreduces_on_nvlink():
+    """Llama 3 70B on two 8-H100 nodes, 64 sequences: TP16 pays its AllReduces across the network; two replicas of
+    TP8 (TP per node, DP across) keep them on NVLink at twice the weight reads per chip, and take the shorter step."""
+    kw = dict(efficiency="calibrated")
+    across = inf.decode_step("llama3-70b", "h100", 16, 64, 4096, **kw)
+    per_node = inf.decode_step("llama3-70b", "h100", 16, 64, 4096, layout=Layout(dp=2, tp=8), **kw)
+    assert across.network == "NVLink + network" and per_node.network == "NVLink"
+    assert per_node.t_params == pytest.approx(2 * across.t_params) and per_node.t_kv == pytest.approx(across.t_kv)
+    assert per_node.t_ici < across.t_ici / 1.5 and per_node.time < across.time
