@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     from .collectives import all_gather, all_reduce, all_to_all, reduce_scatter
     from .course.answers import check
     from .course.hints import hint
+    from .course.session import setup
     from .course.variants import problem
     from .estimate import Estimate
     from .hardware.chips import Chip, get_chip, list_chips
@@ -57,7 +58,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
     from .hardware.topology import TpuMesh
     from .inference import deployment, moe, serving
     from .lab import bench, multihost, profiling, runtime, xla
-    from .lab.runtime import setup
     from .models import TransformerConfig, get_model
     from .sharding import ShardedMatmul, sharded_matmul
     from .tables import Table
@@ -77,7 +77,7 @@ _TABLE = {
     "Estimate": "estimate", "Table": "tables", "ShardedMatmul": "sharding", "sharded_matmul": "sharding",
     **{name: "collectives" for name in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")},
     "expect": "book.checks", "checked_numbers": "book.checks", "published": "book.numbers",
-    "check": "course.answers", "problem": "course.variants", "hint": "course.hints", "setup": "lab.runtime",
+    "check": "course.answers", "problem": "course.variants", "hint": "course.hints", "setup": "course.session",
     **{name: name for name in _MODULES},
     # the inference package's modules that chapters call by their own name (sb.serving.simulate, sb.moe.dispatch)
     **{name: f"inference.{name}" for name in ("deployment", "moe", "serving")},

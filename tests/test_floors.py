@@ -165,3 +165,9 @@ def test_the_argument_kinds_know_no_model():
     imported = {n for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for n in _imported(path, node) if n.startswith("scalebook")}
     assert imported and all(n.startswith("scalebook.units") for n in imported), imported
+
+
+def test_the_lab_knows_no_student():
+    """The course stands on the lab, never the lab on the course: a student enrols through `sb.setup`
+    (`course.session.setup`), which then starts the lab (`lab.runtime.setup`)."""
+    assert [f for f in importers("course", ("course",)) if f.startswith("scalebook.lab")] == []

@@ -1,6 +1,7 @@
 """The classroom: everything a course adds to the book, apart from the book's own calculators.
 
     roster.py      the class list, imported from the platform's export: who each student is, who sent each upload
+    session.py     `setup`: a student's session, enrolled with their key, then the lab started (`sb.setup`)
     inputs.py      a problem's inputs as the key declares them: `vary` marks one, with its range or choices
     variants.py    per-student inputs: each student's values drawn from their key, `student_key` issues a key,
                    `problem(qid)` shows a student their own values
@@ -37,18 +38,20 @@ if TYPE_CHECKING:
         mistakes,
         puzzles,
         roster,
+        session,
         variants,
     )
     from .answers import check
     from .grader.autograde import grade
     from .handouts import strip_solutions
     from .hints import hint
+    from .session import setup
     from .variants import problem, student_key
 
-_MODULES = ("roster", "variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader", "gradescope",
-            "exports")
+_MODULES = ("roster", "session", "variants", "key", "answers", "hints", "mistakes", "handouts", "puzzles", "grader",
+            "gradescope", "exports")
 _TABLE = {
-    "check": "answers", "problem": "variants", "student_key": "variants", "hint": "hints",
+    "check": "answers", "problem": "variants", "setup": "session", "student_key": "variants", "hint": "hints",
     "strip_solutions": "handouts", "grade": "grader.autograde",
     **{name: name for name in _MODULES},
 }

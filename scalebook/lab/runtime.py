@@ -16,7 +16,6 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..course.variants import enrol
 from ..hardware.chips import Chip, chip_for_device_kind
 from ..units import JAX_DTYPES, check_int, checks
 
@@ -103,19 +102,15 @@ def started_runtime(n_cpu_devices: int) -> Runtime:
 
 
 @checks(n_cpu_devices="count", quiet="flag")
-def setup(n_cpu_devices: int = 8, quiet: bool = False, student: str | None = None, key: str | None = None) -> Runtime:
+def setup(n_cpu_devices: int = 8, quiet: bool = False) -> Runtime:
     """Emulate `n_cpu_devices` CPU devices (unless JAX already started), detect the runtime, print a line.
 
     On a TPU or GPU runtime the accelerator stays the default backend; the CPU devices are still there
-    (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count. A course names
-    its `student` here, with the `key` the teacher issued (`scalebook.course.variants.enrol`): the problem sets
-    then show that student's own values and never an expected answer. A mistyped key is refused, and so is a
-    missing one in a course; a line says whose values the problems show (even when `quiet`).
+    (`jax.devices('cpu')`) for multi-device demos that need more devices than the chip count. A course's student
+    starts with `sb.setup(student=..., key=...)` (`scalebook.course.session.setup`), which enrols them, then calls
+    this.
     """
     n_cpu_devices = check_int("n_cpu_devices", n_cpu_devices, high=4096)
-    whose = enrol(student, key)
-    if whose:
-        print(whose)
     if "jax" not in sys.modules:
         _request_cpu_devices(n_cpu_devices)
     info = _cpu_runtime(n_cpu_devices) or started_runtime(n_cpu_devices)

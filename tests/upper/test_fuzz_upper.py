@@ -305,7 +305,8 @@ def _tiny() -> Any:
     return TinyTransformer(B=8, T=16, D=32, F=64, H=2, L=1, V=64, data=2, model=2)
 
 
-recipe("lab.runtime.setup", n_cpu_devices="count", quiet="flag", student=[3, ""], key=[3, "abc"])
+recipe("lab.runtime.setup", n_cpu_devices="count", quiet="flag")
+recipe("course.session.setup", n_cpu_devices="count", quiet="flag", student=[3, ""], key=[3, "abc"])
 recipe("lab.runtime.jnp_dtype", lambda: dict(name="bf16"), name="name")
 recipe("lab.runtime.device_mesh", lambda: dict(axes={"X": 2, "Y": 4}), axes=[{"X": 0}, {"X": 2.5}, 3, None])
 recipe("lab.xla.compiled", lambda: dict(fn=abs), fn=FN)
