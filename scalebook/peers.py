@@ -20,7 +20,7 @@ from typing import Any
 from .data import load
 from .tables import Table
 from .units import check_choice, checks
-from .validation import FASTER_IS_LOWER, STATUSES
+from .validation import FASTER_IS_LOWER, METRICS, STATUSES
 from .validation import results as suite_results
 
 __all__ = ["tools", "priced", "unexpressed", "speed_error", "results", "scores", "table", "behind", "reload"]
@@ -57,7 +57,7 @@ def unexpressed(tool: str) -> dict[str, str]:
     return {r["run"]: r["cannot"] for r in _data()["rows"] if r["tool"] == tool and "cannot" in r}
 
 
-@checks(metric="text", predicted="size", published="size")
+@checks(metric=lambda n, v: check_choice(n, v, METRICS), predicted="size", published="size")
 def speed_error(metric: str, predicted: float, published: float) -> float:
     """Predicted over published speed - 1 for a throughput or time `metric` (positive: the prediction is too fast);
     predicted over published - 1 for anything else (memory)."""

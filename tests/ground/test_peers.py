@@ -123,6 +123,8 @@ def test_bad_input_is_refused_by_name():
         peers.speed_error("ttft_ms", 0.0, 10.0)
     with pytest.raises(ValueError, match="published"):
         peers.speed_error("ttft_ms", 1.0, math.nan)
+    with pytest.raises((KeyError, ValueError), match="metric"):
+        peers.speed_error("ttft", 1.0, 2.0)
 
 
 # --- the benchmark's translation, where the tools are installed ------------------------------------------------------
