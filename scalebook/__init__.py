@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time every name below is
         lab,
         models,
         overlap,
+        peers,
         plots,
         rings,
         roofline,
@@ -66,8 +67,8 @@ __version__ = "0.1.0"
 
 # The ground floor's modules, and the wings (folders with a face of their own).
 _MODULES = ("units", "tables", "svg", "estimate", "compare", "hardware", "models", "roofline", "gemm", "systolic",
-            "collectives", "rings", "sharding", "overlap", "hlo", "training", "inference", "validation", "lab", "book",
-            "course", "plots", "widgets", "cli")
+            "collectives", "rings", "sharding", "overlap", "hlo", "training", "inference", "validation", "peers", "lab",
+            "book", "course", "plots", "widgets", "cli")
 # The one table of the face: each name `import scalebook as sb` offers → the module that defines it (a module's
 # own name, or a path ending in it: the module). Nothing is imported until a name is first used.
 _TABLE = {
