@@ -256,7 +256,8 @@ TOOLS = {
                     "chips.toml's datasheet figures; fp8 as 8-bit weights and activations (its int8 peak), int8 "
                     "weight-only as w8a16; FSDP as ZeRO-3; the LLMAnalysis class, whose train() entry is the same",
         "source": "cli99/llm-analysis README, 'How to Set FLOPS and Memory Efficiency' (up to 0.5 for large-scale "
-                  "training, up to 0.7 for inference, 0.9 an aggressive target for memory)"},
+                  "training, up to 0.7 for inference, 0.9 an aggressive target for memory); its examples/llama "
+                  "outputs run at the same settings (fe0.5-hbme0.9 training, fe0.7-hbme0.9 inference)"},
     "GenZ": {
         "package": "genz-llm", "price": genz_price,
         "settings": "system_eff 0.8 (compute and memory); presets A100_80GB_GPU, H100_GPU, TPUv4, TPUv5e, TPUv5p, "
