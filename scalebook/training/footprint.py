@@ -183,7 +183,8 @@ def training_memory(model: TransformerConfig | str, seq_len: int, layout: Layout
     ZeRO-3, PyTorch's FULL_SHARD and MaxText do), so a chip holds its shard plus two gathered layers (the one
     running and the one prefetched) and one layer's full gradient before it is reduce-scattered.
     `reshard_after_forward=False` keeps the stage's weights gathered through the step, as Llama 3's FSDP runs.
-    An MoE's routed experts are split `ep` ways on top of that. Activations: `activation_bytes_per_layer` for the
+    An MoE's routed experts are split `ep` x `Layout.expert_tp` ways and their state sharded only over the chips
+    that hold the same experts (`Layout.expert_dp`). Activations: `activation_bytes_per_layer` for the
     L/pp layers of a stage, times the microbatches in flight — under 1F1B the first stage holds min(pp,
     microbatches) of them, and interleaving with v virtual stages adds (pp-1)/(pp·v) of that (Korthikanti et
     al. 2022). The logits ([tokens, V/t] fp32) live on the last stage; with one stage they add to the first.
@@ -202,21 +203,22 @@ def training_memory(model: TransformerConfig | str, seq_len: int, layout: Layout
     tokens = (microbatch_tokens or seq_len) / cp
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
     experts = model.components().get("MoE routed experts", (0, 0))[0]
-    local = (model.param_count() - experts + experts / ep) / (tp * pp)
+    dense, mine = (model.param_count() - experts) / (tp * pp), experts / (ep * lay.expert_tp * pp)
+    local = dense + mine
     shards = (lay.fsdp if fsdp else lay.dp) * cp
-    grad_shards = shards if fsdp else 1
+    spread = dense / shards + mine / max(1, lay.expert_dp // (lay.dp if fsdp else 1))  # each over its own group
     per_layer = activation_bytes_per_layer(model, tokens, seq_len // cp, tp, recompute, sp, flash_attention)
     in_flight = min(pp, lay.microbatches or 1) * (1 + (pp - 1) / (pp * v) if v > 1 else 1)
     logits = tokens * model.V / tp * 4 if pp == 1 else 0.0
-    weights, gradients = local * param_bytes, local * grad_bytes / grad_shards
+    weights, gradients = local * param_bytes, (spread if fsdp else local) * grad_bytes
     if fsdp and reshard_after_forward:
         layer = local / (model.L / pp)
-        weights = local * param_bytes / shards + 2 * layer * param_bytes
+        weights = spread * param_bytes + 2 * layer * param_bytes
         gradients += layer * grad_bytes
     return {
         "weights": weights,
         "gradients": gradients,
-        "optimizer": local * (master_bytes + OPTIMIZERS[optimizer] * 4) / shards,
+        "optimizer": spread * (master_bytes + OPTIMIZERS[optimizer] * 4),
         "activations": per_layer * model.L / pp * in_flight,
         "logits": logits,
     }
