@@ -265,10 +265,10 @@ def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequ
                        fixed: dict[str, int | None], sharding: tuple[bool, ...],
                        recomputes: tuple[str, ...]) -> Iterator[tuple[Layout, str]]:
     """(Layout, recompute) worth pricing: TP up to `max_tp` (a node, or a slice's ICI), PP up to 64 stages
-    with up to 4 virtual stages, CP only for long sequences, EP for MoE models (dividing the experts and the
-    data-parallel chips), a data-parallel degree that divides the batch's sequences, its chips ZeRO-1 (dp) or
-    FSDP (fsdp) as `sharding` allows; a degree in `fixed` is not searched (a fixed fsdp degree > 1 is all the
-    data-parallel chips)."""
+    with up to 4 virtual stages, CP only for long sequences, EP for MoE models (dividing the experts and a
+    stage's chips: within the data-parallel ones, or folded over TP x DP as Megatron-Core does), a
+    data-parallel degree that divides the batch's sequences, its chips ZeRO-1 (dp) or FSDP (fsdp) as `sharding`
+    allows; a degree in `fixed` is not searched (a fixed fsdp degree > 1 is all the data-parallel chips)."""
     def options(name: str, values: tuple[int, ...], ok: Callable[[int], bool]) -> tuple[int, ...]:
         return (fixed[name],) if fixed.get(name) is not None else tuple(v for v in values if ok(v))
 
@@ -279,7 +279,7 @@ def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequ
                     continue
                 data = n_chips // (tp * pp * cp)
                 for ep in options("ep", _SEARCH_EP, lambda e: e == 1 or model.is_moe and model.E % e == 0):
-                    if (data * cp) % ep:
+                    if (data * cp * tp) % ep:
                         continue
                     for v in ((1, 2, 4) if pp > 1 else (1,)):
                         if pp * v > model.L:

@@ -135,3 +135,11 @@ def test_expert_optimizer_state_is_sharded_only_over_the_chips_that_hold_the_exp
     routed = DSV3.components()["MoE routed experts"][0]
     dense = (DSV3.param_count() - routed) / 16
     assert mem["optimizer"] == pytest.approx((dense / 128 + routed / (64 * 16) / 2) * 12, rel=1e-9)
+
+
+def test_the_planner_searches_ep_folded_over_tensor_parallelism():
+    """Qwen3-30B-A3B on 16 H100 with TP fixed at 8 leaves 2 data-parallel GPUs; EP 16 only exists folded over
+    TP x DP, and the planner now prices it (before #38 it searched EP within the data-parallel GPUs only)."""
+    qwen = validation.model("qwen3-30b-a3b")
+    found = training.plan(qwen, "h100", 16, 16 * 4096, 4096, efficiency="calibrated", tp=8, ep=16)
+    assert found.layout.ep == 16 and found.layout.expert_tp == 1
