@@ -219,6 +219,17 @@ def chip_share(model: TransformerConfig, layout: Layout, batch: int, tokens: flo
                      T_replica * scores_per_token / tp, dispatched)
 
 
+def _cache_per_chip(model: TransformerConfig, layout: Layout, batch: int, context: float, kv_bytes: float,
+                    by_head: bool) -> float:
+    """KV-cache bytes each chip of the busiest replica holds: its ceil(batch / dp) sequences' caches of `context`
+    tokens over its tp chips. Split evenly (`by_head` False: the default layout, the book's accounting, by head and
+    then by batch), or by key/value head as engines shard it: at most K ways, and an MLA cache (one latent per token,
+    shared by every head) not at all; beyond that each chip keeps a copy, as vLLM's attention replicates the KV heads
+    when tp > K (vllm/model_executor/models/deepseek_v2.py), the copies DP attention saves."""
+    split = min(layout.tp, 1 if model.mla else model.K) if by_head else layout.tp
+    return kv_cache_bytes(model, context, math.ceil(batch / layout.dp), kv_bytes) / split
+
+
 def _elementwise_bytes(model: TransformerConfig, share: ChipShare, act_bytes: float = 2) -> float:
     """HBM bytes the busiest chip moves in a forward pass's memory-bound work (`share`): per layer, two norms
     (read and write D values each) and two residual adds (read 2·D, write D) for every token of its replica,
@@ -281,7 +292,9 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     `layout` (`serving_layout`: default tensor parallelism over all the chips) prices DP attention, expert
     parallelism and TP per replica: the step waits for the busiest chip (`chip_share`), which reads its replica's
     weights and caches and pays its replica's TP collectives and each MoE layer's dispatch and combine over its
-    EP group (`ep` alone keeps the tensor-parallel layout and counts the busiest EP group's expert reads).
+    EP group (`ep` alone keeps the tensor-parallel layout and counts the busiest EP group's expert reads). The
+    default spreads the caches over every chip (the book's accounting); a given layout shards a replica's caches by
+    key/value head, so beyond K chips (an MLA cache: beyond one) each chip of a TP group reads a copy.
     """
     model, chip = get_model(model), get_chip(chip)
     if ep > 1 and (layout is not None or not model.is_moe or model.E % ep or n_chips % ep):
@@ -290,7 +303,7 @@ def decode_step(model: TransformerConfig | str, chip: Chip | str, n_chips: int, 
     lay = serving_layout(model, n_chips, layout)
     share = chip_share(model, lay, batch, 1, 2 * model.param_count(active=True))
     t_ici, network = _layout_collectives(model, chip, lay, share, mesh, efficiency, dispatch_bytes=1)
-    kv = kv_cache_bytes(model, context, math.ceil(batch / lay.dp), kv_bytes) / lay.tp * n_chips / batch
+    kv = _cache_per_chip(model, lay, batch, context, kv_bytes, layout is not None) * n_chips / batch
     step = decode_time(weights_read(model, batch, ep) if ep > 1 else share.params_read * n_chips, kv, batch, chip,
                        n_chips, param_bytes, compute_dtype, t_ici,
                        label=f"{model.name} decode, batch {batch}, context {context:g} on {n_chips} × "
@@ -342,7 +355,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
     t_math = share.matmul_flops / C + (share.score_flops / (chip.peak_flops() * eff.attention) if flash
                                        else share.score_flops / C)
     W = chip.hbm_bandwidth * eff.hbm
-    cache = kv_cache_bytes(model, tokens, math.ceil(batch / lay.dp), kv_bytes) / lay.tp
+    cache = _cache_per_chip(model, lay, batch, tokens, kv_bytes, layout is not None)
     nbytes = share.params_read * param_bytes + cache
     t_ici, network = _layout_collectives(model, chip, lay, share, mesh, efficiency, dtype_bytes(compute_dtype))
     t_elementwise = 0.0 if efficiency == "ideal" else _elementwise_bytes(model, share) / W

@@ -39,8 +39,8 @@ def test_the_default_layout_is_tensor_parallelism_over_every_chip():
         kw = dict(efficiency=efficiency, batch=4)
         assert inf.prefill("llama3-70b", "h100", 8, 2048, layout=Layout(tp=8), **kw).time == pytest.approx(
             inf.prefill("llama3-70b", "h100", 8, 2048, **kw).time)
-        assert inf.decode_step(DSV3, "h100", 64, 64, 4096, layout=Layout(tp=64), efficiency=efficiency
-                               ).time == pytest.approx(inf.decode_step(DSV3, "h100", 64, 64, 4096,
+        assert inf.decode_step("llama3-70b", "h100", 8, 64, 4096, layout=Layout(tp=8), efficiency=efficiency
+                               ).time == pytest.approx(inf.decode_step("llama3-70b", "h100", 8, 64, 4096,
                                                                        efficiency=efficiency).time)
 
 
@@ -103,3 +103,18 @@ def test_tensor_parallelism_per_node_keeps_the_allreduces_on_nvlink():
     assert across.network == "NVLink + network" and per_node.network == "NVLink"
     assert per_node.t_params == pytest.approx(2 * across.t_params) and per_node.t_kv == pytest.approx(across.t_kv)
     assert per_node.t_ici < across.t_ici / 1.5 and per_node.time < across.time
+
+
+def test_tensor_parallel_chips_each_read_a_copy_of_an_mla_cache_and_dp_attention_does_not():
+    """DeepSeek-V3's MLA cache holds one latent per token for every head, so TP cannot split it: each of 8 TP ranks
+    reads all 64 sequences' caches (vLLM's MLA cache has one KV head per rank), where DP attention reads its 8
+    sequences'; the default layout keeps the book's even split. A GQA cache splits by head up to K = 8 ways: on
+    TP16 each pair of chips shares a head's copy."""
+    kw = dict(param_bytes=1, kv_bytes=1)
+    tp = inf.decode_step(DSV3, "h200", 8, 64, 4096, layout=Layout(tp=8), **kw)
+    dp = inf.decode_step(DSV3, "h200", 8, 64, 4096, layout=Layout(dp=8, ep=8), **kw)
+    assert tp.t_kv == pytest.approx(8 * dp.t_kv)
+    assert inf.decode_step(DSV3, "h200", 8, 64, 4096, **kw).t_kv == pytest.approx(dp.t_kv)
+    tp16 = inf.decode_step("llama3-70b", "h100", 16, 64, 4096, layout=Layout(tp=16))
+    tp8 = inf.decode_step("llama3-70b", "h100", 8, 64, 4096, layout=Layout(tp=8))
+    assert tp16.t_kv == pytest.approx(tp8.t_kv)
