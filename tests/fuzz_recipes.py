@@ -382,6 +382,8 @@ GROUND: Recipes = {
                           "recompute": "name", "dtype": "name", "efficiency": "name",
                           "sequence_parallel": ["yes", 2.5], "flash_attention": "flag", "tp_overlap": "flag",
                           "cp_overlap": "flag", "grad_bytes": "size", "master_bytes": "size",
+                          "expert_imbalance": [0.5, -1, float("nan"), "x"],
+                          "capacity_factor": [0.5, 0, float("inf"), "x"], "ep_overlap": "flag",
                           "balanced_stages": "flag", "reshard_after_forward": "flag", "slices": "count"}),
     "training.training_memory": (lambda: dict(model="llama3-8b", seq_len=8192, tp=8),
                                  {"model": "name", "seq_len": "count", "layout": "?obj", "tp": "?count",
@@ -541,7 +543,8 @@ GROUND: Recipes = {
                                {"model": "obj", "tokens": "nonneg", "ep": "count"}),
     "gemm.quantization": (lambda: dict(M=4096, N=4096, chip="h100"), {"M": "count", "N": "count", "chip": "name"}),
     "gemm.layer_efficiency": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=4096, chip="h100"),
-                              {"model": "obj", "tokens": "size", "chip": "name", "tp": "count", "ep": "count"}),
+                              {"model": "obj", "tokens": "size", "chip": "name", "tp": "count", "ep": "count",
+                               "expert_tp": "?count"}),
 }
 GROUND["estimate.StepEstimate"] = (GROUND["estimate.Estimate"][0],
                               {**{k: v for k, v in GROUND["estimate.Estimate"][1].items() if k not in

@@ -21,8 +21,8 @@ import statistics
 from functools import cache
 
 from ..data import load
-from ..hardware.chips import Chip
-from ..units import check_number
+from ..hardware.chips import Chip, get_chip
+from ..units import check_number, checks
 from .terms import StepContext
 
 __all__ = ["load_factor", "ROUTER_BYTES", "PERMUTE_PASSES", "expert_rows", "random_imbalance", "half_rate_rows",
@@ -57,6 +57,7 @@ def expert_rows(s: StepContext) -> float:
     return s.mb / lay.cp * lay.ep * lay.expert_tp / lay.tp * model.k / model.E
 
 
+@checks(rows_per_chip="nonneg", ep="count")
 def random_imbalance(rows_per_chip: float, ep: int) -> float:
     """The busiest of `ep` expert groups' load over the mean when routing is uniformly random (what a perfect
     load-balancing loss reaches): each group's load is near-Poisson with mean `rows_per_chip` copies, and the
@@ -77,18 +78,20 @@ def _grouped_gemm_benchmark() -> tuple[float, float]:
     return statistics.median(rows), chip["bf16_flops"] / chip["hbm_bandwidth"]
 
 
-def half_rate_rows(chip: Chip) -> float:
+def half_rate_rows(chip: Chip | str) -> float:
     """Rows per expert at which a grouped GEMM runs at half its large-shape rate on `chip`: read off DeepGEMM's
     grouped-GEMM table on H800 (`data/grouped_gemm.toml`: the median over its masked rows of M·(r_large/r - 1),
     about 101 rows), scaled by the chip's FLOPs per HBM byte against H800's (a weight read per row of an expert
     costs what it costs there: the ridge point moves with the ratio)."""
     rows, ridge = _grouped_gemm_benchmark()
+    chip = get_chip(chip)
     if not chip.hbm_bandwidth or not chip.bf16_flops:
         return rows
     return rows * chip.bf16_flops / chip.hbm_bandwidth / ridge
 
 
-def grouped_gemm_share(rows: float, chip: Chip) -> float:
+@checks(rows="nonneg")
+def grouped_gemm_share(rows: float, chip: Chip | str) -> float:
     """Share (0, 1] of the large-shape matmul rate an expert's grouped GEMM keeps with `rows` rows per expert:
     1 / (1 + m0/rows), m0 = `half_rate_rows` (each expert streams its weights from HBM for few rows)."""
     return 1 / (1 + half_rate_rows(chip) / max(rows, 1.0))
