@@ -27,12 +27,14 @@ from .hardware.chips import Efficiency, get_chip
 from .inference.steps import decode_step, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
+from .training.frameworks import DEFAULT_FRAMEWORK, NO_FRAMEWORK, Framework, check_framework, get_framework
 from .training.prediction import layout_of
 from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
 
 __all__ = ["PublishedRun", "runs", "calibration_runs", "sources", "model", "predict_run", "results", "table", "summary",
            "disagreements", "flops_per_token", "derived_layer_overhead", "derived_framework_share",
+           "generic_framework_share", "leave_one_source_out",
            "FASTER_IS_HIGHER", "FASTER_IS_LOWER", "METRICS", "STATUSES", "GiB"]
 
 GiB = 2.0**30
@@ -164,7 +166,7 @@ def _serving(run: PublishedRun, efficiency: str | Efficiency) -> float:
     return p["batch"] * p["osl"] / (first.time + p["osl"] * step.time) / n
 
 
-def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
+def _training(run: PublishedRun, efficiency: str | Efficiency, framework: str | Framework | None) -> float:
     p = dict(run.params)
     # the data file says whether FSDP shards the data-parallel chips (fsdp = true), and over how many slices
     layout = layout_of(run.n_chips, None, p.get("slices", 1),
@@ -174,7 +176,9 @@ def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
                                   "reshard_after_forward", "expert_imbalance", "capacity_factor", "ep_overlap")
                 if k in p}
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
-                         layout=layout, efficiency=efficiency, **settings)
+                         layout=layout, efficiency=efficiency,
+                         framework=p.get("framework", DEFAULT_FRAMEWORK) if framework is None else framework,
+                         **settings)
     if run.metric == "params_optimizer_gib":
         m = pred.memory
         return (m["weights"] + m["gradients"] + m["optimizer"]) / GiB
@@ -188,14 +192,16 @@ def _training(run: PublishedRun, efficiency: str | Efficiency) -> float:
     return achieved / get_chip(run.hardware).peak_flops(p.get("dtype", "bf16"))
 
 
-@checks(run=is_a(PublishedRun))
-def predict_run(run: PublishedRun, efficiency: str | Efficiency = "calibrated") -> float:
+@checks(run=is_a(PublishedRun), framework=lambda n, v: v if v is None else check_framework(n, v))
+def predict_run(run: PublishedRun, efficiency: str | Efficiency = "calibrated",
+                framework: str | Framework | None = None) -> float:
     """Return the model's value of published `run`'s metric, in the metric's units (tokens/s, ms, TFLOP/s, GiB ...).
 
     One name, one thing: this prices a published run (whatever its metric); `training.predict` prices one
-    training layout, and is what this one calls for a training run's step."""
+    training layout, and is what this one calls for a training run's step. A training run is priced with the
+    framework its row names (`framework` in the data file; None here), or with `framework`."""
     if run.kind in ("training", "memory"):
-        return _training(run, efficiency)
+        return _training(run, efficiency, framework)
     return _serving(run, efficiency)
 
 
@@ -230,18 +236,67 @@ def derived_layer_overhead(hardware: str) -> float:
     return statistics.mean((r.published - predict_run(r, eff)) / 1e3 / r.model.L for r in rows)
 
 
-@checks(hardware="text", dtype="dtype")
-def derived_framework_share(hardware: str, dtype: str = "fp8") -> float:
-    """Return the share of our calibrated training rate a production framework reaches, read off the training
-    calibration rows on `hardware` in `dtype` (FP8: NeMo's performance table, `calibration_runs`; BF16: the
-    suite's rows marked as calibration, Megatron-Core's weak-scaling table on H100 and Megatron-LM's 2021 table on
-    A100): the median of published over predicted speed with the framework term set aside."""
+def _share_free_ratio(run: PublishedRun) -> float:
+    """Published over predicted speed of a training `run` with no framework share (the modelled rate itself)."""
+    eff = _without(run.hardware, framework=1.0, framework_fp8=None)
+    return _speed_ratio(run.metric, predict_run(run, eff, NO_FRAMEWORK), run.published)
+
+
+@checks(hardware="text", dtype="dtype", framework=check_framework)
+def derived_framework_share(hardware: str, dtype: str = "fp8", framework: str = "megatron") -> float:
+    """Return the share of our calibrated training rate `framework` reaches, read off its training calibration
+    rows on `hardware` in `dtype`: the median of published over predicted speed with the framework term set aside.
+    Megatron's rows (the chip's own share, chips.toml): NeMo's FP8 performance table (`calibration_runs`), and in
+    BF16 the suite's rows marked as calibration, Megatron-Core's weak-scaling table on H100 and Megatron-LM's 2021
+    table on A100. Other families: their rows of `calibration_runs` (`data/frameworks.toml` names them)."""
+    family = get_framework(framework).key
     rows = [r for r in (*calibration_runs(), *runs()) if r.kind == "training" and r.status == "calibration"
+            and r.params.get("framework", DEFAULT_FRAMEWORK) == family
             and get_chip(r.hardware) is get_chip(hardware) and r.params.get("dtype", "bf16") == dtype]
     if not rows:
-        raise ValueError(f"hardware={hardware!r}, dtype={dtype!r}: no training calibration row")
-    eff = _without(hardware, framework=1.0, framework_fp8=None)
-    return statistics.median(_speed_ratio(r.metric, predict_run(r, eff), r.published) for r in rows)
+        raise ValueError(f"hardware={hardware!r}, dtype={dtype!r}, framework={framework!r}: no training "
+                         f"calibration row")
+    return statistics.median(_share_free_ratio(r) for r in rows)
+
+
+@cache
+def _ratios_by_source() -> dict[str, tuple[tuple[PublishedRun, float], ...]]:
+    """{source: ((run, published over share-free predicted speed), ...)} over every training row of the suite and
+    the calibration file, whatever its status."""
+    out: dict[str, list[tuple[PublishedRun, float]]] = {}
+    for r in (*calibration_runs(), *runs()):
+        if r.kind == "training":
+            out.setdefault(r.source, []).append((r, _share_free_ratio(r)))
+    return {source: tuple(rows) for source, rows in out.items()}
+
+
+def generic_framework_share(leave_out: str | None = None) -> float:
+    """Return the generic framework share (`frameworks.toml`'s default): the median over training sources (each
+    source once: the median of its rows) of published over predicted speed with no share, every source but
+    `leave_out` (a source key, for `leave_one_source_out`)."""
+    by_source = _ratios_by_source()
+    if leave_out is not None and leave_out not in by_source:
+        raise ValueError(f"leave_out={leave_out!r} is not a training source; allowed: {sorted(by_source)}")
+    return statistics.median(statistics.median(ratio for _, ratio in rows)
+                             for source, rows in by_source.items() if source != leave_out)
+
+
+@cache
+def leave_one_source_out() -> dict[str, Any]:
+    """Score the generic framework share out of sample: for each training source, read the share off all the
+    others (`generic_framework_share(leave_out=source)`), predict the source's rows with it and take their speed
+    errors (positive: too fast). Returns 'sources' (one dict per source: rows, the share, median |error|, bias)
+    and, over the sources (each once), the median of their median |error| ('median abs error') and of their bias
+    ('bias'): the error to expect of the generic default on a framework, machine and team it has never seen."""
+    table = []
+    for source, rows in _ratios_by_source().items():
+        share = generic_framework_share(leave_out=source)
+        errors = [share / ratio - 1 for _, ratio in rows]
+        table.append({"source": source, "rows": len(rows), "share": share,
+                      "median abs error": statistics.median(abs(e) for e in errors),
+                      "bias": statistics.median(errors)})
+    return {"sources": table, "median abs error": statistics.median(t["median abs error"] for t in table),
+            "bias": statistics.median(t["bias"] for t in table)}
 
 
 def _faster(metric: str, predicted: float, published: float) -> bool:

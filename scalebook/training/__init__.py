@@ -8,6 +8,7 @@ before it:
     pipeline.py    schedules, bubbles and stage-to-stage sends
     footprint.py   memory per chip: the book's 10 bytes/parameter and the mixed-precision (Korthikanti) count
     book.py        ch. 5's per-layer roofline of each strategy, its thresholds and `step_time`
+    frameworks.py  `Framework`: the share of the modelled rate each family of training code reaches
     prediction.py  `predict`: one step of a published layout, term by term, ideal (the book's bound) or calibrated
     planner.py     `plan`: one candidate loop over Layouts, priced by the book's model or a prediction (`PLAN_MODES`)
     curves.py      ch. 5's strategy curves against the batch and the FSDP + TP best split
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..faces import face
 
 if TYPE_CHECKING:
-    from . import book, curves, footprint, layout, pipeline, planner, prediction, terms
+    from . import book, curves, footprint, frameworks, layout, pipeline, planner, prediction, terms
     from .book import (
         STRATEGIES,
         comms_time,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         memory,
         training_memory,
     )
+    from .frameworks import DEFAULT_FRAMEWORK, Framework, framework_names, get_framework
     from .layout import Layout
     from .pipeline import (
         PIPELINE_SCHEDULES,
@@ -75,8 +77,10 @@ _TABLE = {
     **{name: "book" for name in ("STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip",
                                  "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "expert_parallel")},
     "Prediction": "prediction", "predict": "prediction",
+    **{name: "frameworks" for name in ("Framework", "get_framework", "framework_names", "DEFAULT_FRAMEWORK")},
     "PLAN_MODES": "planner", "TrainingPlan": "planner", "plan": "planner", "check_parallelism": "planner",
-    **{name: name for name in ("layout", "pipeline", "footprint", "book", "terms", "prediction", "planner", "curves")},
+    **{name: name for name in ("layout", "pipeline", "footprint", "book", "terms", "frameworks", "prediction",
+                               "planner", "curves")},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).
 _DEPRECATED = {

@@ -74,19 +74,19 @@ def framework_names() -> tuple[str, ...]:
     return tuple(_families())
 
 
-def get_framework(name: str | Framework) -> Framework:
-    """Return the `Framework` called `name` (a family's key or alias, any case; '_' for '-'), or `name` itself.
-    Unknown names raise `ValueError` naming the closest families."""
-    if isinstance(name, Framework):
-        return name
-    wanted = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
+def get_framework(framework: str | Framework) -> Framework:
+    """Return the `Framework` called `framework` (a family's key or alias, any case; '_' for '-'), or `framework`
+    itself. Unknown names raise `ValueError` naming the closest families."""
+    if isinstance(framework, Framework):
+        return framework
+    wanted = framework.strip().lower().replace("_", "-") if isinstance(framework, str) else framework
     for family in _families().values():
         if wanted == family.key or wanted in family.aliases:
             return family
     names = [*framework_names(), *(a for f in _families().values() for a in f.aliases)]
     near = closest(wanted, names)
     hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
-    raise ValueError(f"framework={name!r} is not a framework family; allowed: {list(framework_names())} (or a "
+    raise ValueError(f"framework={framework!r} is not a framework family; allowed: {list(framework_names())} (or a "
                      f"Framework){hint}")
 
 

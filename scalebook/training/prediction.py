@@ -26,6 +26,7 @@ from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_bytes, is_a
 from .experts import load_factor, moe_terms
 from .footprint import RECOMPUTE, training_memory
+from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework, get_framework
 from .layout import Layout, degree_or_flag
 from .terms import (
     CROSS_ENTROPY_BYTES,
@@ -60,7 +61,7 @@ class Prediction:
     while hidden collectives share the chip, `Efficiency.interference`), 'bubble' (pipeline stages idle),
     'optimizer' (the Adam update), an MoE's 'routing', 'permute', 'expert imbalance' or 'capacity padding' and
     'grouped gemm' (`experts.moe_terms`), the EXPOSED part of each collective ('tp', 'cp', 'ep', 'pp sends', 'dp') and
-    'framework' (the share of the modelled rate a production framework does not reach, `Efficiency.framework`).
+    'framework' (the share of the modelled rate the framework that ran does not reach, `frameworks`).
     `hidden` holds the collectives' seconds that overlapped compute. `memory` splits `memory_per_chip` into
     weights, gradients, optimizer, activations and logits. `layout` is the `Layout` priced; `settings` the
     rest of what `predict` was told (recompute, dtype, FSDP re-sharding).
@@ -119,7 +120,7 @@ def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: i
         pp="?count", cp="?count", ep="?count", dp="?count", fsdp=degree_or_flag, microbatch_tokens="?size",
         virtual_stages="?count", recompute=RECOMPUTE, dtype="dtype", sequence_parallel="?flag",
         flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size", master_bytes="size",
-        balanced_stages="flag", reshard_after_forward="flag", slices="count",
+        balanced_stages="flag", reshard_after_forward="flag", slices="count", framework=check_framework,
         expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, layout: Layout | None = None, tp: int | None = None,
@@ -129,6 +130,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
             sequence_parallel: bool | None = None, flash_attention: bool = True, tp_overlap: bool = False,
             cp_overlap: bool = True, grad_bytes: float = 4, master_bytes: float = 4,
             balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1,
+            framework: str | Framework = DEFAULT_FRAMEWORK,
             expert_imbalance: float | None = None, capacity_factor: float | None = None,
             ep_overlap: bool = False) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
@@ -149,8 +151,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     at its own rate; TP collectives exposed (with `tp_overlap`, each hidden behind its own matmul only), CP's ring
     hidden behind the attention (`cp_overlap=False`: all-gathered first, exposed), EP's AllToAlls exposed; the
     bubble (P-1)/(v·M) of the busy time and the sends; DP as `dp_term` says; each layer's fixed kernel cost; compute
-    slowed by `Efficiency.interference` while hidden collectives run; and the busy total divided by the
-    framework's share (`Efficiency.framework`).
+    slowed by `Efficiency.interference` while hidden collectives run; and the busy total divided by the share
+    of the modelled rate the `framework` that ran reaches (`frameworks.get_framework`: 'megatron', 'torchtitan',
+    'composer', 'maxtext', 'deepspeed' or a `Framework`; the default 'generic' is read off every source).
 
     FSDP re-shards each layer's weights after use (`reshard_after_forward`, as ZeRO-3, PyTorch's FULL_SHARD
     and MaxText do); `reshard_after_forward=False` keeps them gathered through the step (Llama 3). Gradients
@@ -204,8 +207,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         step = max(sum(breakdown.values()), *comms.values())
         hidden = comms
     else:
+        framework_share = get_framework(framework).share_on(eff, dtype)
         breakdown, hidden = _calibrated(s, tp_overlap, cp_overlap, balanced_stages, grad_bytes, master_bytes,
-                                        reshard_after_forward)
+                                        reshard_after_forward, framework_share)
         step = sum(breakdown.values())
     model_flops = model.flops_per_token(seq_len) * global_batch_tokens / n_chips
     return Prediction(
@@ -219,15 +223,18 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         memory=memory,
         layout=lay,
         settings={"reshard_after_forward": reshard_after_forward if lay.sharded else None,
-                  "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap},
+                  "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap,
+                  "framework": get_framework(framework).key},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,
     )
 
 
 def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bool, grad_bytes: float,
-                master_bytes: float, reshard: bool) -> tuple[dict[str, float], dict[str, float]]:
-    """The calibrated step's critical path, term by term, and the collectives' hidden seconds."""
+                master_bytes: float, reshard: bool,
+                framework_share: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The calibrated step's critical path, term by term, and the collectives' hidden seconds; `framework_share`:
+    of the modelled rate the framework reaches."""
     eff, chip, lay = s.eff, s.chip, s.layout
     C = chip.peak_flops(s.dtype) * eff.compute(s.dtype)
     C_attention = C if not s.flash_attention or eff.attention is None else chip.peak_flops() * eff.attention
@@ -255,5 +262,5 @@ def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bo
                  "interference": interference, "tp": tp_exposed, "cp": cp_exposed, "ep": ep, "bubble": bubble,
                  "pp sends": sends_term(s), "dp": dp_exposed, "dcn": dcn_exposed,
                  "optimizer": optimizer_term(s, grad_bytes, master_bytes, W)}
-    breakdown["framework"] = sum(breakdown.values()) * (1 / eff.framework_share(s.dtype) - 1)
+    breakdown["framework"] = sum(breakdown.values()) * (1 / framework_share - 1)
     return breakdown, hidden

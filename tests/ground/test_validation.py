@@ -61,52 +61,41 @@ def test_speed_error_is_positive_when_the_model_is_too_fast_whatever_the_metric(
         assert (r["speed error"] > 0) == faster or abs(r["speed error"]) < 1e-12, r["run"]
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: on the 71 test rows (sources no factor was read off, held out "
-                   "since they entered) the calibrated model's median |error| is 20.2 %, not the 12 % issue #27 asks; "
-                   "it is 10.9 % on the development rows: chapter 13")
 def test_test_rows_median_error_at_most_12_percent():
+    """Issue #27's threshold, met since each training row is priced with its framework's share (#38): 11.1 % on
+    the 80 test rows (20.2 % on the 71 of then, when every stack was priced with Megatron-Core's share)."""
     assert v.summary()["test rows"]["median abs error"] <= 0.12
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: on the test rows the model is too fast by a median 20 % "
-                   "(torchtitan's 500 W H100s +49 %, llm-foundry +26 %, MaxText v5e +9 %), not within the "
-                   "±5 % issue #27 asks: chapter 13")
+@pytest.mark.xfail(strict=True, reason="Disagreement: on the 80 test rows the model is too fast by a median 7.8 %, "
+                   "not within the ±5 % issue #27 asks. What leans fast: Megatron-Bridge's MoE rows +31 % (MXFP8 and "
+                   "the dispatcher, test_moe_training), MaxText on v5e +9 % (MaxText's share is the chip's, assumed "
+                   "1: no MaxText run outside the suite prices it), torchtitan +8 % (no mechanism for eager mode "
+                   "without torch.compile, nor for attention at 128k-256k context), TensorRT-LLM's first-token rows "
+                   "+17 %, gpt-fast's int8 Mixtral +12 %: chapter 13")
 def test_test_rows_bias_within_5_percent():
     assert abs(v.summary()["test rows"]["bias"]) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: 20 test rows miss by more than 35 % (torchtitan's 500 W H100 "
-                   "runs, llm-foundry's 1B-7B MPTs, one Falcon 180B row), more than the 3 "
-                   "explained disagreements issue #27 allows: chapter 13")
+@pytest.mark.xfail(strict=True, reason="Disagreement: 8 test rows miss by more than 35 % (torchtitan's 128k and 256k "
+                   "context runs on 500 W H100s, +48 to +56 %: attention at long context, which no term prices "
+                   "beyond FlashAttention's rate; three Megatron-Bridge MoE rows and MaxText's Mixtral, +35 to "
+                   "+42 %; Falcon 180B's 2,048-token first token, +38 %), more than the 3 explained disagreements "
+                   "issue #27 allows: chapter 13")
 def test_every_test_row_within_35_percent_but_three():
     assert len(v.summary()["beyond 35%, test rows"]) <= 3
 
 
 # Every run the calibrated model misses by more than 35 % (speed error: positive when too fast), measured
-# 2026-12-04. A row enters this list by hand, with its error, after chapter 13 shows why; no field of the data file
-# (status, `disagreement` text) can add one. Chapter 13 lists the same rows from `validation.disagreements()`.
+# 2026-12-06 (each training row priced with its framework's share, #38). A row enters this list by hand, with its
+# error, after chapter 13 shows why; no field of the data file (status, `disagreement` text) can add one. Chapter 13
+# lists the same rows from `validation.disagreements()`.
 KNOWN_MISSES: dict[str, float] = {
     "TRT-LLM Falcon 180B fp8 TP8, TTFT 2048": 0.375,
-    "Llama 3 405B, 16,384 H100, TP8 CP16 PP16, 128k context": -0.373,  # the one development row
-    "llm-foundry MPT-7B, 512 H100, FSDP": 0.392,
-    "llm-foundry MPT-3B, 512 H100, ZeRO-2": 0.427,
-    "llm-foundry MPT-3B, 256 H100, ZeRO-2": 0.358,
-    "llm-foundry MPT-1B, 512 H100, ZeRO-2": 0.452,
-    "llm-foundry MPT-1B, 256 H100, ZeRO-2": 0.360,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP": 0.664,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP + torch.compile": 0.438,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP + torch.compile + Float8": 0.460,
-    "torchtitan Llama 3.1 8B, 128 H100 (500 W), FSDP": 0.715,
-    "torchtitan Llama 3.1 8B, 128 H100 (500 W), FSDP + torch.compile": 0.476,
-    "torchtitan Llama 3.1 8B, 128 H100 (500 W), FSDP + torch.compile + Float8": 0.492,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 8 CP 1, 32k": 0.528,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 4 CP 2, 64k": 0.482,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 2 CP 4, 128k": 1.028,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 1 CP 8, 256k": 1.147,
-    "torchtitan Llama 3.1 70B, 256 H100 (500 W), FSDP 32 TP 8, 2D + AsyncTP": 0.360,
-    "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 4 CP 2 TP 8 PP 8, 64k": 0.669,
-    "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 2 CP 4 TP 8 PP 8, 128k": 0.741,
-    "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 1 CP 8 TP 8 PP 8, 256k": 1.130,
+    "Llama 3 405B, 16,384 H100, TP8 CP16 PP16, 128k context": -0.432,  # the one development row
+    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 2 CP 4, 128k": 0.477,
+    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 1 CP 8, 256k": 0.564,
+    "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 1 CP 8 TP 8 PP 8, 256k": 0.552,
     # Megatron-Bridge MoE rows (#38), held out: MXFP8 quantisation and the dispatcher's SMs are not priced
     "Megatron-Bridge DeepSeek-V3, 256 GB200, MXFP8, TP 1, PP 4 (VP 4), EP 64": 0.407,
     "Megatron-Bridge Qwen3-30B-A3B, 8 GB300, MXFP8, TP 1, PP 1, EP 8": 0.350,
