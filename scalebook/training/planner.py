@@ -214,7 +214,9 @@ def _book_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip: Chip
 
     def price(option: tuple[str, int, int, int, int]) -> _Priced | None:
         strategy, Y, M_X, M_Y, P = option
-        whole = (lambda d, YP=Y * P: _whole_nodes(d * YP, cluster.gpus_per_node, M)) if cluster else (lambda d: True)
+        # whole nodes of the cluster, or all of its GPUs (a cluster of 256 GB300s ends in a partial rack)
+        whole = (lambda d, YP=Y * P: d * YP == cluster.gpus or _whole_nodes(d * YP, cluster.gpus_per_node, M)) \
+            if cluster else (lambda d: True)
         X = _largest_divisor(units // slices, M // (Y * P), whole) if strategy != "tp" else 1
         if cluster and not whole(X):
             return None  # TP x PP alone does not fit whole nodes of this cluster

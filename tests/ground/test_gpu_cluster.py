@@ -206,6 +206,13 @@ def test_twelve_h100s_are_a_dgx_and_half_of_another():
     assert twelve.subset(12) is twelve
 
 
+def test_the_planner_uses_a_partial_rack():
+    """On 256 GB300s the book's planner spreads FSDP over all of them, three racks and the partial fourth; before,
+    it kept to whole racks and left 128 idle (a 4M batch divides 256 ways as well as 128)."""
+    found = sb.training.plan("llama3-70b", GpuCluster("gb300", gpus=256), 256, 2**22, 8192)
+    assert found.chips_used == 256 and found.estimate.bound == "compute"
+
+
 def test_gb200_racks_have_nine_times_the_node_egress():
     rack = gpu.get_cluster("gb200-superpod")
     assert rack.gpus_per_node == 72 and rack.nodes == 8
