@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,18 @@ def all_figure_calls() -> list[Any]:
     return params
 
 
+_RENDERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # each figure is drawn once for both checks
+
+
 def _render(fig: Any) -> Any:
-    """Draw `fig` on an Agg canvas (a closed figure has none) and return the renderer."""
+    """Draw `fig` on an Agg canvas (a closed figure has none), once, and return the renderer."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
-    return canvas.get_renderer()
+    if fig not in _RENDERED:
+        canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+        canvas.draw()
+        _RENDERED[fig] = canvas.get_renderer()
+    return _RENDERED[fig]
 
 
 def displayed_scale(fig: Any, full_width: bool = False) -> float:
@@ -280,13 +286,12 @@ def test_the_checks_fail_on_tiny_text_and_on_a_legend_over_data() -> None:
     ax.plot([0, 1], [0, 1], label="data")
     ax.set_title("tiny", fontsize=5)
     assert smallest_text(fig) == (5.0, "tiny")
-    fig, ax = figure((6.0, 3.0))
-    ax.plot([0, 1], [0, 1], label="a line through the legend")
-    ax.plot([0, 1], [1, 0], label="another")
-    ax.legend(loc="center")
-    assert legend_overlaps(fig)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    assert legend_overlaps(fig) == []
+    for where, covered in ((dict(loc="center"), True), (dict(loc="upper left", bbox_to_anchor=(1.02, 1.0)), False)):
+        fig, ax = figure((6.0, 3.0))
+        ax.plot([0, 1], [0, 1], label="a line through the legend")
+        ax.plot([0, 1], [1, 0], label="another")
+        ax.legend(**where)
+        assert bool(legend_overlaps(fig)) == covered, where
 
 
 def test_a_wide_figure_is_shrunk_to_the_column_unless_tagged_full_width() -> None:
