@@ -115,7 +115,7 @@ def moe_terms(s: StepContext, C: float, W: float) -> dict[str, float]:
     tokens = s.global_batch_tokens / s.replicas / (lay.tp if s.sp else 1)  # routed by this chip each step
     layers = model.moe_layers / lay.pp
     per_token = 2 * model.D * (PERMUTE_PASSES["read"] + model.k * PERMUTE_PASSES["copies"]
-                               + (model.k * PERMUTE_PASSES["sorted copies"] if lay.ep > 1 else 0))
+                               + (model.k * PERMUTE_PASSES["sorted copies"] if 1 < lay.ep < model.E else 0))
     rows = expert_rows(s)
     experts = expert_seconds(s, C)
     busiest = s.capacity_factor or s.expert_imbalance or random_imbalance(rows * model.E / lay.ep, lay.ep)
