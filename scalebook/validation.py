@@ -28,6 +28,7 @@ from .inference.steps import decode_step, prefill
 from .models import TransformerConfig, get_model
 from .tables import Table
 from .training.frameworks import DEFAULT_FRAMEWORK, NO_FRAMEWORK, Framework, check_framework, get_framework
+from .training.layout import Layout
 from .training.prediction import layout_of
 from .training.prediction import predict as train_predict
 from .units import check_choice, checks, is_a
@@ -152,16 +153,19 @@ def _serving(run: PublishedRun, efficiency: str | Efficiency) -> float:
     dtype = p.get("dtype", "bf16")
     width = 1 if dtype in ("fp8", "int8") else 2
     param_bytes, kv_bytes = p.get("param_bytes", width), p.get("kv_bytes", width)
-    ideal = efficiency == "ideal"
-    common = dict(param_bytes=param_bytes, kv_bytes=kv_bytes, compute_dtype=dtype, efficiency=efficiency)
+    # a serving layout where the row names one (DP attention, EP), else tensor parallelism over the chips
+    layout = Layout(**{k: p[k] for k in ("dp", "tp", "ep") if k in p}) if {"dp", "ep"} & p.keys() else None
+    common = dict(param_bytes=param_bytes, kv_bytes=kv_bytes, compute_dtype=dtype, efficiency=efficiency,
+                  layout=layout)
     kernel = {"gqa_kernel": p.get("gqa_kernel", True)}
     if run.kind == "decode":
         step = decode_step(run.model, chip, n, p["batch"], p["context"], **kernel, **common)
         return step.tokens_per_second if run.metric == "tokens_per_second" else step.time * 1e3
     if run.kind == "prefill":
-        return prefill(run.model, chip, n, p["tokens"], assumed_mfu=1.0 if ideal else None, **common).time * 1e3
+        first = prefill(run.model, chip, n, p["tokens"], batch=p.get("batch", 1), **common)
+        return first.tokens_per_second if run.metric == "tokens_per_second" else first.time * 1e3
     # serve: prefill the whole batch, then osl decode steps at the mean context (KV reads grow linearly).
-    first = prefill(run.model, chip, n, p["isl"], assumed_mfu=1.0 if ideal else None, batch=p["batch"], **common)
+    first = prefill(run.model, chip, n, p["isl"], batch=p["batch"], **common)
     step = decode_step(run.model, chip, n, p["batch"], p["isl"] + p["osl"] / 2, **kernel, **common)
     return p["batch"] * p["osl"] / (first.time + p["osl"] * step.time) / n
 
