@@ -6,7 +6,8 @@ capacity padding and the small grouped GEMMs of many experts.
 - 'routing': the router's [tokens, E] scores through HBM (score function, top-k, auxiliary loss, and back);
 - 'permute': tokens copied into expert order and back (`PERMUTE_PASSES`);
 - 'expert imbalance': the experts' FLOPs the step waits for beyond the mean, because the busiest expert group
-  sets the pace (`expert_imbalance`; by default the spread of uniformly random routing, `random_imbalance`);
+  sets the pace (`busiest_load`: `expert_imbalance`, by default the spread of uniformly random routing); the
+  AllToAlls wait for the busiest chip too (`terms.ep_term`'s `busiest`);
 - 'capacity padding': with a capacity factor c, every expert runs c times its mean rows (padded; extra tokens
   dropped), in place of the imbalance;
 - 'grouped gemm': what the experts' matmuls lose to few rows per expert (`grouped_gemm_share`).
@@ -25,8 +26,8 @@ from ..hardware.chips import Chip, get_chip
 from ..units import check_number, checks
 from .terms import StepContext
 
-__all__ = ["load_factor", "ROUTER_BYTES", "PERMUTE_PASSES", "expert_rows", "random_imbalance", "half_rate_rows",
-           "grouped_gemm_share", "expert_seconds", "moe_terms"]
+__all__ = ["load_factor", "ROUTER_BYTES", "PERMUTE_PASSES", "expert_rows", "random_imbalance", "busiest_load",
+           "half_rate_rows", "grouped_gemm_share", "expert_seconds", "moe_terms"]
 
 # HBM bytes per router score (fp32, Megatron-Core's moe_router_dtype for DeepSeek-V3) and token, read off
 # Megatron-Core's megatron/core/transformer/moe/router.py (TopKRouter.forward -> routing): the gating matmul
@@ -66,6 +67,16 @@ def random_imbalance(rows_per_chip: float, ep: int) -> float:
     if ep == 1 or rows_per_chip <= 0:
         return 1.0
     return 1 + math.sqrt(2 * math.log(ep) / rows_per_chip)
+
+
+def busiest_load(s: StepContext) -> float:
+    """The busiest expert group's load over the mean, which the step's expert matmuls and AllToAlls wait for:
+    `capacity_factor` (every expert padded to it), else `expert_imbalance`, else uniformly random routing's
+    (`random_imbalance`); 1 for a dense model."""
+    model, lay = s.model, s.layout
+    if not model.is_moe:
+        return 1.0
+    return s.capacity_factor or s.expert_imbalance or random_imbalance(expert_rows(s) * model.E / lay.ep, lay.ep)
 
 
 @cache
@@ -118,7 +129,7 @@ def moe_terms(s: StepContext, C: float, W: float) -> dict[str, float]:
                                + (model.k * PERMUTE_PASSES["sorted copies"] if 1 < lay.ep < model.E else 0))
     rows = expert_rows(s)
     experts = expert_seconds(s, C)
-    busiest = s.capacity_factor or s.expert_imbalance or random_imbalance(rows * model.E / lay.ep, lay.ep)
+    busiest = busiest_load(s)
     return {
         "routing": ROUTER_BYTES * model.E * tokens * layers / W,
         "permute": 4 * per_token * tokens * layers / W,

@@ -24,7 +24,7 @@ from ..hardware.gpu import GpuCluster, resolve
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
 from ..units import checks, fmt_bytes, is_a
-from .experts import load_factor, moe_terms
+from .experts import busiest_load, load_factor, moe_terms
 from .footprint import RECOMPUTE, training_memory
 from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework, get_framework
 from .layout import Layout, degree_or_flag
@@ -248,7 +248,7 @@ def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bo
     tp_all, tp_exposed = tp_term(s, C * share, tp_overlap)
     cp_all, cp_exposed = cp_term(s, flops["attention"], cp_overlap)
     moe = moe_terms(s, C, W)
-    ep_all = ep_term(s)
+    ep_all = ep_term(s, busiest_load(s))
     ep = max(0.0, ep_all - core) if s.ep_overlap else ep_all
     fixed = fixed_term(s)
     busy = core + last + tp_exposed + cp_exposed + ep + fixed + sum(moe.values())

@@ -207,15 +207,16 @@ def cp_term(s: StepContext, attention_seconds: float, overlap: bool) -> tuple[fl
     return total, (max(0.0, total - attention_seconds) if overlap else total)
 
 
-def ep_term(s: StepContext) -> float:
-    """Seconds of expert parallelism (exposed): each MoE layer dispatches and combines its tokens (k copies)
-    forward and backward, four AllToAlls per microbatch over the `ep` chips of an expert group (spaced by the
-    experts' own tensor parallelism, `Layout.expert_tp`), whose whole array is every member's routed tokens."""
+def ep_term(s: StepContext, busiest: float = 1.0) -> float:
+    """Seconds of expert parallelism: each MoE layer dispatches and combines its tokens (k copies) forward and
+    backward, four AllToAlls per microbatch over the `ep` chips of an expert group (spaced by the experts' own
+    tensor parallelism, `Layout.expert_tp`), whose whole array is every member's routed tokens; each waits for
+    the chip that receives `busiest` times the mean share (`experts.busiest_load`; 1: balanced, the bound)."""
     lay = s.layout
     if lay.ep == 1:
         return 0.0
     one = s.collective("all_to_all", lay.ep, s.routed_bytes * lay.ep, lay.expert_tp, s.model.k)
-    return 4 * s.model.moe_layers / lay.pp * s.M * one
+    return 4 * s.model.moe_layers / lay.pp * s.M * one * busiest
 
 
 def weight_groups(s: StepContext) -> tuple[tuple[float, int, int], ...]:

@@ -171,3 +171,12 @@ def test_ep_over_fsdp_gathers_each_expert_only_among_its_own_chips():
     assert split.memory["weights"] < whole.memory["weights"] / 3
     traffic = [p.hidden["dp"] + p.breakdown["dp"] for p in (split, whole)]
     assert traffic[0] == pytest.approx(traffic[1], rel=0.05)
+
+
+def test_the_alltoall_waits_for_the_busiest_chip():
+    """A chip receiving twice the mean share of routed copies takes twice as long to receive them; padding to a
+    capacity factor of 1.25 sends 1.25x the copies. Balanced routing (expert_imbalance=1) is the bound."""
+    even, twice, padded = (_dsv3_on_eight_h100(**kw) for kw in
+                           ({"expert_imbalance": 1.0}, {"expert_imbalance": 2.0}, {"capacity_factor": 1.25}))
+    assert twice.breakdown["ep"] == pytest.approx(2 * even.breakdown["ep"])
+    assert padded.breakdown["ep"] == pytest.approx(1.25 * even.breakdown["ep"])
