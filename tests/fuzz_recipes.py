@@ -289,7 +289,7 @@ GROUND: Recipes = {
                       "sequence_sharding": "flag", "efficiency": ["misspelt", 3], "tp_overlap": "flag",
                       "fsdp": [0, -1, 2.5, "x"],
                       "recompute": "?name", "microbatch_tokens": "?size", "tp": "?count", "pp": "?count",
-                      "cp": [0, -1, 2.5, "x"], "ep": [0, -1, 2.5, "x"]}),
+                      "cp": [0, -1, 2.5, "x"], "ep": [0, -1, 2.5, "x"], "framework": "name"}),
     "training.planner.check_parallelism": (lambda: dict(cluster=superpod(), batch_tokens=2**22, tp=8),
                                   {"cluster": "obj", "batch_tokens": "size", "tp": "count", "pp": "count",
                                    "ep": "count", "E": "count", "k": "count"}),

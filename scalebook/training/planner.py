@@ -30,6 +30,7 @@ from ..tables import Table
 from ..units import check_choice, check_int, checks, fmt_bytes, fmt_time, is_a
 from .book import min_tokens_per_chip, step_time
 from .footprint import OPTIMIZERS, RECOMPUTE, REMAT_OF, REMAT_SAVES, Memory, memory
+from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework
 from .layout import Layout, degree_or_flag
 from .prediction import Prediction, predict
 
@@ -298,7 +299,7 @@ def _published_layouts(model: TransformerConfig, n_chips: int, max_tp: int, sequ
 def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip: Chip, n_chips: int,
                     batch_tokens: float, seq_len: int, efficiency: str, tp_overlap: bool, fsdp: int | bool | None,
                     recompute: str | None, microbatch_tokens: float | None,
-                    fixed: dict[str, int | None]) -> TrainingPlan:
+                    fixed: dict[str, int | None], framework: str | Framework) -> TrainingPlan:
     """`plan` priced by `predict` (see `plan`)."""
     if chip.kind == "gpu":
         hw = hardware if isinstance(hardware, GpuCluster) else GpuCluster(chip, gpus=n_chips)
@@ -319,7 +320,7 @@ def _predicted_plan(model: TransformerConfig, hardware: Chip | GpuCluster, chip:
     def price(candidate: tuple[Layout, str], mode: str = efficiency) -> _Priced:
         lay, policy = candidate
         p = predict(model, hw, n_chips, batch_tokens, seq_len, layout=lay, recompute=policy, efficiency=mode,
-                    tp_overlap=tp_overlap, microbatch_tokens=microbatch_tokens)
+                    tp_overlap=tp_overlap, microbatch_tokens=microbatch_tokens, framework=framework)
         row = {"layout": str(p.layout), "ZeRO": 3 if lay.sharded else 1, "recompute": policy, "step": p.step_time,
                "MFU": p.mfu, "memory/chip": p.memory_per_chip}
         return _Priced(p.layout, p.step_time, p.memory_per_chip, p.fits, row, prediction=p, settings=candidate)
@@ -365,12 +366,13 @@ def _none_or(allowed: tuple[str, ...]) -> Callable[[str, object], object]:
 
 @checks(n_chips="count", batch_tokens="size", seq_len="count", optimizer=OPTIMIZERS, sequence_sharding="flag",
         efficiency=_mode, tp_overlap="flag", fsdp=degree_or_flag, recompute=_none_or(RECOMPUTE),
-        microbatch_tokens="?size", tp="?count", pp="?count", cp="?count", ep="?count")
+        microbatch_tokens="?size", tp="?count", pp="?count", cp="?count", ep="?count", framework=check_framework)
 def plan(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int, batch_tokens: float,
          seq_len: int = 4096, saves_per_layer: float | str = 4, optimizer: str = "adam",
          sequence_sharding: bool = True, efficiency: str = "book", tp_overlap: bool = False,
          fsdp: int | None = None, recompute: str | None = None, microbatch_tokens: float | None = None,
-         tp: int | None = None, pp: int | None = None, cp: int | None = None, ep: int | None = None) -> TrainingPlan:
+         tp: int | None = None, pp: int | None = None, cp: int | None = None, ep: int | None = None,
+         framework: str | Framework = DEFAULT_FRAMEWORK) -> TrainingPlan:
     """Return the fastest layout of `model` on `n_chips` of `hardware` (a chip or a `GpuCluster`) that fits in
     HBM, for steps of `batch_tokens` tokens in sequences of `seq_len`, with the table of candidates.
 
@@ -383,7 +385,9 @@ def plan(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_ch
     `efficiency='ideal'` or `'calibrated'`: the layouts of published runs (TP x PP x CP x EP x ZeRO-1/FSDP,
     selective or full recompute, one sequence per microbatch unless `microbatch_tokens`), each priced by
     `predict` and kept only where its memory fits; on a GPU cluster or one TPU slice. `tp_overlap`: the
-    framework hides TP collectives behind the matmuls (Megatron-Core's --tp-comm-overlap).
+    framework hides TP collectives behind the matmuls (Megatron-Core's --tp-comm-overlap). `framework`: the code
+    that will run the step (`predict`'s families; the calibrated step is divided by its share, so the ranking
+    does not move, the step times and MFU do; the book's model and the ideal bound have no framework).
 
     `tp`, `pp`, `cp`, `ep` and `fsdp` fix a degree instead of searching it (the book's model searches TP and PP
     only): `fsdp=1` keeps the data-parallel chips ZeRO-1, as a framework without FSDP does; a degree above 1 shards
@@ -406,7 +410,7 @@ def plan(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_ch
     if ep not in (None, 1) and not model.is_moe:
         raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name or 'this model'} has E=1")
     return _predicted_plan(model, hardware, chip, n_chips, batch_tokens, seq_len, efficiency, tp_overlap, fsdp,
-                           recompute, microbatch_tokens, {"tp": tp, "pp": pp, "cp": cp, "ep": ep})
+                           recompute, microbatch_tokens, {"tp": tp, "pp": pp, "cp": cp, "ep": ep}, framework)
 
 
 @checks(cluster=is_a(GpuCluster), batch_tokens="size", tp="count", pp="count", ep="count", E="count", k="count")

@@ -121,3 +121,14 @@ def test_leaving_a_source_out_moves_the_generic_share():
     assert min(shares.values()) < v.generic_framework_share() < max(shares.values())
     with pytest.raises(ValueError, match="leave_out"):
         v.generic_framework_share(leave_out="llm_foundri")
+
+
+def test_the_planner_takes_the_framework_and_keeps_its_ranking():
+    """`plan(..., framework=...)` prices every candidate with that family's share: one share divides every layout's
+    busy step alike, so the layout chosen does not move and the MFU moves by the ratio of the shares."""
+    kw = dict(efficiency="calibrated")
+    generic = sb.training.plan("llama3-70b", "h100", 256, 4 * 2**20, 8192, **kw)
+    megatron = sb.training.plan("llama3-70b", "h100", 256, 4 * 2**20, 8192, framework="megatron", **kw)
+    assert (generic.tp, generic.pp, generic.fsdp) == (megatron.tp, megatron.pp, megatron.fsdp)
+    h100 = sb.get_chip("h100").efficiency("calibrated")
+    assert megatron.mfu / generic.mfu == pytest.approx(h100.framework / get_framework("generic").share)
