@@ -183,6 +183,10 @@ def _training(run: PublishedRun, efficiency: str | Efficiency, framework: str | 
                          layout=layout, efficiency=efficiency,
                          framework=p.get("framework", DEFAULT_FRAMEWORK) if framework is None else framework,
                          **settings)
+    if p.get("zero_stage") == 2 and pred.layout.microbatches > 1:
+        raise ValueError(f"run {run.id!r}: zero_stage=2 with {pred.layout.microbatches} microbatches a step: ZeRO-2 "
+                         f"reduce-scatters every microbatch's gradients, which the model does not price (it prices "
+                         f"ZeRO-1's once a step, the same traffic when a replica runs one microbatch)")
     if run.metric == "params_optimizer_gib":
         m = pred.memory
         return (m["weights"] + m["gradients"] + m["optimizer"]) / GiB

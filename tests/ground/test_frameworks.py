@@ -1,6 +1,7 @@
 """The framework is an input (issue #38): `training.predict(..., framework=...)`, each family's share read off its
 own published runs (never a held-out row), the generic default scored by leave-one-source-out."""
 
+import dataclasses
 import statistics
 
 import pytest
@@ -132,3 +133,19 @@ def test_the_planner_takes_the_framework_and_keeps_its_ranking():
     assert (generic.tp, generic.pp, generic.fsdp) == (megatron.tp, megatron.pp, megatron.fsdp)
     h100 = sb.get_chip("h100").efficiency("calibrated")
     assert megatron.mfu / generic.mfu == pytest.approx(h100.framework / get_framework("generic").share)
+
+
+def test_zero_2_rows_are_priced_exactly_as_zero_1_since_each_replica_runs_one_microbatch():
+    """llm-foundry's 1B and 3B rows ran ZeRO-2 (SHARD_GRAD_OP): gradients reduce-scattered after each microbatch,
+    weights replicated. With one microbatch per replica and step that is ZeRO-1's traffic, which the model prices;
+    a ZeRO-2 row with more microbatches is refused, not priced as ZeRO-1."""
+    rows = [r for r in v.runs() if r.params.get("zero_stage") == 2]
+    assert len(rows) == 6
+    for r in rows:
+        p = r.params
+        assert p["global_batch_tokens"] / r.n_chips / p["microbatch_tokens"] == 1 and p["fsdp"] is False
+        assert v.predict_run(r) > 0
+    bad = dataclasses.replace(rows[0], params={**rows[0].params, "microbatch_tokens": rows[0].params[
+        "microbatch_tokens"] / 2})
+    with pytest.raises(ValueError, match="zero_stage=2"):
+        v.predict_run(bad)
