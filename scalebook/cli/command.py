@@ -8,6 +8,7 @@
     scalebook plan --model llama3-70b --chip v5p --chips 8960 --batch 4Mi [--seq 4096]
     scalebook plan llama3-70b h100 256 --tokens 4Mi --seq 8192 --efficiency calibrated [--fsdp | --no-fsdp]
                    [--recompute none|selective|full] [--microbatch 8Ki] [--tp 8] [--pp 4] [--cp 1] [--ep 1]
+                   [--framework megatron|torchtitan|composer|maxtext|deepspeed|generic]
     scalebook plan --model llama3-70b --cluster h100-superpod --chips 4096 --batch 4Mi
     scalebook plan --model llama3-70b --chip h100 --chips 1000 --batch 4Mi   # a GPU: its default cluster
     scalebook serve --model llama3-70b --chip v5e --context 8192 --dtype int8
@@ -41,6 +42,7 @@ from ..roofline import critical_batch, matmul
 from ..sharding import sharded_matmul
 from ..tables import Table
 from ..training.footprint import RECOMPUTE
+from ..training.frameworks import DEFAULT_FRAMEWORK, framework_names
 from ..training.planner import plan
 from ..units import DTYPE_BYTES, JAX_DTYPES, check_int, fmt_rate, fmt_time
 from .arguments import (
@@ -217,7 +219,7 @@ def _plan(args: argparse.Namespace) -> str:
         hardware = args.chip
     result = plan(args.model, hardware, args.chips, args.batch, seq_len=args.seq, efficiency=args.efficiency or "book",
                   fsdp=args.fsdp, recompute=args.recompute, microbatch_tokens=args.microbatch, tp=args.tp,
-                  pp=args.pp, cp=args.cp, ep=args.ep)
+                  pp=args.pp, cp=args.cp, ep=args.ep, framework=args.framework)
     unit = _unit(result.chip)
     bound = "" if args.efficiency == "calibrated" else f"MFU {result.mfu:.1%} is a bound (ideal), not a forecast"
     memory = f"memory per {unit}: {feasibility(result.memory_per_chip, result.chip.hbm_bytes)}"
@@ -370,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     for degree, what in (("tp", "tensor"), ("pp", "pipeline"), ("cp", "context"), ("ep", "expert")):
         train.add_argument(f"--{degree}", default=None, type=count,
                            help=f"fix the {what}-parallel degree (default: searched; cp and ep need --efficiency)")
+    train.add_argument("--framework", default=DEFAULT_FRAMEWORK, type=one_of(framework_names()), metavar="FRAMEWORK",
+                       help="with --efficiency calibrated: the code that runs the step, whose share of the modelled "
+                            f"rate divides it: {', '.join(framework_names())} (default {DEFAULT_FRAMEWORK})")
     train.set_defaults(run=_plan)
     serve = sub.add_parser("serve", help="topology, batch, decode step, first-token time and cost of serving")
     serve.add_argument("model_name", nargs="?", metavar="MODEL", help="a preset, e.g. llama3-70b (or --model)")
