@@ -290,12 +290,8 @@ def generic_framework_share(leave_out: str | None = None) -> float:
 
 
 @cache
-def leave_one_source_out() -> dict[str, Any]:
-    """Score the generic framework share out of sample: for each training source, read the share off all the
-    others (`generic_framework_share(leave_out=source)`), predict the source's rows with it and take their speed
-    errors (positive: too fast). Returns 'sources' (one dict per source: rows, the share, median |error|, bias)
-    and, over the sources (each once), the median of their median |error| ('median abs error') and of their bias
-    ('bias'): the error to expect of the generic default on a framework, machine and team it has never seen."""
+def _leave_one_source_out() -> dict[str, Any]:
+    """`leave_one_source_out`, computed once (the caller gets copies)."""
     table = []
     for source, rows in _ratios_by_source().items():
         share = generic_framework_share(leave_out=source)
@@ -305,6 +301,16 @@ def leave_one_source_out() -> dict[str, Any]:
                       "bias": statistics.median(errors)})
     return {"sources": table, "median abs error": statistics.median(t["median abs error"] for t in table),
             "bias": statistics.median(t["bias"] for t in table)}
+
+
+def leave_one_source_out() -> dict[str, Any]:
+    """Score the generic framework share out of sample: for each training source, read the share off all the
+    others (`generic_framework_share(leave_out=source)`), predict the source's rows with it and take their speed
+    errors (positive: too fast). Returns 'sources' (one dict per source: rows, the share, median |error|, bias)
+    and, over the sources (each once), the median of their median |error| ('median abs error') and of their bias
+    ('bias'): the error to expect of the generic default on a framework, machine and team it has never seen."""
+    scored = _leave_one_source_out()
+    return {**scored, "sources": [dict(row) for row in scored["sources"]]}
 
 
 def _faster(metric: str, predicted: float, published: float) -> bool:
