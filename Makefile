@@ -8,8 +8,9 @@ NOTEBOOKS := chapters/*.ipynb solutions/*.ipynb exercises/*.ipynb
 export JAX_NUM_CPU_DEVICES := 8
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # `make test` runs its files in this many pytest-xdist processes (each file whole in one, so a module's shared
-# fixture is built once): two keep both of a 2-core machine's cores busy while a notebook kernel or a sandbox waits.
-WORKERS ?= 2
+# fixture is built once): three keep both of a 2-core machine's cores busy while a notebook kernel, a sandbox or a
+# child process waits, and hold their share of the cores when other work runs beside the tests.
+WORKERS ?= 3
 
 .PHONY: venv book lab test test-fast test-site lint sync check-sync exercises clean
 
