@@ -4,7 +4,8 @@ service, and a simulator of a serving engine.
 One package on the ground floor (the standard library is enough: it runs in the reader's browser). The modules,
 each building only on those before it:
 
-    steps.py       KV caches, prefill and decode step times, batch limits, the latency/throughput trade-off
+    steps.py       KV caches, prefill and decode step times on a serving layout (TP, DP attention, EP), batch
+                   limits, the latency/throughput trade-off
     caches.py      the KV cache under each of ch. 7's tricks; the smallest slice that holds a model
     cost.py        chip-hour prices (the one price look-up) and dollars per million tokens
     techniques.py  MoE's critical batch, weight-stationary sharding, speculative decoding, disaggregation
@@ -28,24 +29,29 @@ if TYPE_CHECKING:
     from .cost import chip_price, cost_per_million_tokens, prices
     from .steps import (
         Breakdown,
+        ChipShare,
         StepEstimate,
         breakdown_curves,
+        chip_share,
         decode_critical_batch,
         decode_step,
         decode_time,
+        ep_collectives,
         kv_cache_bytes,
         max_batch,
         pareto,
         prefill,
+        serving_layout,
         tp_collectives,
         weights_read,
     )
     from .techniques import disaggregation_ratio, moe_critical_batch, speculative_speedup, weight_stationary
 
 _TABLE = {
-    **{name: "steps" for name in ("StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "weights_read",
-                                  "decode_step", "prefill", "max_batch", "pareto", "decode_critical_batch",
-                                  "Breakdown", "breakdown_curves")},
+    **{name: "steps" for name in ("StepEstimate", "kv_cache_bytes", "decode_time", "tp_collectives", "ep_collectives",
+                                  "weights_read", "serving_layout", "ChipShare", "chip_share", "decode_step",
+                                  "prefill", "max_batch", "pareto", "decode_critical_batch", "Breakdown",
+                                  "breakdown_curves")},
     **{name: "caches" for name in ("kv_variant_table", "smallest_topology", "evicted_per_step")},
     **{name: "cost" for name in ("prices", "chip_price", "cost_per_million_tokens")},
     **{name: "techniques" for name in ("moe_critical_batch", "weight_stationary", "speculative_speedup",
