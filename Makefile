@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
+	$(BIN)/python -m scalebook.book.notebooks hooks
 	touch $(STAMP)
 
 ## book: execute every chapter (cached) and build the website into _build/html; _ext/live_explorers.py fetches
@@ -30,11 +31,12 @@ book: venv
 	@echo "open _build/html/index.html"
 
 ## notebook-filter: git reads the .ipynb twins through `python -m scalebook.book.notebooks strip` (.gitattributes names
-## the filter), so a chapter run and saved in JupyterLab keeps its outputs on disk and `git status` stays clean
+## the filter), and every Jupyter server of .venv runs scalebook.book.notebooks.after_save after a save
+## (.venv/etc/jupyter/jupyter_server_config.json), so a chapter run and saved in JupyterLab, however it was started,
+## keeps its outputs on disk and `git status` stays clean. Making the venv sets both; this target sets them again.
 .PHONY: notebook-filter
 notebook-filter:
-	if git rev-parse --git-dir >/dev/null 2>&1; then \
-		git config filter.scalebook-notebook.clean "$(abspath $(BIN))/python -m scalebook.book.notebooks strip"; fi
+	$(BIN)/python -m scalebook.book.notebooks hooks
 
 ## pdf: print the website to one PDF, _build/pdf/scalebook.pdf: every page of _toc.yml through headless Chromium
 ## (figures, maths by the site's MathJax), merged by pypdf behind a table of contents, with bookmarks
@@ -50,10 +52,9 @@ chromium:
 
 ## lab: open JupyterLab on the chapters (as a user, or as root in a container: then it adds --allow-root).
 ## It serves the repository root, so that jupytext.toml applies, and opens the file browser at chapters/.
-## A chapter run and saved leaves `git status` clean (notebook-filter, and scalebook.book.notebooks.after_save).
+## A chapter run and saved leaves `git status` clean (notebook-filter), as it does in a plain `.venv/bin/jupyter lab`.
 lab: venv notebook-filter
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
-		--ContentsManager.post_save_hook=scalebook.book.notebooks.after_save \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint, pairing check, package tests, then every chapter, solution and exercise notebook under nbval

@@ -6,12 +6,14 @@ The repository URL lives only in `_config.yml`; install cells and README badges 
 
     python -m scalebook.notebooks sync    # regenerate everything derived (what `make sync` runs)
     python -m scalebook.notebooks check   # fail when anything derived is stale (what `make test` runs)
-    python -m scalebook.notebooks strip   # stdin to stdout: a saved twin as tracked (git's filter, `make lab`)
+    python -m scalebook.notebooks strip   # stdin to stdout: a saved twin as tracked (git's filter)
+    python -m scalebook.notebooks hooks   # set up the filter and the save hook (what making the venv runs)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -21,8 +23,8 @@ from pathlib import Path
 from ..course.handouts import strip_solutions
 
 __all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "foreign_links",
-           "derive_exercise", "twin_text", "strip_outputs", "after_save", "readme_table", "expected_files", "sync",
-           "check", "main"]
+           "derive_exercise", "twin_text", "strip_outputs", "after_save", "install_hooks", "readme_table",
+           "expected_files", "sync", "check", "main", "SERVER_CONFIG", "FILTER", "HOOK"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
 INSTALL_MARK = "# scalebook install cell: generated from _config.yml by `make sync`; edit that file, not this cell."
@@ -179,7 +181,7 @@ def strip_outputs(text: str) -> str:
 
 
 def after_save(model: dict | None = None, os_path: str = "", contents_manager: object = None, **kwargs: object) -> None:
-    """Jupyter's post-save hook (`make lab` sets it): when a saved notebook differs from git's copy only by what
+    """Jupyter's post-save hook (`install_hooks` sets it): when a saved notebook differs from git's copy only by what
     the strip filter removes (a run's outputs), record that in git's index, so `git status` stays clean.
 
     git compares a file's size before it asks the filter, so a twin saved with outputs would show as modified
@@ -196,6 +198,32 @@ def after_save(model: dict | None = None, os_path: str = "", contents_manager: o
         return
     if git("ls-files", "--error-unmatch").returncode == 0 and git("diff", "--quiet").returncode == 0:
         git("add")
+
+
+# Under an environment's prefix, the server config every Jupyter server it starts reads, however it is started
+# (Jupyter's config path: {sys.prefix}/etc/jupyter, `jupyter --paths`).
+SERVER_CONFIG = Path("etc", "jupyter", "jupyter_server_config.json")
+FILTER = "filter.scalebook-notebook.clean"  # .gitattributes names the filter of the twins
+HOOK = "scalebook.book.notebooks.after_save"  # by name: this module may run as __main__
+
+
+def install_hooks(root: Path, prefix: Path = Path(sys.prefix)) -> list[str]:
+    """Make a reader's saved run leave `git status` clean however JupyterLab is started: set git's strip filter
+    in the checkout at `root` (this interpreter runs `strip`; nothing outside a git checkout) and `after_save`
+    as the post-save hook of every Jupyter server the environment at `prefix` starts (`SERVER_CONFIG`, its other
+    settings kept). Return one line per thing set."""
+    done = []
+    inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True).returncode == 0
+    if inside:
+        subprocess.run(["git", "config", FILTER, f"{sys.executable} -m scalebook.book.notebooks strip"], cwd=root,
+                       check=True)
+        done.append(f"git {FILTER} in {root}")
+    path = prefix / SERVER_CONFIG
+    config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    config.setdefault("ContentsManager", {})["post_save_hook"] = HOOK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return [*done, f"Jupyter's post-save hook in {path}"]
 
 
 def _title(md_path: Path) -> str:
@@ -303,11 +331,14 @@ def check(root: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scalebook.notebooks", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["sync", "check", "strip"])
+    parser.add_argument("command", choices=["sync", "check", "strip", "hooks"])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root (default: here)")
     args = parser.parse_args(argv)
     if args.command == "strip":
         sys.stdout.buffer.write(strip_outputs(sys.stdin.buffer.read().decode("utf-8")).encode("utf-8"))
+        return 0
+    if args.command == "hooks":
+        print("\n".join(install_hooks(args.root)))
         return 0
     if args.command == "sync":
         for path in sync(args.root):

@@ -10,9 +10,15 @@ the chapter. Without the filter the same save shows as a modification, and so do
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,10 +45,12 @@ def _configure(repo: Path) -> None:
 
 
 def _repo(path: Path, filtered: bool) -> Path:
-    """A git repository holding the twin and .gitattributes; its filter configured by `make notebook-filter`."""
+    """A git repository holding the twin, .gitattributes and .gitignore; its filter configured by `make
+    notebook-filter`."""
     (path / "chapters").mkdir(parents=True)
     shutil.copy(ROOT / TWIN, path / TWIN)
-    shutil.copy(ROOT / ".gitattributes", path / ".gitattributes")
+    for kept in (".gitattributes", ".gitignore"):  # the filter's attributes; JupyterLab's checkpoints ignored
+        shutil.copy(ROOT / kept, path / kept)
     _git(path, "init", "-q")
     _git(path, "config", "user.email", "reader@example.org")
     _git(path, "config", "user.name", "reader")
@@ -53,9 +61,9 @@ def _repo(path: Path, filtered: bool) -> Path:
     return path
 
 
-def _run_all_and_save(path: Path, edit: str = "") -> None:
-    """Write the twin as JupyterLab saves it after Run All (nbformat, as jupyter_server writes notebooks), with
-    `edit` appended to the first code cell, then run the post-save hook as jupyter_server does."""
+def _run_all(path: Path, edit: str = "") -> dict:
+    """The twin at `path` as JupyterLab holds it after Run All: outputs, execution counts, `language_info`,
+    widget state and per-cell run metadata, with `edit` appended to the first code cell."""
     nb = nbformat.read(path, as_version=4)
     nb.metadata["language_info"] = {"name": "python", "version": "3.11.2"}
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
@@ -66,8 +74,65 @@ def _run_all_and_save(path: Path, edit: str = "") -> None:
         cell.metadata["execution"] = {"iopub.status.busy": "2026-12-04T03:00:00.000Z"}
         cell.metadata["scrolled"] = True
     next(c for c in nb.cells if c.cell_type == "code").source += edit
-    nbformat.write(nb, path)
+    return nb
+
+
+def _run_all_and_save(path: Path, edit: str = "") -> None:
+    """Write the run twin (`_run_all`) as jupyter_server writes notebooks (nbformat), then run the post-save hook
+    as jupyter_server does."""
+    nbformat.write(_run_all(path, edit), path)
     notebooks.after_save(model={"type": "notebook"}, os_path=str(path), contents_manager=None)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(url: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data, method=method, headers={"Authorization": "token reader"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def _upstream_commit(upstream: Path) -> None:
+    """A new sentence in the chapter upstream, the twin written as `make sync` writes it, committed."""
+    nb = nbformat.read(upstream / TWIN, as_version=4)
+    nb.cells[0].source += "\n\nA sentence added upstream."
+    (upstream / TWIN).write_text(nbformat.writes(nb), encoding="utf-8")
+    _git(upstream, "commit", "-q", "-am", "a new sentence")
+
+
+def _pull(reader: Path) -> None:
+    for key, value in (("user.email", "reader@example.org"), ("user.name", "reader"), ("pull.rebase", "false")):
+        _git(reader, "config", key, value)
+    _git(reader, "pull", "-q")
+
+
+def _save_through_a_plain_server(repo: Path) -> None:
+    """Start the environment's Jupyter server in `repo` with no option about saving (as `.venv/bin/jupyter lab`
+    starts one) and save the run twin through its contents API, as JupyterLab's Save does."""
+    port = _free_port()
+    root = ["--allow-root"] if os.geteuid() == 0 else []  # as `make lab` adds it in a container
+    server = subprocess.Popen([str(Path(sys.executable).parent / "jupyter-server"), f"--port={port}", "--no-browser",
+                               "--IdentityProvider.token=reader", *root], cwd=repo,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}/api"
+    try:
+        for _ in range(3000):  # until the server answers (up to 5 minutes: an event, not a speed to meet)
+            try:
+                _call(f"{base}/status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert server.poll() is None, server.stderr.read().decode()[-2000:]
+                time.sleep(0.1)
+        saved = {"type": "notebook", "format": "json", "content": _run_all(repo / TWIN)}
+        _call(f"{base}/contents/{TWIN}", "PUT", saved)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 @pytest.mark.parametrize("twin", TWINS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -113,13 +178,8 @@ def test_git_pull_works_after_a_reading_session(tmp_path: Path):
     _git(tmp_path, "clone", "-q", str(upstream), str(reader))
     _configure(reader)
     _run_all_and_save(reader / TWIN)
-    nb = nbformat.read(upstream / TWIN, as_version=4)
-    nb.cells[0].source += "\n\nA sentence added upstream."
-    (upstream / TWIN).write_text(nbformat.writes(nb), encoding="utf-8")  # as `make sync` writes twins
-    _git(upstream, "commit", "-q", "-am", "a new sentence")
-    for key, value in (("user.email", "reader@example.org"), ("user.name", "reader"), ("pull.rebase", "false")):
-        _git(reader, "config", key, value)
-    _git(reader, "pull", "-q")
+    _upstream_commit(upstream)
+    _pull(reader)
     assert "A sentence added upstream." in (reader / TWIN).read_text(encoding="utf-8")
     assert _git(reader, "status", "--porcelain") == ""
 
@@ -131,3 +191,30 @@ def test_the_hook_leaves_an_untracked_notebook_alone(tmp_path: Path):
     shutil.copy(repo / TWIN, mine)
     notebooks.after_save(model={"type": "notebook"}, os_path=str(mine), contents_manager=None)
     assert _git(repo, "status", "--porcelain") == "?? chapters/mine.ipynb\n"
+
+
+def test_making_the_venv_sets_up_the_filter_and_the_hook():
+    """Every target that makes .venv (`make book`, `make test`, `make lab`) runs `notebooks hooks` (make's dry run
+    of the venv's recipe, as if pyproject.toml had changed)."""
+    dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/.installed-stamp"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    assert "-m scalebook.book.notebooks hooks" in dry, dry
+
+
+@needs_git
+@pytest.mark.slow
+def test_a_chapter_saved_from_a_plain_jupyter_server_leaves_git_clean_and_pull_working(tmp_path: Path):
+    """A reader who made the venv (filter and hook set: `notebooks.install_hooks`, as its recipe runs it) and
+    started JupyterLab any way saves a run chapter: the outputs stay on disk, `git status` is clean, and `git pull`
+    brings a new version of the chapter in (the environment's server config names the hook)."""
+    upstream = _repo(tmp_path / "upstream", filtered=False)
+    reader = tmp_path / "reader"
+    _git(tmp_path, "clone", "-q", str(upstream), str(reader))
+    notebooks.install_hooks(reader)
+    _save_through_a_plain_server(reader)
+    assert "240.2" in (reader / TWIN).read_text(encoding="utf-8")
+    assert _git(reader, "status", "--porcelain") == ""
+    _upstream_commit(upstream)
+    _pull(reader)
+    assert "A sentence added upstream." in (reader / TWIN).read_text(encoding="utf-8")
+    assert _git(reader, "status", "--porcelain") == ""
