@@ -10,6 +10,7 @@ before it:
     book.py        ch. 5's per-layer roofline of each strategy, its thresholds and `step_time`
     frameworks.py  `Framework`: the share of the modelled rate each family of training code reaches
     prediction.py  `predict`: one step of a published layout, term by term, ideal (the book's bound) or calibrated
+    ideals.py      `compare_ideals`: one layout's book `step_time` beside `predict`'s ideal bound, term by term
     planner.py     `plan`: one candidate loop over Layouts, priced by the book's model or a prediction (`PLAN_MODES`)
     curves.py      ch. 5's strategy curves against the batch and the FSDP + TP best split
 
@@ -28,9 +29,10 @@ from typing import TYPE_CHECKING
 from ..faces import face
 
 if TYPE_CHECKING:
-    from . import book, curves, footprint, frameworks, layout, pipeline, planner, prediction, terms
+    from . import book, curves, footprint, frameworks, ideals, layout, pipeline, planner, prediction, terms
     from .book import (
         STRATEGIES,
+        comms_terms,
         comms_time,
         expert_parallel,
         expert_width_threshold,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
         training_memory,
     )
     from .frameworks import DEFAULT_FRAMEWORK, Framework, framework_names, get_framework
+    from .ideals import IdealComparison, compare_ideals
     from .layout import Layout
     from .pipeline import (
         PIPELINE_SCHEDULES,
@@ -75,12 +78,14 @@ _TABLE = {
                                       "activation_bytes", "max_params", "activation_bytes_per_layer",
                                       "training_memory")},
     **{name: "book" for name in ("STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip",
-                                 "tp_limit", "x_opt", "comms_time", "step_time", "mfu", "expert_parallel")},
+                                 "tp_limit", "x_opt", "comms_terms", "comms_time", "step_time", "mfu",
+                                 "expert_parallel")},
     "Prediction": "prediction", "predict": "prediction",
+    "IdealComparison": "ideals", "compare_ideals": "ideals",
     **{name: "frameworks" for name in ("Framework", "get_framework", "framework_names", "DEFAULT_FRAMEWORK")},
     "PLAN_MODES": "planner", "TrainingPlan": "planner", "plan": "planner", "check_parallelism": "planner",
     **{name: name for name in ("layout", "pipeline", "footprint", "book", "terms", "frameworks", "prediction",
-                               "planner", "curves")},
+                               "ideals", "planner", "curves")},
 }
 # Old names a reader's notebook may still use: name → (message, target, removal release).
 _DEPRECATED = {

@@ -36,8 +36,8 @@ from ..units import check_int, checks, dtype_bytes, is_a
 from .pipeline import pipeline_bubble, pipeline_comms
 
 __all__ = ["STRATEGIES", "layer_cost", "expert_width_threshold", "min_tokens_per_chip", "tp_limit", "x_opt",
-           "comms_time", "step_time", "mfu", "expert_parallel", "LAYOUTS", "FORWARD", "BACKWARD", "Transfer",
-           "pass_collectives"]
+           "comms_terms", "comms_time", "step_time", "mfu", "expert_parallel", "LAYOUTS", "FORWARD", "BACKWARD",
+           "Transfer", "pass_collectives"]
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp_tp", "dp_tp")
 
@@ -190,6 +190,23 @@ def x_opt(B: float, F: float, N: int, M_X: int = 1, M_Y: int = 1) -> float:
 
 @checks(model=is_a(TransformerConfig), hardware=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
         X="count", Y="count", M_X="count", M_Y="count", dtype="dtype", P="count", microbatches="count")
+def comms_terms(model: TransformerConfig, hardware: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
+                Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1,
+                microbatches: int = 1) -> dict[str, float]:
+    """Return the seconds of each kind of communication per step, {'dp', 'tp', 'pp sends'}: the data-parallel
+    collectives, the tensor-parallel ones and the pipeline's sends (`comms_time` says how each is counted)."""
+    _, W_X, W_Y = _links(hardware, Y, P)
+    b = dtype_bytes(dtype)
+    weights = model.param_count() * b
+    acts = 2 * 6 * batch_tokens * model.D * b * model.L / P
+    data = {"dp": 2, "fsdp": 3, "tp": 0, "fsdp_tp": 3, "dp_tp": 2}[strategy] * weights / (Y * P * W_X * M_X)
+    tensor = acts / (X * W_Y * M_Y) if strategy in ("tp", "fsdp_tp", "dp_tp") else 0.0
+    sends = 2 * pipeline_comms(batch_tokens / X, model.D, P, microbatches, hardware, dtype) if P > 1 else 0.0
+    return {"dp": data, "tp": tensor, "pp sends": sends}
+
+
+@checks(model=is_a(TransformerConfig), hardware=is_a(Chip, GpuCluster), batch_tokens="size", strategy=STRATEGIES,
+        X="count", Y="count", M_X="count", M_Y="count", dtype="dtype", P="count", microbatches="count")
 def comms_time(model: TransformerConfig, hardware: Chip | GpuCluster, batch_tokens: float, strategy: str, X: int,
                Y: int, M_X: int, M_Y: int, dtype: str = "bf16", P: int = 1, microbatches: int = 1) -> float:
     """Return the seconds of communication per step for the whole model (collectives not overlapping).
@@ -204,14 +221,8 @@ def comms_time(model: TransformerConfig, hardware: Chip | GpuCluster, batch_toke
     With `P` pipeline stages each chip holds 1/P of the layers, so both kinds move 1/P of the bytes, and the
     stage-to-stage sends of `pipeline_comms` (forward and backward) are added.
     """
-    _, W_X, W_Y = _links(hardware, Y, P)
-    b = dtype_bytes(dtype)
-    weights = model.param_count() * b
-    acts = 2 * 6 * batch_tokens * model.D * b * model.L / P
-    data = {"dp": 2, "fsdp": 3, "tp": 0, "fsdp_tp": 3, "dp_tp": 2}[strategy] * weights / (Y * P * W_X * M_X)
-    tensor = acts / (X * W_Y * M_Y) if strategy in ("tp", "fsdp_tp", "dp_tp") else 0.0
-    sends = 2 * pipeline_comms(batch_tokens / X, model.D, P, microbatches, hardware, dtype) if P > 1 else 0.0
-    return max(data, tensor) + sends
+    terms = comms_terms(model, hardware, batch_tokens, strategy, X, Y, M_X, M_Y, dtype, P, microbatches)
+    return max(terms["dp"], terms["tp"]) + terms["pp sends"]
 
 
 @checks(n_chips="count", batch_tokens="size", strategy=STRATEGIES, X="?count", Y="count", M_X="count", M_Y="count",

@@ -201,11 +201,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
                              reshard_after_forward=reshard_after_forward)
     peak = chip.peak_flops(dtype)
     if ideal:
-        breakdown = compute_term(s, peak, peak)
-        comms = {"tp": tp_term(s, peak, False)[0], "cp": cp_term(s, 0.0, True)[0], "ep": ep_term(s),
-                 "dp": dp_term(s, grad_bytes, reshard_after_forward, None)[0] + dcn_term(s, grad_bytes, None)[0]}
-        step = max(sum(breakdown.values()), *comms.values())
-        hidden = comms
+        breakdown, hidden = _ideal(s, peak, grad_bytes, reshard_after_forward)
+        step = max(sum(breakdown.values()), *hidden.values())
     else:
         framework_share = get_framework(framework).share_on(eff, dtype)
         breakdown, hidden = _calibrated(s, tp_overlap, cp_overlap, balanced_stages, grad_bytes, master_bytes,
@@ -228,6 +225,18 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,
     )
+
+
+def _ideal(s: StepContext, peak: float, grad_bytes: float, reshard: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """The ideal step, the bound: its FLOPs at `peak` (the breakdown) and each collective's seconds at peak
+    bandwidth, all hidden behind them, each byte moved once. Every microbatch's activations are new bytes, so TP, CP
+    and EP move theirs each microbatch; the weights and gradients are the same bytes every microbatch, so the data
+    parallelism moves them once a step (FSDP: gathered for the forward, again for the backward when the layout
+    re-shards after the forward, gradients reduced once), as the book's `step_time` counts them."""
+    once = dataclasses.replace(s, M=1)
+    comms = {"tp": tp_term(s, peak, False)[0], "cp": cp_term(s, 0.0, True)[0], "ep": ep_term(s),
+             "dp": dp_term(once, grad_bytes, reshard, None)[0] + dcn_term(s, grad_bytes, None)[0]}
+    return compute_term(s, peak, peak), comms
 
 
 def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bool, grad_bytes: float,
