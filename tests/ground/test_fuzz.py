@@ -41,7 +41,8 @@ def test_every_parameter_has_a_kind():
 # started: display markers, not quantities).
 SIGNED_RESULTS = {"units.fmt_bytes", "units.fmt_time", "units.fmt_flops", "units.fmt_rate", "units.fmt_si",
                   "validation.results", "validation.table", "validation.disagreements", "validation.summary",
-                  "validation.leave_one_source_out", "peers.results", "peers.scores", "peers.table"}
+                  "validation.leave_one_source_out", "peers.results", "peers.scores", "peers.table",
+                  "peers.speed_error"}
 MARKED_RESULTS = {"systolic.simulate"}
 
 

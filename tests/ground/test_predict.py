@@ -31,7 +31,7 @@ def test_llama3_405b_on_8k_h100_is_bounded_by_the_ideal_and_priced_by_the_calibr
     The layout as the paper's section 3.3.2 gives it: no activation checkpointing, balanced first and last stages."""
     flops = sb.get_model("llama3-405b").flops_per_token(8192) * 16 * 2**20 / 8192
     calibrated = flops / _llama(recompute="none", balanced_stages=True).step_time / 1e12
-    assert calibrated == pytest.approx(309.0, rel=0.01)
+    assert calibrated / 430 == pytest.approx(0.719, abs=0.007)  # 28 % slow
     assert flops / _llama(efficiency="ideal").step_time / 1e12 > 430
 
 
