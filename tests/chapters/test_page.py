@@ -64,7 +64,8 @@ def test_the_validation_table_names_the_ideal_model_once():
 
 
 ROOT = Path(__file__).resolve().parents[2]
-ANSWER = re.compile(r"^:::\{admonition\} (Worked answer|Answer|Our answer)[ \t]*$", re.M)
+ANSWER = re.compile(r'^<details class="fold"><summary>(Worked answer|Answer|Our answer)</summary>$', re.M)
+MORE = '<details class="fold"><summary>More on this answer</summary>'
 
 
 def _after_answers(text: str) -> list[tuple[int, str, str]]:
@@ -75,7 +76,7 @@ def _after_answers(text: str) -> list[tuple[int, str, str]]:
         if not ANSWER.match(lines[i]):
             i += 1
             continue
-        i = lines.index(":::", i) + 1
+        i = lines.index("</details>", i) + 1
         while i < len(lines) and not lines[i].startswith(("#", "**Question")) and not ANSWER.match(lines[i]):
             if lines[i].startswith("```{code-cell}"):
                 end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
@@ -83,8 +84,8 @@ def _after_answers(text: str) -> list[tuple[int, str, str]]:
                 if any("explore" in line or "widgets." in line for line in lines[i + 1:end]):
                     break
                 i = end
-            elif lines[i].lstrip(":") == "{admonition} More on this answer":
-                i = lines.index(lines[i][:len(lines[i]) - len(lines[i].lstrip(":"))], i + 1)
+            elif lines[i] == MORE:
+                i = lines.index("</details>", i + 1)
             elif lines[i].strip():
                 found.append((i + 1, "prose", lines[i]))
             i += 1
@@ -105,10 +106,11 @@ def test_every_answer_keeps_its_checks_explorer_and_discussion_folded():
 
 
 def test_the_fold_check_sees_an_open_answer():
-    open_page = "Q\n\n:::{admonition} Worked answer\n:class: dropdown\n\n42\n:::\n\n```{code-cell} ipython3\n" \
+    open_page = "Q\n\n<details class=\"fold\"><summary>Worked answer</summary>\n\n42\n\n</details>\n\n" \
+                "```{code-cell} ipython3\n" \
                 "sb.expect(answer, 42)\n```\n\nThe explorer opens on 42.\n"
     assert [what for _, what, _ in _after_answers(open_page)] == ["cell", "prose"]
     folded = open_page.replace("```{code-cell} ipython3\n", "```{code-cell} ipython3\n:tags: [hide-cell]\n\n")
     folded = folded.replace("The explorer opens on 42.\n",
-                            ":::{admonition} More on this answer\n:class: dropdown\n\nThe explorer opens on 42.\n:::\n")
+                            f"{MORE}\n\nThe explorer opens on 42.\n\n</details>\n")
     assert [first for _, _, first in _after_answers(folded)] == [":tags: [hide-cell]"]

@@ -117,12 +117,16 @@ class Chromium:
         self._profile.cleanup()
 
 
-def _load(browser: Chromium, url: str, timeout: float) -> tuple[str, list[dict]]:
-    """Open `url` in a fresh tab; return its session and the events up to `SETTLE` s after its load event."""
+def _load(browser: Chromium, url: str, timeout: float, scripts: bool = True) -> tuple[str, list[dict]]:
+    """Open `url` in a fresh tab; return its session and the events up to `SETTLE` s after its load event.
+    With `scripts` False the page's own JavaScript never runs (DevTools' Emulation.setScriptExecutionDisabled, as a
+    reader with JavaScript switched off); expressions sent by DevTools still run."""
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     for domain in ("Runtime", "Log", "Page", "Network"):
         browser.send(f"{domain}.enable", session=session)
+    if not scripts:
+        browser.send("Emulation.setScriptExecutionDisabled", {"value": True}, session=session)
     browser.send("Page.navigate", {"url": url}, session=session)
     events, deadline = [], time.monotonic() + timeout
     while not any(e.get("method") == "Page.loadEventFired" for e in events):
@@ -144,16 +148,17 @@ def console_problems(url: str, timeout: float = 60) -> list[str]:
     return _problems_in(events)
 
 
-def read_offline(url: str, expression: str, timeout: float = 60) -> tuple[Any, list[str]]:
+def read_offline(url: str, expression: str, timeout: float = 60, scripts: bool = True) -> tuple[Any, list[str]]:
     """Open `url` with every other host unreachable, as a reader without a network meets it; return the value of
     the JavaScript `expression` (a promise is awaited) once the page has loaded, and the off-host URLs it asked for.
 
     Off-host requests go to a proxy on a closed local port and fail; the browser never sends loopback through a
-    proxy, so a page served from 127.0.0.1 or opened from disk still loads its own files.
+    proxy, so a page served from 127.0.0.1 or opened from disk still loads its own files. With `scripts` False the
+    page's own JavaScript is switched off (see `_load`).
     """
     browser = Chromium(OFFLINE)
     try:
-        session, events = _load(browser, url, timeout)
+        session, events = _load(browser, url, timeout, scripts)
         reply = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
                                                   "awaitPromise": True}, session=session, timeout=timeout)
     finally:
