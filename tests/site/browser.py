@@ -37,6 +37,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
          "--disable-features=AutofillServerCommunication"]
 SETTLE = 1.0  # seconds to keep listening after the load event, for async and deferred scripts
+# Seconds a starting Chromium may take to answer at all. Its first start on a machine builds the font cache and
+# profile, which took over 30 s on a loaded CI machine (Target.createTarget timed out): a start, not a page, is slow.
+STARTUP = 180.0
 # A laptop's window; every host but this one unreachable (see read_offline).
 OFFLINE = ("--window-size=1280,900", "--proxy-server=http://127.0.0.1:9",
            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
@@ -67,6 +70,11 @@ class Chromium:
         self._buffer = b""
         self._next_id = 0
         self._events: list[dict] = []
+        try:  # ready: later commands get their own, shorter timeouts
+            self.send("Browser.getVersion", timeout=STARTUP)
+        except (RuntimeError, TimeoutError):
+            self.close()
+            raise
 
     def send(self, method: str, params: dict | None = None, session: str | None = None,
              timeout: float = 30) -> dict:
