@@ -143,6 +143,23 @@ def derive_exercise(solution_text: str, solution_path: str) -> str:
     return banner + stripped
 
 
+# What JupyterLab folds of a code cell for each tag by which the site folds or drops part of it. JupyterLab reads
+# `metadata.jupyter.source_hidden` / `outputs_hidden` (nbformat's documented cell metadata) and shows a folded part
+# as a bar to click open, so a check cell or an explorer whose code the site hides gives nothing away there either.
+# `remove-cell` folds nothing: it marks the install cell, which the site drops and a Colab or JupyterLab reader runs.
+_FOLDS = {"hide-input": ("source_hidden",), "remove-input": ("source_hidden",), "hide-output": ("outputs_hidden",),
+          "remove-output": ("outputs_hidden",), "hide-cell": ("source_hidden", "outputs_hidden")}
+
+
+def _fold_as_tagged(metadata: dict) -> None:
+    """Set a code cell's `jupyter` metadata to the folds its tags ask for (`_FOLDS`), dropping any other state: a
+    reader who opens a fold in JupyterLab and saves leaves the tracked twin unchanged."""
+    folds = {part: True for tag in metadata.get("tags", []) for part in _FOLDS.get(tag, ())}
+    metadata.pop("jupyter", None)
+    if folds:
+        metadata["jupyter"] = dict(sorted(folds.items()))
+
+
 def twin_text(md_path: Path) -> str:
     """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs, and no pairing.
 
@@ -158,12 +175,14 @@ def twin_text(md_path: Path) -> str:
         cell.id = f"{md_path.stem[:40]}-{index:03d}"  # stable ids keep the twin byte-for-byte reproducible
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            _fold_as_tagged(cell.metadata)
     return jupytext.writes(nb, fmt="ipynb")
 
 
 def strip_outputs(text: str) -> str:
     """Return a saved .ipynb twin as it is tracked: no outputs or execution counts, and only the metadata the
-    twins carry (jupytext.toml's filters: the notebook's accelerator, colab, kernelspec and jupytext; cell tags).
+    twins carry (jupytext.toml's filters: the notebook's accelerator, colab, kernelspec and jupytext; cell tags, and
+    the folds the tags ask for).
 
     git runs it as the twins' clean filter (.gitattributes; `make lab` configures it), so a reader who runs and
     saves a chapter still has a clean `git status`, and `git pull` works. For a twin as `twin_text` wrote it, the
@@ -177,6 +196,7 @@ def strip_outputs(text: str) -> str:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            _fold_as_tagged(cell.metadata)
     return nbformat.writes(nb)
 
 

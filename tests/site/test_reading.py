@@ -255,8 +255,6 @@ def test_no_worked_answer_is_in_sight_in_jupyterlab(lab: str, notebook: Path):
 
 
 @needs_browser
-@pytest.mark.xfail(strict=True, reason="JupyterLab shows the source of the check cells and explorers the site hides "
-                   "(tags hide-cell/hide-input); the twins do not yet carry jupyter.source_hidden (issue #40)")
 def test_no_answer_is_in_sight_in_jupyterlabs_code_cells(lab: str):
     found = [f"{nb.stem}: {line}" for nb in LAB_CHAPTERS for line in lab_spoilers(lab, nb, code=True)]
     assert found == [], f"{len(found)} answers in sight:\n" + "\n".join(found)
