@@ -92,6 +92,38 @@ def test_one_request_alone_costs_one_prefill_then_chapter_7_decode_steps():
     assert report.decode_steps == 1 and report.mean_batch == 1
 
 
+PRESETS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "ch7-model", "gemma-7b", "deepseek-v3")
+
+
+@pytest.mark.parametrize("model", PRESETS)
+@pytest.mark.parametrize(("prompt", "batch"), [(23, 1), (1039, 7), (8319, 64), (33279, 700)])
+def test_a_run_prices_each_prefill_and_decode_step_as_the_step_model_does(model, prompt, batch):
+    # `batch` requests wait at t = 0, each of `prompt` tokens and 2 output tokens: each is prefilled alone, then all
+    # decode one step together at context prompt + 1, a context bucket's centre (so priced at exactly that context).
+    # The last one admitted waits for no other prefill: its time per token is that step's.
+    chip, param_bytes = "v5p", 1
+    for mode in MODES:
+        engine = Engine(model, chip, 32, param_bytes, param_bytes, slots=batch, mode=mode)
+        report = simulate(Workload(math.inf, prompt, 2), engine, n_requests=batch)
+        fill = inference.prefill(model, chip, engine.pools()[0], prompt, engine.mfu)
+        assert report.ttft[0] == pytest.approx(fill.time, rel=1e-12), mode
+    step = inference.decode_step(model, chip, 32, batch, prompt + 1, param_bytes=param_bytes, kv_bytes=param_bytes)
+    interleaved = simulate(Workload(math.inf, prompt, 2), Engine(model, chip, 32, 1, 1, slots=batch), batch)
+    assert interleaved.decode_steps == 1 and interleaved.mean_batch == batch
+    assert interleaved.tpot[-1] == pytest.approx(step.time, rel=1e-9)  # (a 1e-12 step after seconds of prefill)
+
+
+def test_a_dense_engine_asks_the_step_model_a_few_times_per_run_not_once_per_step(monkeypatch):
+    # Its steps are priced by lines read off the step model (the simulator before them asked it 758 times for this run).
+    calls = []
+    for name in ("decode_step", "prefill"):
+        real = getattr(simulator, name)
+        monkeypatch.setattr(simulator, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
+    simulator.forget_step_times()
+    report = simulate(Workload(4.0, Lengths(2048, 0.5), Lengths(512, 0.5)), Engine(**{**INT8, "n_chips": 32}), 400)
+    assert report.decode_steps > 100 and len(calls) <= 10, (report.decode_steps, len(calls))
+
+
 def test_unsaturated_throughput_is_arrival_rate_times_mean_output():
     report = simulate(CHAT, Engine(**INT8), 3000)
     arrived = len(report.requests) / report.requests.arrival[-1]  # the sampled rate, not the nominal one

@@ -30,8 +30,9 @@ What it leaves out, on purpose: KV memory is budgeted by slots, not by each sequ
 sequence takes one slot like a short one); each pool runs one model copy over all its chips (no replicas);
 tensor-parallel collectives, sampling and host overheads are not timed; a prefix hit's attention over its cached
 part is not counted; prefix-cache capacity, eviction and routing are not modelled (hits are a coin flip); nothing is
-preempted or chunked. Step times are cached by batch and context bucket (about 3% wide), and the clock jumps over
-runs of identical steps: 10,000 requests simulate in well under a second.
+preempted or chunked. A decode step is priced at the centre of its context bucket (about 3% wide), and the clock
+jumps over runs of identical steps; a dense model's steps are priced by lines read off the step model once per
+engine (an MoE's are asked of it and cached): 10,000 requests simulate in well under a second.
 
     w = Workload(rate=2.0, prompt=Lengths(1024, 0.5), output=Lengths(256, 0.5))
     report = simulate(w, Engine("llama3-70b", "v5e", n_chips=16, param_bytes=1, kv_bytes=1), n_requests=2000)
@@ -81,11 +82,87 @@ def _prefill_cost(engine: Engine, tokens: int) -> tuple[float, float]:
     return est.time, est.flops
 
 
+@dataclass(frozen=True)
+class _DecodeLine:
+    """A decode step read off `decode_step(batch=1, context=1)` where its terms are linear: the KV reads grow as
+    batch x context, the FLOPs as the batch, the weight reads not at all (s = fixed + B·c·kv + max(B·math, params),
+    the step model's T = B·KV/W + max(2·B·P/C, P·b/W))."""
+
+    kv: float  # s per sequence per token of context
+    math: float  # s of arithmetic per sequence
+    params: float  # s of weight reads
+    fixed: float  # s of the step's other local terms
+    flops: float  # FLOPs per sequence
+
+    def __call__(self, batch: int, context: float) -> tuple[float, float]:
+        """Return the seconds and FLOPs of one decode step of `batch` sequences at `context` tokens."""
+        return self.fixed + batch * context * self.kv + max(batch * self.math, self.params), batch * self.flops
+
+
+@dataclass(frozen=True)
+class _PrefillLine:
+    """A prefill of T tokens read off two `prefill`s where its terms are linear: FLOPs T·(per_token + attention·T)
+    (matmuls, then causal attention) at `rate` s per FLOP, against weight and cache writes of params + kv·T s."""
+
+    per_token: float  # FLOPs per token of the matmuls
+    attention: float  # FLOPs per token per token of prompt
+    rate: float  # s per FLOP
+    params: float  # s of weight reads
+    kv: float  # s per token of KV cache written
+    fixed: float  # s of the prefill's other local terms
+
+    def __call__(self, tokens: int) -> tuple[float, float]:
+        """Return the seconds and FLOPs of prefilling `tokens` prompt tokens."""
+        flops = tokens * (self.per_token + self.attention * tokens)
+        return self.fixed + max(flops * self.rate, self.params + self.kv * tokens), flops
+
+
+_DecodeCost = Callable[[int, float], tuple[float, float]]  # (batch, context) -> (s, FLOPs) of one decode step
+_PrefillCost = Callable[[int], tuple[float, float]]  # prompt tokens -> (s, FLOPs) of their prefill
+_PROBE_TOKENS = (1, 1 << 20)  # the prompts a prefill's line is read off: far apart, so no digits cancel
+_CHECKS = (((5, 777.0), (700, 12345.0)), (3000, 100_000))  # decode (batch, context)s and prefills each line redoes
+
+
+def _agree(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two (s, FLOPs) pairs agree to a relative 1e-12."""
+    return all(abs(x - y) <= 1e-12 * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
+@lru_cache(maxsize=256)
+def _step_costs(engine: Engine) -> tuple[_DecodeCost, _PrefillCost]:
+    """Return `engine`'s decode cost, (batch, context) -> (s, FLOPs), and prefill cost, tokens -> (s, FLOPs).
+
+    A run prices hundreds of decode steps and a prefill per request; asking the step model for each took most of
+    a cold run (nine tenths of an explorer's answer, in the reader's browser too). A dense model on the engine's default
+    layout at ideal efficiency prices no collective and its terms are linear (`_DecodeLine`, `_PrefillLine`), so
+    the lines are read off three calls and then redo a few others to 1e-12; an MoE, whose weight reads follow its
+    routing, or an engine whose lines miss is priced call by call."""
+    decode, fill = partial(_decode_cost, engine), partial(_prefill_cost, engine)
+    if engine.model.is_moe:
+        return decode, fill
+    P, G = engine.pools()
+    one = decode_step(engine.model, engine.chip, G, 1, 1.0, engine.param_bytes, engine.kv_bytes)
+    lo, hi = (prefill(engine.model, engine.chip, P, t, engine.mfu) for t in _PROBE_TOKENS)
+    if any(s.t_ici or s.ici_adds for s in (one, lo, hi)):
+        return decode, fill
+    (t0, t1), span = _PROBE_TOKENS, _PROBE_TOKENS[1] - _PROBE_TOKENS[0]
+    attention = (hi.flops / t1 - lo.flops / t0) / span
+    kv = (hi.t_params - lo.t_params) / span
+    line = _DecodeLine(one.t_kv, one.t_math, one.t_params, one.t_elementwise + one.t_fixed, one.flops)
+    fill_line = _PrefillLine(lo.flops / t0 - attention * t0, attention, lo.t_math / lo.flops, lo.t_params - kv * t0,
+                             kv, lo.t_kv + lo.t_elementwise + lo.t_fixed)
+    steps, prompts = _CHECKS
+    if all(_agree(line(b, c), decode(b, c)) for b, c in steps) and all(_agree(fill_line(t), fill(t)) for t in prompts):
+        return line, fill_line
+    return decode, fill
+
+
 def forget_step_times() -> None:
     """Forget the step times cached so far, so that the next run computes each afresh (a cold run, as a
     benchmark times it); the numbers a run reports do not change."""
     _decode_cost.cache_clear()
     _prefill_cost.cache_clear()
+    _step_costs.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -159,9 +236,9 @@ def simulate(workload: Workload, engine: Engine, n_requests: int = 1000, seed: i
     """Return the `Report` of serving `n_requests` requests of `workload` on `engine` (deterministic per `seed`)."""
     req = workload.sample(n_requests, seed)
     slots = engine.batch_slots(workload)
-    prefill_s, prefill_flops = zip(*(_prefill_cost(engine, u) for u in req.uncached))
+    step_cost, fill_cost = _step_costs(engine)
+    prefill_s, prefill_flops = zip(*(fill_cost(u) for u in req.uncached))
     prompt, output = list(req.prompt), list(req.output)
-    step_cost = partial(_decode_cost, engine)
     if engine.mode == "interleaved":
         trace = _decode_loop(list(req.arrival), list(prefill_s), prompt, output, slots, step_cost)
         first = trace.admitted
