@@ -1,5 +1,6 @@
 """Hardware: chip specs (`Chip`, `get_chip`, `list_chips`), TPU slices (`TpuMesh`), GPU clusters (`GpuCluster`),
-a GPU's SM anatomy (`sm`), and the modules that define them. Each name loads its module on first use."""
+a GPU's SM anatomy (`sm`), chips announced but not priced (`announced`), and the modules that define them. Each name
+loads its module on first use."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..faces import face
 
 if TYPE_CHECKING:
-    from . import chips, gpu, sm, topology
+    from . import announced, chips, gpu, sm, topology
     from .chips import FLOP_DTYPES, Chip, chip_for_device_kind, chip_names, get_chip, list_chips
     from .gpu import FatTreeLevel, GpuCluster
     from .topology import HOP_LATENCY, TpuMesh
@@ -17,7 +18,7 @@ _TABLE = {
     **{name: "chips" for name in ("Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind",
                                   "FLOP_DTYPES")},
     "TpuMesh": "topology", "HOP_LATENCY": "topology", "GpuCluster": "gpu", "FatTreeLevel": "gpu",
-    **{name: name for name in ("chips", "topology", "gpu", "sm")},
+    **{name: name for name in ("chips", "topology", "gpu", "sm", "announced")},
 }
 
 __all__ = list(_TABLE)

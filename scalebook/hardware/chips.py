@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import re
 from dataclasses import dataclass, field
 from functools import cache
 
 from ..data import load
 from ..tables import Table
 from ..units import check_choice, check_fields, check_kind, checks, closest, fmt_bytes, fmt_rate, is_a, sequence_of
+from .announced import chip_key, refusal
 
 __all__ = ["Chip", "get_chip", "list_chips", "chip_names", "chip_for_device_kind", "FLOP_DTYPES", "Efficiency",
            "IDEAL", "EFFICIENCY_MODES", "VMEM_FACTOR", "mxus_per_core", "ladder_rows"]
@@ -323,17 +323,12 @@ def _load() -> tuple[dict[str, Chip], dict[str, str], dict[str, dict[str, Readin
     return chips, refs, readings
 
 
-def _normalise(name: str) -> str:
-    text = re.sub(r"[\s_\-]+", "", str(name).lower())
-    return re.sub(r"^(nvidia|google)", "", text)
-
-
 @cache
 def _alias_table() -> dict[str, str]:
     table: dict[str, str] = {}
     for key, chip in _load()[0].items():
         for alias in (key, chip.name, *chip.aliases):
-            table[_normalise(alias)] = key
+            table[chip_key(alias)] = key
     return table
 
 
@@ -346,16 +341,19 @@ def get_chip(name: str | Chip) -> Chip:
     """Return the `Chip` called `name`, forgiving case, spaces, dashes and vendor prefixes.
 
     'v5e', 'TPU v5e', 'tpu-v5e' and 'v5litepod' all give the TPU v5e; 'H100' and 'nvidia-h100' the H100.
-    Unknown names raise `KeyError` listing the closest known names.
+    Unknown names raise `KeyError` listing the closest known names; an announced chip's ('rubin') says why it has no
+    numbers yet (`hardware.announced`).
     """
     if isinstance(name, Chip):
         return name
     if not isinstance(name, str):
         raise KeyError(f"chip={name!r} must be a chip name such as 'v5e' or 'h100'")
-    key = _normalise(name)
+    key = chip_key(name)
     table = _alias_table()
     if key.startswith("tpu") and key[3:] in table:
         key = key[3:]
+    if key not in table and refusal(name):
+        raise KeyError(f"chip={name!r}: {refusal(name)}; announced chips: sb.hardware.announced.announced_chips()")
     if key not in table:
         close = closest(key, table, n=4, cutoff=0.4)
         suggestions = sorted({_load()[0][table[c]].name for c in close})

@@ -45,3 +45,16 @@ def test_v5e_link_is_googles_400_gbps_per_chip_over_four_ports_both_ways():
     reading = sb.get_chip("v5e").readings["ici_bandwidth"]
     assert (reading.direction, reading.ports) == ("bidirectional", 4)
     assert reading.value == pytest.approx(5.0e10)
+
+
+def test_the_books_beta_is_googles_figures_not_a_rounding():
+    """Ch. 7's β ≈ 8: Google's v5e figures (819 GB/s HBM, 400 GB/s ICI per chip over 4 ports) give 8.19; the erratum
+    says so (the number in its words is recomputed here) instead of 'the book rounds down'."""
+    from scalebook.book import errata
+
+    v5e = sb.get_chip("v5e")
+    google = v5e.readings["hbm_bandwidth"].value / (2 * v5e.readings["ici_bandwidth"].value)
+    entry = next(e for e in errata.errata() if e.quantity == "β = W_hbm / W_ici on v5e")
+    assert f"{google:.3g}" == "8.19" and f"{google:.3g}" in entry.why
+    assert "rounds down" not in entry.why and entry.kind != "rounding"
+    assert round(google) == entry.book
