@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ..course.handouts import strip_solutions
 
-__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "set_badges", "foreign_links",
-           "derive_exercise", "twin_text", "strip_outputs", "after_save", "install_hooks", "readme_table",
+__all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "inline_badges", "set_badges",
+           "foreign_links", "derive_exercise", "twin_text", "strip_outputs", "after_save", "install_hooks", "readme_table",
            "expected_files", "sync", "check", "main", "SERVER_CONFIG", "FILTER", "HOOK"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
@@ -90,12 +90,27 @@ def set_install_cell(text: str, config: BookConfig) -> str:
 
 BADGE_COLAB = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_KAGGLE = "https://kaggle.com/static/images/open-in-kaggle.svg"
+# Our own drawings of the two badges (in the site's static folder, relative to the repository's root): the site
+# serves them in place of the remote images, and the .ipynb twins carry them inline (`inline_badges`).
+BADGE_FILES = {BADGE_COLAB: "_ext/static/badges/colab.svg", BADGE_KAGGLE: "_ext/static/badges/kaggle.svg"}
 
 
 def badges(config: BookConfig, path: str) -> str:
     """Return the Markdown line of 'Open in Colab' and 'Open in Kaggle' badges for the notebook at `path`."""
     return (f"[![Open in Colab]({BADGE_COLAB})]({config.colab(path)}) "
             f"[![Open in Kaggle]({BADGE_KAGGLE})]({config.kaggle(path)})")
+
+
+def inline_badges(root: Path) -> dict[str, str]:
+    """Each badge's remote image URL mapped to a `data:` URI of our drawing of it under `root`.
+
+    The twins show the badges from these: JupyterLab opened offline draws them (a remote image would be a broken
+    icon), and so do Colab, Kaggle and GitHub, which render `data:` images in Markdown. JupyterLab's sanitizer
+    checks the scheme of `href` and `cite` only, not of an image's `src`."""
+    import base64
+
+    return {url: "data:image/svg+xml;base64," + base64.b64encode((root / name).read_bytes()).decode("ascii")
+            for url, name in BADGE_FILES.items()}
 
 
 def set_badges(text: str, config: BookConfig, path: str) -> str:
@@ -160,8 +175,9 @@ def _fold_as_tagged(metadata: dict) -> None:
         metadata["jupyter"] = dict(sorted(folds.items()))
 
 
-def twin_text(md_path: Path) -> str:
-    """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs, and no pairing.
+def twin_text(md_path: Path, images: dict[str, str] | None = None) -> str:
+    """Return what the .ipynb twin of a MyST notebook must contain: the same cells, no outputs, and no pairing;
+    in its Markdown cells each image URL that is a key of `images` is replaced by its value (`inline_badges`).
 
     The twin is the reader's copy. Without `jupytext.formats` in its metadata (and no global `formats` in
     jupytext.toml), JupyterLab saves a twin on its own: running and saving it never rewrites the .md source.
@@ -176,6 +192,9 @@ def twin_text(md_path: Path) -> str:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             _fold_as_tagged(cell.metadata)
+        elif cell.cell_type == "markdown":
+            for url, inline in (images or {}).items():
+                cell.source = cell.source.replace(f"]({url})", f"]({inline})")
     return jupytext.writes(nb, fmt="ipynb")
 
 
@@ -295,13 +314,13 @@ def _twins(root: Path, expected: dict[Path, str]) -> dict[Path, str]:
     """Return the .ipynb twin text of every notebook source, rendered from its expected Markdown."""
     import tempfile
 
-    twins = {}
+    twins, images = {}, inline_badges(root)
     with tempfile.TemporaryDirectory() as tmp:
         for md, text in expected.items():
             if md.suffix == ".md" and md.parent.name in FOLDERS:
                 scratch = Path(tmp) / md.name
                 scratch.write_text(text, encoding="utf-8")
-                twins[md.with_suffix(".ipynb")] = twin_text(scratch)
+                twins[md.with_suffix(".ipynb")] = twin_text(scratch, images)
     return twins
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -218,3 +219,38 @@ def test_a_chapter_saved_from_a_plain_jupyter_server_leaves_git_clean_and_pull_w
     _pull(reader)
     assert "A sentence added upstream." in (reader / TWIN).read_text(encoding="utf-8")
     assert _git(reader, "status", "--porcelain") == ""
+
+
+REMOTE_IMAGE = re.compile(r"!\[[^\]]*\]\((?:https?:)?//[^)]*\)|<img[^>]*src=[\"'](?:https?:)?//")
+
+
+def test_the_remote_image_check_finds_a_markdown_and_an_html_image():
+    assert len(REMOTE_IMAGE.findall(f"[![Open in Colab]({notebooks.BADGE_COLAB})](x) <img src='//a.b/c.png'>")) == 2
+    assert not REMOTE_IMAGE.findall("[![Open in Colab](data:image/svg+xml;base64,PHN2Zz4=)](https://colab)")
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_twin_asks_no_other_host_for_an_image(twin: Path):
+    """Offline, JupyterLab would draw a remote image as a broken icon: the badges come inline (`inline_badges`)."""
+    markdown = ["".join(c["source"]) for c in json.loads(twin.read_text(encoding="utf-8"))["cells"]
+                if c["cell_type"] == "markdown"]
+    assert [m for text in markdown for m in REMOTE_IMAGE.findall(text)] == []
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_jupyterlab_folds_the_cells_the_site_folds(twin: Path):
+    """A cell tagged hide-cell shows neither code nor output until opened, hide-input or remove-input hides its
+    code: JupyterLab reads nbformat's `jupyter.source_hidden` / `outputs_hidden` cell metadata."""
+    for cell in json.loads(twin.read_text(encoding="utf-8"))["cells"]:
+        tags, folds = set(cell["metadata"].get("tags", [])), cell["metadata"].get("jupyter", {})
+        if cell["cell_type"] == "code":
+            assert folds.get("source_hidden", False) == bool(tags & {"hide-cell", "hide-input", "remove-input"})
+            assert folds.get("outputs_hidden", False) == bool(tags & {"hide-cell", "hide-output", "remove-output"})
+
+
+def test_a_fold_a_reader_opens_and_saves_leaves_the_tracked_twin_unchanged():
+    text = (ROOT / TWIN).read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
+    opened = [cell for cell in nb.cells if cell.metadata.pop("jupyter", None)]
+    assert opened, "chapter 1 has folded cells"
+    assert notebooks.strip_outputs(nbformat.writes(nb)) == text

@@ -258,3 +258,23 @@ def test_no_worked_answer_is_in_sight_in_jupyterlab(lab: str, notebook: Path):
 def test_no_answer_is_in_sight_in_jupyterlabs_code_cells(lab: str):
     found = [f"{nb.stem}: {line}" for nb in LAB_CHAPTERS for line in lab_spoilers(lab, nb, code=True)]
     assert found == [], f"{len(found)} answers in sight:\n" + "\n".join(found)
+
+
+# The chapter's badges as JupyterLab draws them, once its first markdown cell has rendered: [alt, natural width].
+LAB_BADGES = """(async () => {
+  const badges = () => [...document.querySelectorAll('.jp-RenderedMarkdown a > img')]
+    .filter(img => /^Open in/.test(img.alt));
+  for (let t = 0; badges().length < 2; t++) {
+    if (t > 1200) throw new Error(`JupyterLab drew ${badges().length} of 2 badges`);
+    await new Promise(go => setTimeout(go, 100));
+  }
+  await Promise.all(badges().map(img => img.complete ? 0 : new Promise(go => { img.onload = img.onerror = go; })));
+  return JSON.stringify(badges().map(img => [img.alt, img.naturalWidth]));
+})()"""
+
+
+@needs_browser
+def test_jupyterlab_offline_draws_the_badges_and_asks_no_other_host(lab: str):
+    value, offsite = read_offline(f"{lab}/lab/tree/chapters/01_rooflines.ipynb?reset", LAB_BADGES, 180)
+    assert [alt for alt, width in json.loads(value) if width > 0] == ["Open in Colab", "Open in Kaggle"], value
+    assert offsite == []
