@@ -3,10 +3,14 @@
 The site shows a figure at most one text column wide: 730 px, `COLUMN_WIDTH` = 7.6 in at 96 px per inch; a cell
 tagged `full-width` gets 136 % of that (`FULL_WIDTH`). Sizes are chosen so that no text is under 8 pt once the
 figure is shrunk to that width: draw at most `COLUMN_WIDTH` wide with `SIZES`, or tag the cell.
+
+A notebook shows a figure as SVG (`_show_as_svg`): vector, so it stays sharp on a high-resolution screen, zoomed and
+in print (Chromium prints an SVG image as vector paths), where a 100-dpi PNG goes soft.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 COLUMN_WIDTH = 730 / 96  # in: the site's text column
@@ -38,6 +42,19 @@ def house_style() -> None:
     mpl.rcParams["axes.prop_cycle"] = mpl.cycler(color=list(PALETTE))
 
 
+def _show_as_svg() -> None:
+    """Have IPython show a figure as SVG instead of PNG (the notebook's output, and the site's image, are vector);
+    nothing outside IPython. Called once pyplot is imported: its first import sets IPython's inline formats, which
+    would otherwise undo this for the first figure."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    from IPython.core.pylabtools import select_figure_formats
+
+    select_figure_formats(shell, {"svg"}, bbox_inches="tight")
+
+
 def figure(figsize: tuple[float, float] = (7.0, 4.2), ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:
     """Return (fig, ax) from pyplot in the house style, closed so that a notebook shows it once: when it is
     returned. `figsize` is in inches; keep it within `COLUMN_WIDTH` (or tag the cell full-width)."""
@@ -46,6 +63,7 @@ def figure(figsize: tuple[float, float] = (7.0, 4.2), ncols: int = 1, nrows: int
     house_style()
     fig, ax = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained")
     plt.close(fig)
+    _show_as_svg()
     return fig, ax
 
 
