@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         array_layouts,
         chip,
         collective_steps,
+        experts,
         gpu_diagrams,
         gpus,
         inference,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
         validation,
     )
 
-_MODULES = ("array_layouts", "chip", "collective_steps", "gpu_diagrams", "gpus", "inference", "kv_cache",
+_MODULES = ("array_layouts", "chip", "collective_steps", "experts", "gpu_diagrams", "gpus", "inference", "kv_cache",
             "llama", "models", "parallelism", "profile", "roofline", "schedules", "serving", "sharding", "tpu",
             "trace", "training", "transformer", "validation")
 _TABLE = {name: name for name in _MODULES}
