@@ -87,14 +87,15 @@ def control(name: str, spec: Any) -> dict[str, Any] | None:
 
 
 def render(result: Any) -> str:
-    """Return HTML for a calculation's result: figures as PNG, objects through their HTML repr, else text."""
+    """Return HTML for a calculation's result: figures as SVG images (vector: sharp at any width and in print),
+    objects through their HTML repr, else text."""
     if isinstance(result, (list, tuple)):
         return "".join(render(r) for r in result)
     if hasattr(result, "savefig"):
         buf = io.BytesIO()
-        result.savefig(buf, format="png", dpi=72)
+        result.savefig(buf, format="svg", bbox_inches="tight")
         data = base64.b64encode(buf.getvalue()).decode("ascii")
-        return f"<img style='max-width:100%' src='data:image/png;base64,{data}'/>"
+        return f"<img style='max-width:100%' src='data:image/svg+xml;base64,{data}'/>"
     if hasattr(result, "_repr_html_"):
         return result._repr_html_()
     return f"<pre>{html.escape(str(result))}</pre>"
