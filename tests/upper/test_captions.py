@@ -156,6 +156,14 @@ def _moe(fig_marks: list[Mark]) -> None:
     assert count(fig_marks, kind="arrow", colour="red") > 0, "no vermilion AllToAll arrows"
 
 
+def _written(*values: str) -> Callable[[list[Mark]], None]:
+    """A check that each of `values` (as the caption writes it) is written in the figure."""
+    def check(fig_marks: list[Mark]) -> None:
+        texts = " ".join(m.text for m in fig_marks if m.kind == "text")
+        assert [v for v in values if v not in texts] == [], f"not written in the figure: {texts[:300]}"
+    return check
+
+
 MOE = ("deepseek-v3", sb.TpuMesh("tpu7x", X=4, Y=4, Z=4), 64)
 SLICES = [((0, 0), (4, 4)), ((4, 0), (8, 16))]
 # (chapter, words of its caption, the chapter's figure call, the check of what the caption promises)
@@ -167,6 +175,14 @@ CASES = {
     "01 roofline": ("01_rooflines", "deep in the red, bandwidth-bound region",
                     lambda: sb.plots.roofline.roofline("v5e", points={"dot": sb.roofline.dot(1_000_000, "v5e")}),
                     lambda m: count(m, kind="patch", colour="red") > 0 or pytest.fail("no red region")),
+    "00 banner": ("00_intro", "no chip is more than 16 hops from the centre", lambda: sb.plots.chip.banner(),
+                  _written("16 hops")),
+    "02 memory hierarchy": ("02_tpus", "(16 GB, 128 MiB, 256 KiB) while bandwidth rises (820 GB/s out of HBM, about 18 "
+                                       "TB/s out of VMEM)", lambda: sb.plots.chip.memory_hierarchy("v5e"),
+                            _written("16 GB", "128 MiB", "256 KiB", "820 GB/s", "18 TB/s")),
+    "02 v5p chip": ("02_tpus", "four MXUs, and the HBM bandwidth arrow is shared, so per core a v5p has half of its "
+                               "2.8 TB/s", lambda: sb.plots.chip.chip_diagram("v5p"),
+                    _written("TensorCore 0", "TensorCore 1", "4 MXUs", "2.8 TB/s", "shared by")),
     "02 tray": ("02_tpus", "solid between this host's chips; dashed where a link leaves",
                 lambda: sb.plots.chip.tray("v5p"),
                 lambda m: (count(m, kind="line", style="solid", colour="red") and
