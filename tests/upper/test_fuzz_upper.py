@@ -348,6 +348,15 @@ recipe("lab.ch07_decoder.prefill", lambda: dict(params={}, tokens=np.zeros((1, 4
 recipe("lab.ch07_decoder.decode_step", lambda: dict(params={}, cache={}, token=np.zeros(1, np.int32)),
        params=[3, None], cache=[3, "abc"], token=ARR)
 recipe("lab.ch07_decoder.measure_decode", chip=[3, "abc"], seed="count0", batches=[[1, 0], [2.5], 3, None], config=OBJ)
+recipe("lab.ch07_decoder.decode", lambda: dict(params={}, cache={}, token=np.zeros(1, np.int32)), params=[3, None],
+       cache=[3, "abc"], token=ARR)
+recipe("lab.ch08_llama.scaled_down")
+recipe("lab.ch08_llama.init", lambda: dict(config=sb.get_model("llama3-8b")), config=OBJ, seed="count0")
+recipe("lab.ch08_llama.parameter_count", lambda: dict(params={}), params=[3, None])
+recipe("lab.ch08_llama.full_size")
+recipe("lab.ch08_llama.step_flops", lambda: dict(config=sb.get_model("llama3-8b"), batch=1, tokens=1, context=1),
+       config=OBJ)
+recipe("lab.ch08_llama.Llama", config=[3, "abc"], seed="count0")
 recipe("lab.ch09_transformer.TinyTransformer")
 recipe("lab.ch09_transformer.train_step", lambda: dict(cfg=_tiny()), cfg=OBJ)
 recipe("lab.ch09_transformer.step_inputs", lambda: dict(cfg=_tiny()), cfg=OBJ, seed="count0")
