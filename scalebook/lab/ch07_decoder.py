@@ -1,7 +1,9 @@
 """The live lab of chapter 7: a tiny decoder-only Transformer in JAX with a KV cache, and its decode step timed.
 
-Random weights, no positional encoding (the lab times steps, it does not write text). A decode step writes one cache
-position in place (the cache is donated) and reads the whole cache, as a serving kernel does."""
+Random weights, no positional encoding (the lab times steps, it does not write text), unless the weights carry RoPE
+frequencies under "rope" (chapter 8's LLaMA lab adds them): then queries and keys are rotated by their positions.
+A decode step writes one cache position in place (the cache is donated) and reads the whole cache, as a serving
+kernel does."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ..units import checks, dtype_bytes, fmt_time, is_a
 from .bench import calibrate, default_dtype, median_time, progress_bar
 from .runtime import an_array, jax_and_numpy, jnp_dtype
 
-__all__ = ["TINY", "init", "prefill", "decode_step", "measure_decode"]
+__all__ = ["TINY", "init", "prefill", "decode", "decode_step", "measure_decode"]
 
 TINY = TransformerConfig(L=2, D=512, F=2048, N=8, K=2, H=64, V=1024, name="tiny decoder")
 
@@ -60,14 +62,25 @@ def _attend(q, k, v, mask):
     return jnp.einsum("bkgts,bksh->btkgh", weights, v).reshape(B, T, N, H)
 
 
-def _layers(p: Params, x, kv_write, mask):
-    """Return the last position's logits [B, V] for x [B, T, D]; `kv_write(i, k, v)` stores layer i's new keys and
-    values [B, K, T, H] and returns what to attend to."""
+def _rotate(x, angles):
+    """x [..., H] rotated pairwise (RoPE, halves paired as in Hugging Face's LLaMA) by `angles` [..., H/2] (radians)."""
+    _, jnp = jax_and_numpy()
+    x1, x2 = jnp.split(x, 2, axis=-1)
+    cos, sin = jnp.cos(angles).astype(x.dtype), jnp.sin(angles).astype(x.dtype)
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def _layers(p: Params, x, kv_write, mask, positions):
+    """Return the last position's logits [B, V] for x [B, T, D] at `positions` [T]; `kv_write(i, k, v)` stores
+    layer i's new keys and values [B, K, T, H] and returns what to attend to."""
     jax, jnp = jax_and_numpy()
+    angles = positions[:, None] * p["rope"] if "rope" in p else None  # [T, H/2]
     for i, w in enumerate(p["layers"]):
         h = _norm(x, w["norm1"])
         q = jnp.einsum("btd,dnh->btnh", h, w["wq"])
         k, v = (jnp.einsum("btd,dkh->bkth", h, w[name]) for name in ("wk", "wv"))
+        if angles is not None:
+            q, k = _rotate(q, angles[:, None]), _rotate(k, angles)
         x = x + jnp.einsum("btnh,nhd->btd", _attend(q, *kv_write(i, k, v), mask), w["wo"])
         h = _norm(x, w["norm2"])
         x = x + (jax.nn.silu(h @ w["w_gate"]) * (h @ w["w_up"])) @ w["w_down"]
@@ -89,12 +102,15 @@ def prefill(params: Params, tokens: Any, capacity: int | None = None) -> Cache:
         kept.append((jnp.pad(k, pad), jnp.pad(v, pad)))
         return k, v
 
-    logits = _layers(params, params["embed"][tokens], keep, jnp.tril(jnp.ones((T, T), bool)))
+    logits = _layers(params, params["embed"][tokens], keep, jnp.tril(jnp.ones((T, T), bool)), jnp.arange(T))
     return {"k": jnp.stack([k for k, _ in kept]), "v": jnp.stack([v for _, v in kept]), "logits": logits,
             "length": jnp.int32(T)}
 
 
-def _decode(params: Params, cache: Cache, token: Any) -> Cache:
+@checks(params=is_a(dict), cache=is_a(dict), token=an_array)
+def decode(params: Params, cache: Cache, token: Any) -> Cache:
+    """Return the cache after one more token per sequence, `token` [B] (int): the pure step, unjitted and with no
+    check that the cache has room, for `jax.jit`, `xla.cost_analysis` or a sharded compile; `decode_step` runs it."""
     jax, jnp = jax_and_numpy()
     at, full = cache["length"], {"k": cache["k"], "v": cache["v"]}
 
@@ -103,14 +119,15 @@ def _decode(params: Params, cache: Cache, token: Any) -> Cache:
             full[name] = jax.lax.dynamic_update_slice(full[name], new[None], (i, 0, 0, at, 0))
         return full["k"][i], full["v"][i]
 
-    logits = _layers(params, params["embed"][token][:, None], write, (jnp.arange(cache["k"].shape[3]) <= at)[None])
+    logits = _layers(params, params["embed"][token][:, None], write, (jnp.arange(cache["k"].shape[3]) <= at)[None],
+                     at[None])
     return {"k": full["k"], "v": full["v"], "logits": logits, "length": at + 1}
 
 
 @cache
 def _jitted_decode():
     jax, _ = jax_and_numpy()
-    return jax.jit(_decode, donate_argnums=1)
+    return jax.jit(decode, donate_argnums=1)
 
 
 @checks(params=is_a(dict), cache=is_a(dict), token=an_array)

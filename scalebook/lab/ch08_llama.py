@@ -1,0 +1,209 @@
+"""Chapter 8's Question 4 as a live lab: LLaMA 3-8B inference written from scratch in JAX, in five steps.
+
+The program is chapter 7's decoder (`ch07_decoder`: grouped-query attention, a SwiGLU MLP, RMSNorm, a KV cache)
+with LLaMA's rotary position embedding added. At full size it is only traced (`jax.eval_shape`: shapes, no memory);
+what runs is LLaMA 3-8B cut down by `scaled_down`, which keeps its 32 query and 8 key/value heads and its MLP's ratio
+F/D and shrinks its depth, head width and vocabulary until a step takes milliseconds on two CPU cores. Each step
+sets what JAX, XLA or the clock reports beside what the package predicts:
+
+1. `full_size`: the parameters and the KV cache of the real LLaMA 3-8B, counted from the traced program;
+2. `Llama.flops` (prefill): XLA's cost analysis of the compiled prefill beside `TransformerConfig.flops_per_token`;
+3. `Llama.greedy` and `Llama.flops` (decode): greedy decoding with the cache equals decoding without it;
+4. `Llama.sharded`: Megatron sharding over the devices, the AllReduces XLA emits beside `sharded_matmul`'s plan;
+5. `Llama.time_decode`: a decode step timed here beside `inference.decode_time` for this device's measured roofs.
+
+JAX is imported only when a function here is called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from typing import Any
+
+from ..hardware.chips import Chip
+from ..hardware.topology import TpuMesh
+from ..inference.steps import decode_time, kv_cache_bytes
+from ..models import TransformerConfig, get_model
+from ..sharding import sharded_matmul
+from ..tables import Table
+from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_time, is_a
+from . import ch07_decoder
+from .bench import median_time
+from .runtime import device_mesh, jax_and_numpy
+from .xla import collectives, compiled, cost_analysis
+
+__all__ = ["ROPE_THETA", "scaled_down", "init", "parameter_count", "full_size", "step_flops", "Llama"]
+
+# LLaMA 3's RoPE base frequency: "rope_theta": 500000.0 in meta-llama/Meta-Llama-3-8B's config.json (the LLaMA 3
+# paper, Dubey et al. 2024, section 3.1.1: raised to 500,000 from LLaMA 2's 10,000).
+ROPE_THETA = 500_000.0
+
+Params = dict[str, Any]  # chapter 7's weights (embed, layers, final_norm, unembed) and "rope" [H/2], not learned
+
+
+@checks(L="count", H="count", V="count")
+def scaled_down(model: TransformerConfig | str = "llama3-8b", L: int = 2, H: int = 16, V: int = 2048
+                ) -> TransformerConfig:
+    """Return `model` with L layers, heads of width H and a vocabulary of V tokens, keeping its N query and K
+    key/value heads and its MLP's F/D: D = N·H, F = D·(F/D) (rounded to a whole number)."""
+    full = get_model(model)
+    if H % 2:
+        raise ValueError(f"H={H} must be even: RoPE rotates the head's dimensions in pairs")
+    D = full.N * H
+    return dataclasses.replace(full, L=L, D=D, F=round(full.F * D / full.D), H=H, V=V,
+                               name=f"{full.name or 'model'} scaled down (L={L}, H={H}, V={V})")
+
+
+@checks(seed="count0", dtype="dtype", theta="size", config=is_a(TransformerConfig))
+def init(config: TransformerConfig, seed: int = 0, dtype: str = "fp32", theta: float = ROPE_THETA) -> Params:
+    """Return random weights for `config` (chapter 7's `init`) with the RoPE frequencies theta^(-2i/H), i < H/2
+    (radians per position, fp32), under "rope"."""
+    _, jnp = jax_and_numpy()
+    rope = theta ** (-jnp.arange(0, config.H, 2, dtype=jnp.float32) / config.H)
+    return ch07_decoder.init(config, seed, dtype) | {"rope": rope}
+
+
+@checks(params=is_a(dict))
+def parameter_count(params: Params) -> int:
+    """Return how many weights `params` holds (arrays or `jax.ShapeDtypeStruct`s), the RoPE frequencies left out."""
+    jax, _ = jax_and_numpy()
+    return sum(int(leaf.size) for leaf in jax.tree.leaves({k: v for k, v in params.items() if k != "rope"}))
+
+
+@checks(context="count", batch="count", dtype="dtype")
+def full_size(model: TransformerConfig | str = "llama3-8b", context: int = 8192, batch: int = 1,
+              dtype: str = "bf16") -> Table:
+    """Return the full-size model's parameters, weight bytes and KV-cache bytes (`batch` sequences of `context`
+    tokens) as the traced JAX program holds them, beside the package's counts. Nothing is allocated."""
+    jax, jnp = jax_and_numpy()
+    config = get_model(model)
+    shapes = jax.eval_shape(lambda: init(config, dtype=dtype))
+    tokens = jax.ShapeDtypeStruct((batch, context), jnp.int32)
+    cache = jax.eval_shape(lambda p, t: ch07_decoder.prefill(p, t), shapes, tokens)
+    size, count = dtype_bytes(dtype), parameter_count(shapes)
+    rows = [("parameters", count, config.param_count()),
+            (f"weight bytes ({dtype})", count * size, config.param_bytes(dtype)),
+            (f"KV cache, {batch} x {context} tokens ({dtype})", (cache["k"].size + cache["v"].size) * size,
+             kv_cache_bytes(config, context, batch, bytes_per_value=size))]
+    return Table([{"quantity": q, "JAX program": lab, "package": book} for q, lab, book in rows],
+                 formats={"JAX program": "{:,.0f}".format, "package": "{:,.0f}".format},
+                 title=f"{config.name}, traced at full size")
+
+
+@checks(config=is_a(TransformerConfig), batch="count", tokens="count", context="count")
+def step_flops(config: TransformerConfig, batch: int, tokens: int, context: int) -> float:
+    """Return the FLOPs the package predicts for one step of this lab: `batch` sequences of `tokens` new tokens,
+    each attending to all `context` positions (the lab masks rather than skips), logits for the last token only."""
+    per_token = config.flops_per_token(context, training=False, causal=False, logits=False)
+    return batch * (tokens * per_token + 2 * config.D * config.V)
+
+
+class Llama:
+    """The scaled-down LLaMA's weights, a random prompt of `batch` x `prompt` tokens and its two compiled steps,
+    prefill (into a cache of `prompt + steps` positions) and decode; what the five steps of Question 4 check."""
+
+    @checks(batch="count", prompt="count", steps="count", seed="count0", dtype="dtype",
+            config=is_a(TransformerConfig, type(None)))
+    def __init__(self, config: TransformerConfig | None = None, batch: int = 2, prompt: int = 32, steps: int = 3,
+                 seed: int = 0, dtype: str = "fp32") -> None:
+        jax, jnp = jax_and_numpy()
+        self.config, self.dtype, self.steps = config or scaled_down(), dtype, steps
+        self.params = jax.jit(lambda: init(self.config, seed, dtype))()  # one compile, not one per weight
+        self.prompt = jax.random.randint(jax.random.key(seed + 1), (batch, prompt), 0, self.config.V, jnp.int32)
+        self.capacity = prompt + steps
+
+    @cached_property
+    def prefill(self) -> Any:
+        """The compiled prefill: (params, tokens [B, prompt]) -> cache of `capacity` positions."""
+        jax, _ = jax_and_numpy()
+        return compiled(jax.jit(ch07_decoder.prefill, static_argnums=2), self.params, self.prompt, self.capacity)
+
+    @cached_property
+    def decode(self) -> Any:
+        """The compiled decode step: (params, cache, token [B]) -> cache, not donated (the cache can be reused)."""
+        jax, _ = jax_and_numpy()
+        cache = self.prefill(self.params, self.prompt)
+        return compiled(jax.jit(ch07_decoder.decode), self.params, cache, self.prompt[:, 0])
+
+    def flops(self) -> Table:
+        """Return prefill's and one decode step's FLOPs as XLA's cost analysis counts them, beside `step_flops`."""
+        B, T = self.prompt.shape
+        rows = []
+        for step, program, tokens in (("prefill", self.prefill, T), ("decode", self.decode, 1)):
+            xla_flops = cost_analysis(program)["flops"]
+            predicted = step_flops(self.config, B, tokens, T if step == "prefill" else self.capacity)
+            rows.append({"step": step, "XLA": xla_flops, "package": predicted, "XLA / package": xla_flops / predicted})
+        return Table(rows, formats={"XLA": fmt_flops, "package": fmt_flops, "XLA / package": "{:.4f}".format},
+                     title=f"FLOPs of {self.config.name}, batch {B}, prompt {T}")
+
+    @checks(cached="flag")
+    def greedy(self, cached: bool = True) -> Any:
+        """Return the `steps` tokens [B, steps] greedy decoding appends to the prompt: with the KV cache (one
+        decode step per token) or without it (the whole sequence through prefill again for every token)."""
+        jax, jnp = jax_and_numpy()
+        whole = jax.jit(ch07_decoder.prefill)
+        chosen, cache, sequence = [], self.prefill(self.params, self.prompt), self.prompt
+        chosen.append(jnp.argmax(cache["logits"], axis=-1).astype(jnp.int32))
+        for _ in range(self.steps - 1):
+            if cached:
+                cache = self.decode(self.params, cache, chosen[-1])
+            else:
+                sequence = jnp.concatenate([sequence, chosen[-1][:, None]], axis=1)
+                cache = whole(self.params, sequence)
+            chosen.append(jnp.argmax(cache["logits"], axis=-1).astype(jnp.int32))
+        return jnp.stack(chosen, axis=1)
+
+    @checks(devices="count")
+    def sharded(self, devices: int = 8) -> Table:
+        """Return the collectives XLA emits for one decode step with the weights split Megatron-style over
+        `devices` (heads, cache and MLP hidden units; embeddings replicated), each beside the package's plan for
+        the two row-split matmuls of a layer (an AllReduce of [B, D]); raises if the sharded logits differ."""
+        jax, jnp = jax_and_numpy()
+        mesh, (B, _), cfg = device_mesh({"X": devices}), self.prompt.shape, self.config
+        params, cache = _megatron(self.params, self.prefill(self.params, self.prompt), mesh)
+        program = compiled(jax.jit(ch07_decoder.decode), params, cache, self.prompt[:, 0])
+        got = program(params, cache, self.prompt[:, 0])["logits"]
+        want = self.decode(self.params, self.prefill(self.params, self.prompt), self.prompt[:, 0])["logits"]
+        if not jnp.allclose(got, want, rtol=1e-4, atol=1e-4):
+            raise ValueError(f"sharded over {devices} devices the logits differ by {float(abs(got - want).max()):.3g}")
+        plan = sharded_matmul("A[B, F_X] @ W[F_X, D] -> C[B, D]", TpuMesh("v5e", X=devices), B=B, F=cfg.F, D=cfg.D)
+        planned = plan.collectives[0]
+        return Table([{"kind": c.kind, "group size": c.group_size, "values": c.nbytes / dtype_bytes(self.dtype),
+                       "planned kind": planned.kind, "planned values": planned.nbytes / dtype_bytes("bf16")}
+                      for c in collectives(program)],
+                     title=f"one decode step over {devices} devices: what XLA emitted, what the plan says "
+                           f"(2 per layer, {2 * cfg.L} in all)")
+
+    @checks(chip=is_a(Chip), repeats="count")
+    def time_decode(self, chip: Chip, repeats: int = 5) -> Table:
+        """Return one decode step's median time here beside `inference.decode_time` on `chip` (this device's
+        measured roofs: `bench.calibrate`), reading the weights and the whole cache of `capacity` positions."""
+        cache = self.prefill(self.params, self.prompt)
+        B, size = self.prompt.shape[0], dtype_bytes(self.dtype)
+        measured = median_time(self.decode, self.params, cache, self.prompt[:, 0], repeats=repeats)
+        predicted = decode_time(self.config.param_count(), self.config.kv_bytes_per_token(size) * self.capacity, B,
+                                chip, 1, param_bytes=size, compute_dtype=self.dtype)
+        return Table([{"batch": B, "weights": self.config.param_count() * size, "predicted": predicted.time,
+                       "bound": predicted.bound, "measured": measured, "measured / predicted":
+                       measured / predicted.time}],
+                     formats={"weights": fmt_bytes, "predicted": fmt_time, "measured": fmt_time,
+                              "measured / predicted": "{:.2f}".format},
+                     title=f"one decode step of {self.config.name}, {self.dtype}, on {chip.name}")
+
+
+def _megatron(params: Params, cache: Any, mesh: Any) -> tuple[Params, Any]:
+    """`params` and `cache` placed on `mesh` (one axis, "X"): query and key/value heads, the MLP's hidden units
+    and the cache's key/value heads split over X, everything else replicated."""
+    jax, _ = jax_and_numpy()
+    P = jax.sharding.PartitionSpec
+    split = {"wq": P(None, "X"), "wk": P(None, "X"), "wv": P(None, "X"), "wo": P("X"), "w_gate": P(None, "X"),
+             "w_up": P(None, "X"), "w_down": P("X")}
+
+    def put(x: Any, spec: Any = None) -> Any:
+        return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec or P()))
+
+    layers = [{name: put(w, split.get(name, P())) for name, w in layer.items()} for layer in params["layers"]]
+    placed = {name: put(x) for name, x in params.items() if name != "layers"} | {"layers": layers}
+    kv = P(None, None, "X")  # [L, B, K, S, H]: the key/value heads
+    return placed, {name: put(x, kv if name in ("k", "v") else P()) for name, x in cache.items()}
