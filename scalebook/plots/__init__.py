@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         inference,
         kv_cache,
         llama,
+        measured_collectives,
         models,
         parallelism,
         profile,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 _MODULES = ("array_layouts", "chip", "collective_steps", "experts", "gpu_diagrams", "gpus", "inference", "kv_cache",
             "llama", "models", "parallelism", "profile", "roofline", "schedules", "serving", "sharding", "tpu",
-            "trace", "training", "transformer", "validation")
+            "trace", "training", "transformer", "validation", "measured_collectives")
 _TABLE = {name: name for name in _MODULES}
 # The figures' old flat names (name → its module), each deprecated for `sb.plots.<module>.<name>`.
 _FLAT = {
