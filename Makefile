@@ -38,11 +38,13 @@ book: venv
 notebook-filter:
 	$(BIN)/python -m scalebook.book.notebooks hooks
 
-## pdf: print the website to one PDF, _build/pdf/scalebook.pdf: every page of _toc.yml through headless Chromium
-## (figures, maths by the site's MathJax), merged by pypdf behind a table of contents, with bookmarks
+## pdf: print the website as a book, _build/pdf/scalebook-a4.pdf and scalebook-letter.pdf: every page of _toc.yml
+## through headless Chromium in the site's print style (_ext/static/scalebook-print.css: no code cell source, no
+## check marks), merged by pypdf behind a table of contents, with bookmarks. One paper only: PAPERS=a4 (or letter).
+PAPERS ?= a4 letter
 .PHONY: pdf chromium
 pdf: book chromium
-	$(BIN)/python _ext/pdf_book.py --site _build/html --out _build/pdf/scalebook.pdf
+	for paper in $(PAPERS); do $(BIN)/python _ext/pdf_book.py --site _build/html --paper $$paper || exit 1; done
 
 ## chromium: install Debian's chromium if it is missing (the site's tests and the PDF need it)
 chromium:

@@ -1,11 +1,13 @@
-"""Print the built website to one PDF: `make pdf` writes _build/pdf/scalebook.pdf after `make book`.
+"""Print the built website as a book: `make pdf` writes _build/pdf/scalebook-a4.pdf and scalebook-letter.pdf.
 
-Each page of the table of contents (_toc.yml, in its order) is printed by headless Chromium as a reader's browser
-shows it: figures, the maths typeset by the site's own MathJax (no network needed), explorers as their snapshots.
-pypdf then merges the pages behind a printed table of contents (each chapter with its first page) and gives the
-PDF an outline (bookmarks) by part and chapter. tests/site/test_pdf.py checks the result.
+Each page of the table of contents (_toc.yml, in its order) is printed by headless Chromium with the site's print
+stylesheet (_ext/static/scalebook-print.css): prose, figures, tables, maths typeset by the site's own MathJax (no
+network needed), worked answers printed open, explorers as captioned figures of their snapshot; no code cell source,
+no check marks, no explorer status lines. pypdf then merges the pages behind a printed table of contents (each
+chapter with its first page) and gives the PDF an outline (bookmarks) by part and chapter. tests/site/test_pdf.py
+checks the result.
 
-    python _ext/pdf_book.py [--site _build/html] [--out _build/pdf/scalebook.pdf]
+    python _ext/pdf_book.py [--site _build/html] [--paper a4|letter] [--out _build/pdf/scalebook-<paper>.pdf]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
                   "--virtual-time-budget=10000", "--proxy-server=http://127.0.0.1:9"]
 PRINT_TIMEOUT_S = 300  # one page, on a busy machine
+# The paper sizes offered, as CSS `@page { size }` keywords (Chromium prints to the size the page asks for).
+PAPERS = {"a4": "A4", "letter": "letter"}
 
 
 @dataclass(frozen=True)
@@ -67,16 +72,37 @@ def _browser() -> str:
     return found
 
 
-def print_page(url: str, out: Path) -> None:
-    """Print the page at `url` (file: or http:) to the PDF file `out`, A4 with the browser's print style."""
-    run = subprocess.run([_browser(), *CHROMIUM_FLAGS, f"--print-to-pdf={out}", url],
-                         capture_output=True, text=True, timeout=PRINT_TIMEOUT_S)
+def _on_paper(page: Path, paper: str, first: int | None = None) -> str:
+    """The HTML of `page` asking for `paper` (a key of PAPERS), its links still resolved against its own folder;
+    with `first`, its pages are numbered at their foot from `first` on."""
+    if paper not in PAPERS:
+        raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {paper!r}")
+    text = page.read_text(encoding="utf-8")
+    head = re.search(r"<head[^>]*>", text)
+    if head is None:
+        raise ValueError(f"page must be an HTML document with a <head>, got {page}")
+    style = f"@page {{ size: {PAPERS[paper]}; }}"
+    if first is not None:
+        style += (" @page { @bottom-center { content: counter(page); font: 9pt sans-serif; } }"
+                  f" html {{ counter-reset: page {first - 1}; }}")
+    extra = f'<base href="{html.escape(page.resolve().as_uri())}"><style>{style}</style>'
+    return text[:head.end()] + extra + text[head.end():]
+
+
+def print_page(page: Path, out: Path, paper: str = "a4", first: int | None = None) -> None:
+    """Print the HTML file `page` to the PDF file `out` on `paper` ("a4" or "letter"), in its print style; with
+    `first`, its pages are numbered from `first` on."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "page.html"
+        copy.write_text(_on_paper(page, paper, first), encoding="utf-8")
+        run = subprocess.run([_browser(), *CHROMIUM_FLAGS, f"--print-to-pdf={out}", copy.as_uri()],
+                             capture_output=True, text=True, timeout=PRINT_TIMEOUT_S)
     if run.returncode != 0 or not out.exists():
-        raise RuntimeError(f"chromium could not print {url} (status {run.returncode}): {run.stderr[-500:]}")
+        raise RuntimeError(f"chromium could not print {page} (status {run.returncode}): {run.stderr[-500:]}")
 
 
 def contents_html(book: str, chapters: list[Chapter], first_pages: list[int]) -> str:
-    """The printed table of contents: each part's caption, then its chapters with their first page (1-based)."""
+    """The printed table of contents: each part's caption, then its chapters with their first page (as numbered)."""
     rows, part = [], None
     for chapter, first in zip(chapters, first_pages):
         if chapter.part != part and chapter.part:
@@ -90,24 +116,10 @@ def contents_html(book: str, chapters: list[Chapter], first_pages: list[int]) ->
             + "".join(rows) + "</body></html>")
 
 
-def _print_contents(book: str, chapters: list[Chapter], sizes: list[int], folder: Path) -> Path:
-    """Print the table of contents until the page numbers it states count its own pages."""
-    own = 1
-    while True:
-        starts = [own + 1 + sum(sizes[:i]) for i in range(len(sizes))]
-        page = folder / "contents.html"
-        page.write_text(contents_html(book, chapters, starts), encoding="utf-8")
-        print_page(page.as_uri(), folder / "contents.pdf")
-        from pypdf import PdfReader
-
-        printed = len(PdfReader(folder / "contents.pdf").pages)
-        if printed == own:
-            return folder / "contents.pdf"
-        own = printed
-
-
-def build(chapters: list[Chapter], out: Path, book: str = "scalebook") -> int:
-    """Print `chapters` in order behind a table of contents into the PDF `out`; return its number of pages."""
+def build(chapters: list[Chapter], out: Path, book: str = "scalebook", paper: str = "a4") -> int:
+    """Print `chapters` in order behind a table of contents into the PDF `out` on `paper` ("a4" or "letter");
+    return its number of pages. The chapters' pages are numbered from 1 at their foot (and so in a PDF reader's
+    page labels); the contents, before them, are not."""
     from pypdf import PdfReader, PdfWriter
 
     if not chapters:
@@ -115,14 +127,17 @@ def build(chapters: list[Chapter], out: Path, book: str = "scalebook") -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        printed = []
+        printed, starts = [], [1]
         for index, chapter in enumerate(chapters):
             print(f"printing {chapter.page.name}", file=sys.stderr)
-            print_page(chapter.page.resolve().as_uri(), folder / f"{index:03d}.pdf")
             printed.append(folder / f"{index:03d}.pdf")
-        sizes = [len(PdfReader(p).pages) for p in printed]
+            print_page(chapter.page, printed[-1], paper, starts[-1])
+            starts.append(starts[-1] + len(PdfReader(printed[-1]).pages))
+        (folder / "contents.html").write_text(contents_html(book, chapters, starts[:-1]), encoding="utf-8")
+        print_page(folder / "contents.html", folder / "contents.pdf", paper)
         writer = PdfWriter()
-        writer.append(_print_contents(book, chapters, sizes, folder), import_outline=False)
+        writer.append(folder / "contents.pdf", import_outline=False)
+        front = len(writer.pages)
         parts: dict[str, object] = {}
         for chapter, pdf in zip(chapters, printed):
             first = len(writer.pages)
@@ -130,6 +145,8 @@ def build(chapters: list[Chapter], out: Path, book: str = "scalebook") -> int:
             if chapter.part and chapter.part not in parts:
                 parts[chapter.part] = writer.add_outline_item(title=chapter.part, page_number=first)
             writer.add_outline_item(title=chapter.title, page_number=first, parent=parts.get(chapter.part or ""))
+        writer.set_page_label(0, front - 1, style="/r")
+        writer.set_page_label(front, len(writer.pages) - 1, style="/D", start=1)
         writer.add_metadata({"/Title": book})
         with out.open("wb") as stream:
             writer.write(stream)
@@ -139,13 +156,16 @@ def build(chapters: list[Chapter], out: Path, book: str = "scalebook") -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python _ext/pdf_book.py", description=__doc__.split("\n")[0])
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html", help="the built website")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf" / "scalebook.pdf", help="the PDF")
+    parser.add_argument("--paper", choices=sorted(PAPERS), default="a4", help="the paper size (default a4)")
+    parser.add_argument("--out", type=Path, help="the PDF (default _build/pdf/scalebook-<paper>.pdf)")
     args = parser.parse_args(argv)
     import yaml
 
+    out = args.out or ROOT / "_build" / "pdf" / f"scalebook-{args.paper}.pdf"
     book = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
-    pages = build(toc_chapters(args.site), args.out, book)
-    print(f"wrote {args.out} ({pages} pages)")
+    started = time.monotonic()
+    pages = build(toc_chapters(args.site), out, book, args.paper)
+    print(f"wrote {out} ({pages} pages, {args.paper}, {time.monotonic() - started:.0f} s)")
     return 0
 
 
