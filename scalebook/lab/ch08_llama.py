@@ -159,8 +159,12 @@ class Llama:
         """Return the collectives XLA emits for one decode step with the weights split Megatron-style over
         `devices` (heads, cache and MLP hidden units; embeddings replicated), each beside the package's plan for
         the two row-split matmuls of a layer (an AllReduce of [B, D]); raises if the sharded logits differ."""
+        cfg = self.config
+        if cfg.K % devices or cfg.F % devices:
+            raise ValueError(f"devices={devices} must divide the K={cfg.K} key/value heads and the F={cfg.F} hidden "
+                             f"units it splits")
         jax, jnp = jax_and_numpy()
-        mesh, (B, _), cfg = device_mesh({"X": devices}), self.prompt.shape, self.config
+        mesh, (B, _) = device_mesh({"X": devices}), self.prompt.shape
         params, cache = _megatron(self.params, self.prefill(self.params, self.prompt), mesh)
         program = compiled(jax.jit(ch07_decoder.decode), params, cache, self.prompt[:, 0])
         got = program(params, cache, self.prompt[:, 0])["logits"]

@@ -89,6 +89,8 @@ def test_megatron_sharding_emits_two_all_reduces_of_b_by_d_per_layer():
     assert table.column("kind") == ["all_reduce"] * 2 * SMALL.L
     assert table.column("values") == [3 * SMALL.D] * 2 * SMALL.L == table.column("planned values")
     assert set(table.column("group size")) == {8}
+    with pytest.raises(ValueError, match="devices=3 must divide the K=8"):
+        ch08_llama.Llama(SMALL, batch=1, prompt=4, steps=1).sharded(devices=3)
 
 
 @pytest.mark.slow  # compiles and times the model
