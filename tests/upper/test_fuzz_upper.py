@@ -47,6 +47,7 @@ EXEMPT = {
                     "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
     "lab.runtime.Runtime": RECORD, "lab.runtime.host": "no arguments; describes this machine",
     "lab.bench.Sweep": RECORD, "lab.bench.default_dtype": "no arguments; reads the device",
+    "lab.ch08_llama.Served": RECORD,
     "lab.profiling.OpEvent": RECORD, "lab.profiling.Trace": RECORD, "hlo.HloOp": "fuzzed in tests/ground/test_fuzz.py",
     "lab.multihost.MultihostError": "an exception class", "lab.multihost.MultihostResult": RECORD,
     "lab.multihost.free_port": "no arguments; asks the OS for a port",
