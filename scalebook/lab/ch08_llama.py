@@ -3,14 +3,18 @@
 The program is chapter 7's decoder (`ch07_decoder`: grouped-query attention, a SwiGLU MLP, RMSNorm, a KV cache)
 with LLaMA's rotary position embedding added. At full size it is only traced (`jax.eval_shape`: shapes, no memory);
 what runs is LLaMA 3-8B cut down by `scaled_down`, which keeps its 32 query and 8 key/value heads and its MLP's ratio
-F/D and shrinks its depth, head width and vocabulary until a step takes milliseconds on two CPU cores. Each step
-sets what JAX, XLA or the clock reports beside what the package predicts:
+F/D and shrinks its depth, head width and vocabulary until a step takes milliseconds on two CPU cores. The weights
+are random (the book asks for Meta's; nothing here downloads). The book's five steps, each set beside what the
+package predicts:
 
-1. `full_size`: the parameters and the KV cache of the real LLaMA 3-8B, counted from the traced program;
-2. `Llama.flops` (prefill): XLA's cost analysis of the compiled prefill beside `TransformerConfig.flops_per_token`;
-3. `Llama.greedy` and `Llama.flops` (decode): greedy decoding with the cache equals decoding without it;
-4. `Llama.sharded`: Megatron sharding over the devices, the AllReduces XLA emits beside `sharded_matmul`'s plan;
-5. `Llama.time_decode`: a decode step timed here beside `inference.decode_time` for this device's measured roofs.
+1. the weights, counted (`full_size`: traced at full size, all, attention and MLP, and the KV cache);
+2. the forward pass and greedy sampling without a cache (`Llama.greedy(cached=False)`; `Llama.flops`: XLA's cost
+   analysis of the compiled prefill beside `TransformerConfig.flops_per_token`);
+3. a KV cache (`Llama.greedy()`: the same tokens; a decode step's FLOPs; `Llama.time_decode`: its time beside
+   `inference.decode_time` for this device's measured roofs);
+4. separate prefill and decode servers (`Llama.disaggregated`: one prompt at a time on one device, its cache sent to
+   a batched decode server split over others; the bytes sent and the AllReduces XLA emits beside the package's);
+5. Flash Attention in Pallas: not built here (see the chapter).
 
 JAX is imported only when a function here is called.
 """
@@ -18,6 +22,7 @@ JAX is imported only when a function here is called.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -33,13 +38,26 @@ from .bench import median_time
 from .runtime import device_mesh, jax_and_numpy
 from .xla import collectives, compiled, cost_analysis
 
-__all__ = ["ROPE_THETA", "scaled_down", "init", "parameter_count", "full_size", "step_flops", "Llama"]
+__all__ = ["ROPE_THETA", "scaled_down", "init", "parameter_count", "full_size", "step_flops", "Llama", "Served"]
 
 # LLaMA 3's RoPE base frequency: "rope_theta": 500000.0 in meta-llama/Meta-Llama-3-8B's config.json (the LLaMA 3
 # paper, Dubey et al. 2024, section 3.1.1: raised to 500,000 from LLaMA 2's 10,000).
 ROPE_THETA = 500_000.0
 
 Params = dict[str, Any]  # chapter 7's weights (embed, layers, final_norm, unembed) and "rope" [H/2], not learned
+ATTENTION, MLP = ("wq", "wk", "wv", "wo"), ("w_gate", "w_up", "w_down")  # a layer's matrices, by block
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the two servers of `Llama.disaggregated` did: the tokens decoded [B, steps]; the KV-cache bytes the
+    prefill server sent for each prompt and the package's `kv_cache_bytes` for one prompt; one decode step's
+    collectives beside `sharded_matmul`'s plan."""
+
+    tokens: Any
+    sent: list[float]
+    predicted_sent: float
+    collectives: Table
 
 
 @checks(L="count", H="count", V="count")
@@ -81,14 +99,21 @@ def full_size(model: TransformerConfig | str = "llama3-8b", context: int = 8192,
     shapes = jax.eval_shape(lambda: init(config, dtype=dtype))
     tokens = jax.ShapeDtypeStruct((batch, context), jnp.int32)
     cache = jax.eval_shape(lambda p, t: ch07_decoder.prefill(p, t), shapes, tokens)
-    size, count = dtype_bytes(dtype), parameter_count(shapes)
+    size, count, parts = dtype_bytes(dtype), parameter_count(shapes), config.components()
     rows = [("parameters", count, config.param_count()),
+            ("of which attention", _layer_weights(shapes, ATTENTION), parts["attention"][0]),
+            ("of which MLP", _layer_weights(shapes, MLP), parts["MLP (dense)"][0]),
             (f"weight bytes ({dtype})", count * size, config.param_bytes(dtype)),
             (f"KV cache, {batch} x {context} tokens ({dtype})", (cache["k"].size + cache["v"].size) * size,
              kv_cache_bytes(config, context, batch, bytes_per_value=size))]
     return Table([{"quantity": q, "JAX program": lab, "package": book} for q, lab, book in rows],
                  formats={"JAX program": "{:,.0f}".format, "package": "{:,.0f}".format},
                  title=f"{config.name}, traced at full size")
+
+
+def _layer_weights(params: Params, names: tuple[str, ...]) -> int:
+    """How many weights the layers of `params` hold in the matrices `names`, over all layers."""
+    return sum(int(layer[name].size) for layer in params["layers"] for name in names)
 
 
 @checks(config=is_a(TransformerConfig), batch="count", tokens="count", context="count")
@@ -154,30 +179,39 @@ class Llama:
             chosen.append(jnp.argmax(cache["logits"], axis=-1).astype(jnp.int32))
         return jnp.stack(chosen, axis=1)
 
-    @checks(devices="count")
-    def sharded(self, devices: int = 8) -> Table:
-        """Return the collectives XLA emits for one decode step with the weights split Megatron-style over
-        `devices` (heads, cache and MLP hidden units; embeddings replicated), each beside the package's plan for
-        the two row-split matmuls of a layer (an AllReduce of [B, D]); raises if the sharded logits differ."""
-        cfg = self.config
-        if cfg.K % devices or cfg.F % devices:
-            raise ValueError(f"devices={devices} must divide the K={cfg.K} key/value heads and the F={cfg.F} hidden "
-                             f"units it splits")
+    @checks(decode_devices="count")
+    def disaggregated(self, decode_devices: int = 4) -> Served:
+        """Serve the prompts with two servers on separate devices: a prefill server (the last device) takes one
+        prompt at a time and sends its KV cache to a decode server (the first `decode_devices` devices, the model
+        split over them Megatron-style: heads, cache and MLP hidden units), which decodes all sequences as one batch.
+        Returns the tokens, the cache bytes sent per prompt and the decode step's collectives beside the package."""
+        cfg, (B, T) = self.config, self.prompt.shape
+        if cfg.K % decode_devices or cfg.F % decode_devices:
+            raise ValueError(f"decode_devices={decode_devices} must divide the K={cfg.K} key/value heads and the "
+                             f"F={cfg.F} hidden units it splits")
         jax, jnp = jax_and_numpy()
-        mesh, (B, _) = device_mesh({"X": devices}), self.prompt.shape
-        params, cache = _megatron(self.params, self.prefill(self.params, self.prompt), mesh)
+        if jax.device_count() <= decode_devices:
+            raise ValueError(f"decode_devices={decode_devices} leaves no device for prefill: this host has "
+                             f"{jax.device_count()} (run sb.setup() first)")
+        mesh, prefill_device = device_mesh({"X": decode_devices}), jax.devices()[-1]
+        weights = jax.device_put(self.params, prefill_device)
+        prefill_one = jax.jit(ch07_decoder.prefill)
+        sent = [prefill_one(weights, jax.device_put(self.prompt[b:b + 1], prefill_device)) for b in range(B)]
+        params, cache = _megatron(self.params, mesh), _assemble(sent, self.capacity, mesh)
         program = compiled(jax.jit(ch07_decoder.decode), params, cache, self.prompt[:, 0])
-        got = program(params, cache, self.prompt[:, 0])["logits"]
-        want = self.decode(self.params, self.prefill(self.params, self.prompt), self.prompt[:, 0])["logits"]
-        if not jnp.allclose(got, want, rtol=1e-4, atol=1e-4):
-            raise ValueError(f"sharded over {devices} devices the logits differ by {float(abs(got - want).max()):.3g}")
-        plan = sharded_matmul("A[B, F_X] @ W[F_X, D] -> C[B, D]", TpuMesh("v5e", X=devices), B=B, F=cfg.F, D=cfg.D)
-        planned = plan.collectives[0]
-        return Table([{"kind": c.kind, "group size": c.group_size, "values": c.nbytes / dtype_bytes(self.dtype),
-                       "planned kind": planned.kind, "planned values": planned.nbytes / dtype_bytes("bf16")}
-                      for c in collectives(program)],
-                     title=f"one decode step over {devices} devices: what XLA emitted, what the plan says "
-                           f"(2 per layer, {2 * cfg.L} in all)")
+        chosen = [jnp.argmax(cache["logits"], axis=-1).astype(jnp.int32)]
+        for _ in range(self.steps - 1):
+            cache = program(params, cache, chosen[-1])
+            chosen.append(jnp.argmax(cache["logits"], axis=-1).astype(jnp.int32))
+        plan = sharded_matmul("A[B, F_X] @ W[F_X, D] -> C[B, D]", TpuMesh("v5e", X=decode_devices), B=B, F=cfg.F,
+                              D=cfg.D).collectives[0]
+        steps = Table([{"kind": c.kind, "group size": c.group_size, "values": c.nbytes / dtype_bytes(self.dtype),
+                        "planned kind": plan.kind, "planned values": plan.nbytes / dtype_bytes("bf16")}
+                       for c in collectives(program)],
+                      title=f"one decode step over {decode_devices} devices: what XLA emitted, what the plan says "
+                            f"(2 per layer, {2 * cfg.L} in all)")
+        return Served(jnp.stack(chosen, axis=1), [float(c["k"].nbytes + c["v"].nbytes) for c in sent],
+                      kv_cache_bytes(cfg, T, 1, bytes_per_value=dtype_bytes(self.dtype)), steps)
 
     @checks(chip=is_a(Chip), repeats="count")
     def time_decode(self, chip: Chip, repeats: int = 5) -> Table:
@@ -196,9 +230,9 @@ class Llama:
                      title=f"one decode step of {self.config.name}, {self.dtype}, on {chip.name}")
 
 
-def _megatron(params: Params, cache: Any, mesh: Any) -> tuple[Params, Any]:
-    """`params` and `cache` placed on `mesh` (one axis, "X"): query and key/value heads, the MLP's hidden units
-    and the cache's key/value heads split over X, everything else replicated."""
+def _megatron(params: Params, mesh: Any) -> Params:
+    """`params` placed on `mesh` (one axis, "X"): query and key/value heads and the MLP's hidden units split over X,
+    everything else replicated."""
     jax, _ = jax_and_numpy()
     P = jax.sharding.PartitionSpec
     split = {"wq": P(None, "X"), "wk": P(None, "X"), "wv": P(None, "X"), "wo": P("X"), "w_gate": P(None, "X"),
@@ -208,6 +242,21 @@ def _megatron(params: Params, cache: Any, mesh: Any) -> tuple[Params, Any]:
         return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec or P()))
 
     layers = [{name: put(w, split.get(name, P())) for name, w in layer.items()} for layer in params["layers"]]
-    placed = {name: put(x) for name, x in params.items() if name != "layers"} | {"layers": layers}
-    kv = P(None, None, "X")  # [L, B, K, S, H]: the key/value heads
-    return placed, {name: put(x, kv if name in ("k", "v") else P()) for name, x in cache.items()}
+    return {name: put(x) for name, x in params.items() if name != "layers"} | {"layers": layers}
+
+
+def _assemble(caches: list[Any], capacity: int, mesh: Any) -> Any:
+    """One batched cache of `capacity` positions on `mesh`, its key/value heads split over X, from the caches of
+    single prompts (each [L, 1, K, T, H]) that the prefill server sent; the new positions are zeros."""
+    jax, jnp = jax_and_numpy()
+    P, T = jax.sharding.PartitionSpec, caches[0]["k"].shape[3]
+    kv, whole = jax.sharding.NamedSharding(mesh, P(None, None, "X")), jax.sharding.NamedSharding(mesh, P())
+    pad = ((0, 0), (0, 0), (0, 0), (0, capacity - T), (0, 0))
+
+    def batch(parts: list[Any]) -> Any:
+        return {"k": jnp.pad(jnp.concatenate([c["k"] for c in parts], 1), pad),
+                "v": jnp.pad(jnp.concatenate([c["v"] for c in parts], 1), pad),
+                "logits": jnp.concatenate([c["logits"] for c in parts]), "length": parts[0]["length"]}
+
+    received = [jax.device_put(c, {"k": kv, "v": kv, "logits": whole, "length": whole}) for c in caches]
+    return jax.jit(batch, out_shardings={"k": kv, "v": kv, "logits": whole, "length": whole})(received)
