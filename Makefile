@@ -12,7 +12,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # child process waits, and hold their share of the cores when other work runs beside the tests.
 WORKERS ?= 3
 
-.PHONY: venv book lab test test-fast test-site lint sync check-sync exercises clean
+.PHONY: venv node book lab test test-fast test-site lint sync check-sync exercises clean
 
 venv: $(STAMP)
 
@@ -25,8 +25,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## book: execute every chapter (cached) and build the website into _build/html; _ext/live_explorers.py fetches
-## Pyodide and MathJax from the npm registry (pinned, checked, cached in .cache/) and builds the scalebook wheel
-book: venv
+## Pyodide and MathJax from the npm registry (pinned, checked, cached in .cache/) and builds the scalebook wheel;
+## _ext/server_maths.py typesets the maths with that MathJax in Node.js, so a page reads with JavaScript off
+book: venv node
 	$(BIN)/jupyter-book build . -W --builder html
 	@echo "open _build/html/index.html"
 
@@ -45,6 +46,13 @@ PAPERS ?= a4 letter
 .PHONY: pdf chromium
 pdf: book chromium
 	for paper in $(PAPERS); do $(BIN)/python _ext/pdf_book.py --site _build/html --paper $$paper || exit 1; done
+
+## node: install Debian's nodejs if it is missing (the build typesets the site's maths with it); without it
+## the maths is left to MathJax in the reader's browser
+node:
+	command -v node >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs \
+		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs) \
+		|| echo "nodejs could not be installed here: the site's maths needs JavaScript in the browser"
 
 ## chromium: install Debian's chromium if it is missing (the site's tests and the PDF need it)
 chromium:
