@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 
 from .units import LARGEST, check_fields, check_int, check_number, checks, fmt_si
 
-__all__ = ["Chart", "COLORS"]
+__all__ = ["Chart", "COLORS", "svg_open"]
+
+@checks(width="size", height="size", attributes="text")
+def svg_open(width: float, height: float, attributes: str = "") -> str:
+    """Return an `<svg>` start tag `width` by `height` pixels that shrinks to a narrower column (a phone's 390 px)
+    instead of being clipped: a viewBox, and a width of at most 100 %."""
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:g}' height='{height:g}' "
+            f"viewBox='0 0 {width:g} {height:g}' style='max-width:100%;height:auto' {attributes}>")
+
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -147,8 +155,7 @@ class Chart:
                 else (y - ylo) / (yhi - ylo)
             return T + ph * (1 - min(max(f, -0.05), 1.05))
 
-        out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{self.width}' height='{self.height}' "
-               f"font-family='sans-serif' font-size='11'>",
+        out = [svg_open(self.width, self.height, "font-family='sans-serif' font-size='11'"),
                f"<clipPath id='plot'><rect x='{L}' y='{T}' width='{pw}' height='{ph}'/></clipPath>"]
         for t in _ticks(xlo, xhi, self.xlog):
             x = sx(t)

@@ -309,6 +309,7 @@ GROUND: Recipes = {
                   {"title": "text", "xlabel": "text", "ylabel": "text", "xlog": "flag", "ylog": "flag",
                    "xlim": [(1, NAN), (2, 1), 3], "ylim": [(1, INF), 3], "width": "count", "height": "count",
                    "_items": "-"}),
+    "svg.svg_open": (lambda: dict(width=560, height=300), {"width": "size", "height": "size", "attributes": "text"}),
     "hlo.element_bytes": (lambda: dict(dtype="bf16"), {"dtype": "name", "context": "text"}),
     "hlo.scalebook_dtype": (lambda: dict(hlo_dtype="bf16"), {"hlo_dtype": "name"}),
     "hlo.parse_op": (lambda: dict(line=HLO_LINE), {"line": ["garbage", 3, None]}),

@@ -3,7 +3,8 @@
 // ready, and with JavaScript off, the snapshot (the worked answer) shows. Loaded only on pages with explorers.
 // A worker silent for `data-timeout` ms (default 45 s; it reports each stage of its start) is given up: a start
 // is tried once more in a fresh worker, then the snapshots stay with a status line saying so; a stalled answer
-// disables the controls. A reader never sees a dead control.
+// disables the controls. A reader never sees a dead control. A page not live `data-deadline` ms after it started
+// (default 20 s) says so beside each snapshot, which stays; should Python start later, the explorers go live then.
 (() => {
   const script = document.currentScript;
   const boxes = [...document.querySelectorAll("div.scalebook-explorer[data-scalebook]")];
@@ -38,6 +39,7 @@
   document.head.appendChild(style);
 
   const TIMEOUT_MS = Number(script.dataset.timeout || 45000);
+  const DEADLINE_MS = Number(script.dataset.deadline || 20000);
 
   // A calculator: one worker, and `ask(message)`, which resolves with its reply, or with {ok: false, timedOut: true}
   // once the worker has been silent for TIMEOUT_MS (any message, a start's progress included, counts as a sign of life).
@@ -70,7 +72,7 @@
   }
   let calc = null;
   const ask = (message) => calc.ask(message);
-  const say = (text) => { for (const [box, a] of about) if (a.call) setStatus(box, text); };
+  const say = (text) => { for (const [box, a] of about) if (a.call && !root.dataset.scalebookLate) setStatus(box, text); };
   const setStatus = (box, text) => { const s = box.querySelector(".scalebook-status"); if (s) s.textContent = text; };
 
   const about = new Map(boxes.map((box) => [box, JSON.parse(box.dataset.scalebook)]));
@@ -80,6 +82,16 @@
     box.dataset.state = a.call ? "loading" : "snapshot";
   }
   root.dataset.scalebookLive = "loading";
+  setTimeout(() => {
+    if (root.dataset.scalebookLive !== "loading") return;
+    root.dataset.scalebookLate = "true";
+    for (const [box, a] of about) {
+      if (!a.call || box.dataset.state !== "loading") continue;
+      Object.assign(box.dataset, { state: "snapshot", why: `not live after ${DEADLINE_MS / 1000} s` });
+      setStatus(box, `a snapshot here: the calculator did not start in ${DEADLINE_MS / 1000} s (this machine is busy or `
+                     + "slow); the worked answer shows, and the controls appear if it starts");
+    }
+  }, DEADLINE_MS);
 
   function controlFor(box, c, values, changed) {
     const label = document.createElement("label");
@@ -103,14 +115,20 @@
     const out = document.createElement("output");
     input.type = "range";
     input.name = c.name;
-    if (c.kind === "log") {
+    // a log slider with a `factor` moves in whole steps of it from c.min (its position counts the steps)
+    const steps = (x) => Math.round(Math.log(x / c.min) / Math.log(c.factor));
+    if (c.kind === "log" && c.factor) {
+      Object.assign(input, { min: 0, max: steps(c.max), step: 1 });
+      input.value = steps(c.value);
+    } else if (c.kind === "log") {
       Object.assign(input, { min: Math.log10(c.min), max: Math.log10(c.max), step: "any" });
       input.value = Math.log10(c.value);
     } else {
       Object.assign(input, { min: c.min, max: c.max, step: c.step });
       input.value = c.value;
     }
-    const read = () => (c.kind === "log" ? 10 ** Number(input.value)
+    const read = () => (c.kind === "log" && c.factor ? c.min * c.factor ** Math.round(Number(input.value))
+                        : c.kind === "log" ? 10 ** Number(input.value)
                         : c.kind === "int" ? Math.round(Number(input.value)) : Number(input.value));
     const show = (v) => { out.textContent = c.kind === "log" ? si(v) : c.kind === "int" ? String(v) : String(Number(v.toPrecision(6))); };
     show(c.value);

@@ -51,11 +51,12 @@ if TYPE_CHECKING:
     from .sharding import collective_explorer, matmul_explorer, memory_explorer, ring_explorer, sharding_grid_explorer
     from .tpu import offload_explorer, systolic_explorer, torus_explorer, transfer_explorer
     from .training import pipeline_explorer, training_memory_explorer, training_roofline_explorer
-    from .web import Log
+    from .web import Log, Unfit
 
 _TABLE = {
     **{name: "core" for name in ("Explorer", "explore", "roofline_chart", "roofline_explorer")},
     "Log": "web",
+    "Unfit": "web",
     **{name: "tpu" for name in ("torus_explorer", "transfer_explorer", "systolic_explorer", "offload_explorer")},
     **{name: "sharding" for name in ("collective_explorer", "matmul_explorer", "ring_explorer",
                                      "sharding_grid_explorer", "memory_explorer")},

@@ -8,6 +8,7 @@ answer, so the snapshot on the site is true.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -21,9 +22,9 @@ from ..kinds import has, mapping_with, positive_range
 from ..roofline import achievable_flops, matmul
 from ..svg import Chart
 from ..units import checks, geomspace, is_a
-from .web import Log, Text, control, describe, render
+from .web import Fitting, Log, Text, Unfit, control, describe, render
 
-__all__ = ["Log", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
+__all__ = ["Log", "Unfit", "Explorer", "explore", "roofline_chart", "roofline_explorer"]
 
 
 def opening_on(options: Sequence[Any], value: Any) -> list[Any]:
@@ -42,8 +43,11 @@ def _control(name: str, spec: Any):
         return None
     common = {"description": name, "style": {"description_width": "initial"}}
     if c["kind"] == "log":
-        # read-out with an SI prefix (4.10k, 16.0G) rather than 4.10e+3 (d3-format "s")
-        return w.FloatLogSlider(value=c["value"], base=10, min=math.log10(c["min"]), max=math.log10(c["max"]),
+        # read-out with an SI prefix (4.10k, 16.0G) rather than 4.10e+3 (d3-format "s"); a `factor` moves in
+        # whole steps of it
+        base = c.get("factor") or 10
+        return w.FloatLogSlider(value=c["value"], base=base, min=math.log(c["min"], base),
+                                max=math.log(c["max"], base), step=1 if c.get("factor") else 0.1,
                                 continuous_update=False, readout_format=".3s", **common)
     if c["kind"] == "menu":
         return w.Dropdown(options=spec, value=spec[0], **common)
@@ -117,7 +121,7 @@ class Explorer:
             if name in self.controls:
                 value = self.controls[name].value
                 if isinstance(spec, Log):
-                    specs[name] = Log(spec.lo, spec.hi, value)
+                    specs[name] = dataclasses.replace(spec, value=value)
                 elif isinstance(spec, tuple):
                     specs[name] = (spec[0], spec[1], spec[2] if len(spec) > 2 else None, value)
         about = describe(self.fn, specs, self.title)
@@ -136,7 +140,7 @@ class Explorer:
         about = html.escape(json.dumps(self.describe(), separators=(",", ":")), quote=True)
         return (f"<div class='scalebook-explorer' data-scalebook=\"{about}\">{head}"
                 f"<code class='scalebook-inputs'>{html.escape(inputs)}</code>"
-                f"<br/><div class='scalebook-output'>{self.output.value}</div>"
+                f"<br/><div class='scalebook-output' style='overflow-x:auto'>{self.output.value}</div>"
                 f"<i class='scalebook-status'>Interactive in JupyterLab, Colab or Kaggle.</i></div>")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -145,15 +149,18 @@ class Explorer:
         return bundle
 
 
-@checks(fn=has("__call__", what="a function"))
-def explore(fn: Callable[..., Any], *, title: str = "", **controls: Any) -> Explorer:
+@checks(fn=has("__call__", what="a function"), unfit="?names")
+def explore(fn: Callable[..., Any], *, title: str = "", unfit: Sequence[str] = (), **controls: Any) -> Explorer:
     """Return an `Explorer` that calls `fn(**values)` whenever a control moves.
 
     A control is a slider `(min, max[, step[, value]])`, a menu `[option, ...]` (first is the start),
-    a `Log(lo, hi, value)` slider, any ipywidgets value widget, or a plain value (held fixed). `fn` may
+    a `Log(lo, hi, value[, factor])` slider, any ipywidgets value widget, or a plain value (held fixed). `fn` may
     return a matplotlib figure, anything with an HTML repr (an `Estimate`, a `Table`), or a tuple of them.
+    `unfit`: phrases of the `ValueError`s that a combination the controls offer can meet and that have no answer
+    (a slice larger than the pod): such a combination answers one line, "does not fit: <why>" (`Unfit`), where
+    any other error shows as an error.
     """
-    return Explorer(fn, controls, title)
+    return Explorer(Fitting(fn, tuple(unfit)) if unfit else fn, controls, title)
 
 
 @checks(dtype="dtype", points=mapping_with(is_a(Estimate), "Estimates"), intensity=positive_range)
@@ -188,7 +195,7 @@ def roofline_explorer(chip: str = "v5e", dtype: str = "bf16", B: float = 240, D:
         raise KeyError(f"chip={chip!r} is not among the explorer's chips {names}")
     names.remove(key)
     return explore(
-        _roofline_view, title="One matmul on the roofline",
+        _roofline_view, title="One matmul on the roofline", unfit=("has no published",),
         chip=[key, *names], dtype=[dtype, *[d for d in ("bf16", "int8", "fp8") if d != dtype]],
         B=Log(1, 65536, B), D=Log(128, 65536, D), F=Log(128, 262144, F),
     )

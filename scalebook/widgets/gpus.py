@@ -14,8 +14,9 @@ from ..svg import Chart
 from ..tables import Table
 from ..training.book import min_tokens_per_chip
 from ..training.planner import check_parallelism
-from ..units import checks, fmt_bytes, fmt_rate, fmt_time, geomspace
+from ..units import checks, fmt_bytes, fmt_rate, fmt_si, fmt_time, geomspace
 from .core import Explorer, Log, explore, opening_on
+from .web import Unfit
 
 __all__ = ["gpu_anatomy_table", "gpu_anatomy_explorer", "fat_tree_view", "fat_tree_explorer", "gpu_layout_view",
            "gpu_layout_explorer"]
@@ -50,15 +51,21 @@ def gpu_anatomy_table(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = 
 def gpu_anatomy_explorer(chip: str = "h100", clock_ghz: float = 1.83, dtype: str = "bf16") -> Explorer:
     """Return the SM calculator: pick a GPU, a clock and a dtype; opens on the H100 at the 1.83 GHz its tensor
     peak assumes, where a tensor core does 1024 bf16 FLOPs per cycle."""
-    return explore(gpu_anatomy_table, title="What one GPU's parts deliver", chip=opening_on(GPU_CHIPS, chip),
+    return explore(gpu_anatomy_table, title="What one GPU's parts deliver", unfit=("has no published",),
+                   chip=opening_on(GPU_CHIPS, chip),
                    clock_ghz=(1.0, 2.2, 0.01, clock_ghz), dtype=opening_on(["bf16", "fp8", "int8", "fp4"], dtype))
 
 
 @checks(gpus="count", nbytes="size", inner="count", sharp="flag", cluster="text")
 def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = "all_gather", nbytes: float = 1e9,
-                  inner: int = 1, sharp: bool = False) -> tuple[Chart, Table]:
+                  inner: int = 1, sharp: bool = False) -> tuple[Chart, Table] | Unfit:
     """Return a chart of each network level's time against message size for a collective over `gpus` GPUs of a
-    named system (the message marked), and a table of the levels at `nbytes`: units joined, bandwidth, time."""
+    named system (the message marked), and a table of the levels at `nbytes`: units joined, bandwidth, time (a
+    level the collective does not cross shows a dash). An inner axis as large as the group leaves each collective
+    a group of one GPU: that answers `Unfit`, not a collective of 0 ns."""
+    if inner >= gpus:
+        return Unfit(f"an inner axis of {inner} spans all {gpus} GPUs: each {kind} would run over one GPU and "
+                     "move nothing (pick an inner axis smaller than the group)")
     system = get_cluster(cluster, gpus, sharp)
     levels = gpu_levels(kind, system, None, nbytes, inner)
     sizes = geomspace(1e3, 1e11, 32)
@@ -72,7 +79,8 @@ def fat_tree_view(cluster: str = "h100-superpod", gpus: int = 1024, kind: str = 
     worst = max(t for *_, t in levels)
     rows = [{"level": name, "units joined": D, "bandwidth per unit": W, "time": t,
              "binds": "◀" if t == worst and t > 0 else ""} for name, D, W, t in levels]
-    table = Table(rows, formats={"bandwidth per unit": lambda w: fmt_rate(w, "B/s"), "time": fmt_time},
+    table = Table(rows, formats={"bandwidth per unit": lambda w: fmt_rate(w, "B/s"),
+                                 "time": lambda t: fmt_time(t) if t else "— (not crossed)"},
                   title=f"{fmt_bytes(nbytes)}, inner axis {inner}: {fmt_time(worst)}, "
                         f"{fmt_rate(nbytes / worst, 'B/s') if worst else '—'} effective")
     return chart, table
@@ -85,7 +93,7 @@ def fat_tree_explorer(cluster: str = "h100-superpod", gpus: int = 256, kind: str
     """Return the fat-tree calculator: pick a system, how many GPUs, the collective, the array size (bytes), the
     inner axis it stays sharded over and SHARP; opens on ch. 12's AllGather of bf16[8192, 32768] in one SU, or on
     whichever question's answer the arguments give (the chapter opens one per question, titled by `title`)."""
-    return explore(fat_tree_view, title=title,
+    return explore(fat_tree_view, title=title, unfit=("dividing the group", "network levels hold"),
                    cluster=opening_on(list(PRESETS), cluster), gpus=opening_on(GPU_COUNTS, gpus),
                    kind=opening_on(list(KINDS), kind), nbytes=Log(1e3, 1e11, nbytes),
                    inner=opening_on([1, 2, 4, 8, 16, 32, 64, 128, 256], inner), sharp=opening_on([False, True], sharp))
@@ -105,7 +113,7 @@ def gpu_layout_view(cluster: str = "h100-superpod", gpus: int = 4096, batch_toke
                label="threshold: compute-bound above")
     chart.points([check["model parallel"]], [check["tokens/GPU"]], label="this layout", color="#d62728")
     table = Table([check], formats={"tokens/GPU": "{:.0f}".format, "critical tokens/GPU": "{:.0f}".format},
-                  title=f"TP {tp} × PP {pp} × EP {ep}, {batch_tokens:.3g} tokens per step")
+                  title=f"TP {tp} × PP {pp} × EP {ep}, {fmt_si(batch_tokens, 'tokens')} per step")
     return chart, table
 
 
@@ -115,6 +123,7 @@ def gpu_layout_explorer(cluster: str = "h100-superpod", gpus: int = 4096, batch_
     """Return the layout check (ch. 12, quiz 5): opens on LLaMA-3 70B's 4M-token batch on 4096 H100s with
     8-way TP and 8-way pipelining, which turns a communication-bound layout compute-bound."""
     return explore(gpu_layout_view, title="Tokens per GPU against the data-parallel threshold",
+                   unfit=("must divide the cluster", "need integers 1 <= k <= E", "network levels hold"),
                    cluster=opening_on(list(PRESETS), cluster), gpus=opening_on(GPU_COUNTS, gpus),
                    batch_tokens=Log(1e5, 1e8, batch_tokens), tp=opening_on([1, 2, 4, 8, 16], tp),
                    pp=opening_on([1, 2, 4, 8, 16, 32], pp), ep=opening_on([1, 2, 4, 8, 16, 32, 64], 1),

@@ -73,7 +73,8 @@ def routing_view(S: int = 256, D: int = 64, E: int = 16, k: int = 2, devices: in
 @checks(k="count")
 def routing_explorer(k: int = 2) -> Explorer:
     """Return the 10.Q2 explorer (opens on the chapter's toy: 256 tokens, 16 experts, top-2, 8 devices)."""
-    return explore(routing_view, title="10.Q2: what top-k routing sends", S=[256, 1024, 8192, 65536],
+    return explore(routing_view, title="10.Q2: what top-k routing sends", unfit=("need devices | S",),
+                   S=[256, 1024, 8192, 65536],
                    D=[64, 1024, 8192], E=[16, 8, 64, 256], k=[k, *[v for v in (1, 2, 4, 8) if v != k]],
                    devices=[8, 4, 16, 64])
 

@@ -176,7 +176,8 @@ def plan_explorer(model: str = "llama3-70b", chip: str = "v5p", n_chips: int = 8
     """
     return explore(lambda model, chip, n_chips, batch_tokens, seq_len, sequence_sharding:
                    plan(model, chip, int(n_chips), batch_tokens, int(seq_len), sequence_sharding=sequence_sharding),
-                   title="The planner's layouts", model=_model_menu(model), chip=_chip_menu(chip),
+                   title="The planner's layouts", unfit=("no layout of", "does not split evenly"),
+                   model=_model_menu(model), chip=_chip_menu(chip),
                    n_chips=opening_on(_CHIP_COUNTS, n_chips), batch_tokens=opening_on(_BATCHES, batch_tokens),
                    seq_len=opening_on((2048, 4096, 8192, 16384), seq_len),
                    sequence_sharding=opening_on((True, False), sequence_sharding))

@@ -21,11 +21,11 @@ from ..overlap import CollectiveMatmul, collective_matmul
 from ..plots.sharding import PALETTE
 from ..rings import RING_KINDS, RingStep, device_blocks, ring_schedule
 from ..sharding import ShardedMatmul, bytes_per_device, local_shape, parse_spec, sharded_matmul, total_bytes
-from ..svg import Chart
+from ..svg import Chart, svg_open
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_time, geomspace, is_a
 from .core import Explorer, Log, explore, opening_on
-from .tpu import Picture
+from .tpu import SLICE_UNFIT, Picture
 
 __all__ = ["spec_options", "collective_chart", "collective_explorer", "matmul_explorer", "ring_html",
            "ring_explorer", "overlap_view", "grid_svg", "sharding_grid_explorer", "memory_explorer"]
@@ -72,10 +72,13 @@ def collective_chart(mesh: TpuMesh, axes: str | None, kind: str, nbytes: float, 
 
 
 def _collective_view(kind: str, chip: str, X: int, Y: int, Z: int, axes: str, nbytes: float, also_sharded: str,
-                     wrap: str) -> tuple[Chart, Estimate]:
+                     wrap: str) -> tuple[Chart, Estimate] | str:
     mesh = TpuMesh(chip, X=X, Y=Y, Z=Z, wrap=_WRAP[wrap])
     also = "" if also_sharded == "none" else also_sharded
-    return collective_chart(mesh, axes, kind, nbytes, also), collective(kind, mesh, axes, nbytes, also)
+    here = collective(kind, mesh, axes, nbytes, also)
+    if not here.time:  # a group of one chip moves nothing: no curve to draw, no intensity to show
+        return here.label
+    return collective_chart(mesh, axes, kind, nbytes, also), here
 
 
 @checks(X="count", Y="count", Z="count", nbytes="size", axes="text", also_sharded="text", wrap=_WRAP)
@@ -88,7 +91,7 @@ def collective_explorer(kind: str = "all_gather", chip: str = "v5e", X: int = 8,
     """
     sizes = [1, 2, 4, 8, 16]
     return explore(
-        _collective_view, title="One collective on a TPU mesh",
+        _collective_view, title="One collective on a TPU mesh", unfit=(*SLICE_UNFIT, "repeats axes that take part"),
         kind=opening_on(KINDS, kind), chip=opening_on(TPU_CHIPS, chip), X=opening_on(sizes, X), Y=opening_on(sizes, Y),
         Z=opening_on(sizes, Z), axes=opening_on(["X", "Y", "Z", "XY", "XYZ"], axes), nbytes=Log(1e2, 1e11, nbytes),
         also_sharded=opening_on(["none", "X", "Y", "Z", "XY", "YZ"], also_sharded), wrap=opening_on(list(_WRAP), wrap),
@@ -115,10 +118,11 @@ def matmul_explorer(A: str = "A[I_X, J_Y]", B: str = "B[J_Y, K]", C: str = "C[I_
     sizes = [1, 2, 4, 8, 16]
     return explore(
         _matmul_view, title="A sharded matmul: the plan and its alternatives",
+        unfit=(*SLICE_UNFIT, "must be a positive multiple of"),
         A=opening_on(spec_options("A", ("I", "J"), axes), A), B=opening_on(spec_options("B", ("J", "K"), axes), B),
         C=opening_on(spec_options("C", ("I", "K"), axes), C), chip=opening_on(TPU_CHIPS, chip),
         X=opening_on(sizes, X), Y=opening_on(sizes, Y), Z=opening_on(sizes, Z),
-        I=Log(16, 2**20, I), J=Log(16, 2**20, J), K=Log(16, 2**20, K),
+        I=Log(16, 2**20, _pow2(I), 2), J=Log(16, 2**20, _pow2(J), 2), K=Log(16, 2**20, _pow2(K), 2),
     )
 
 
@@ -216,7 +220,7 @@ def ring_explorer(n: int = 8, kind: str = "all_gather", direction: str = "bidire
                   step: int = 1) -> Explorer:
     """Return a step-by-step explorer of a ring collective: which pieces sit on which device after each step."""
     return explore(
-        _ring_view, title="A ring collective, step by step",
+        _ring_view, title="A ring collective, step by step", unfit=("a one-way line cannot reach",),
         n=(2, 16, 1, n), kind=opening_on(RING_KINDS, kind),
         direction=opening_on(["bidirectional", "one-way"], direction),
         links=opening_on(["wraparound", "no wraparound"], links), step=(0, 15, 1, step),
@@ -240,8 +244,7 @@ def grid_svg(spec: str, axes: dict[str, int], sizes: dict[str, int], dtype: str 
     colour = {b: PALETTE[k % len(PALETTE)] for k, b in enumerate(owners)}
     side, pad = 240, 24
     cw, ch = side / cols_n, side / rows_n
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{2 * side + 4 * pad}' height='{side + 3 * pad}' "
-           "font-family='sans-serif' font-size='10'>"]
+    out = [svg_open(2 * side + 4 * pad, side + 3 * pad, "font-family='sans-serif' font-size='10'")]
     for (r, c), devices in owners.items():
         x, y = pad + c * cw, 2 * pad + r * ch
         out.append(f"<rect x='{x:.1f}' y='{y:.1f}' width='{cw:.1f}' height='{ch:.1f}' fill='{colour[(r, c)]}' "
@@ -280,10 +283,10 @@ def sharding_grid_explorer(spec: str = "A[I_X, J_Y]", X: int = 2, Y: int = 2, I:
                            J: int = 4096, dtype: str = "bf16") -> Explorer:
     """Return an explorer of which device holds which block of A[I, J] for a chosen sharding and mesh."""
     return explore(
-        _grid_view, title="Which device holds which block",
+        _grid_view, title="Which device holds which block", unfit=("must be a multiple of its",),
         spec=opening_on(spec_options("A", ("I", "J")), spec), X=opening_on([1, 2, 4, 8], X),
         Y=opening_on([1, 2, 4, 8], Y),
-        I=Log(16, 65536, I), J=Log(16, 65536, J), dtype=opening_on(["bf16", "fp32", "int8"], dtype),
+        I=Log(16, 65536, _pow2(I), 2), J=Log(16, 65536, _pow2(J), 2), dtype=opening_on(["bf16", "fp32", "int8"], dtype),
     )
 
 
@@ -313,7 +316,7 @@ def memory_explorer(spec: str = "A[I_XY, J]", chip: str = "v5p", X: int = 2, Y: 
     sizes = sizes or {"I": 128, "J": 2048}
     mesh_sizes = [1, 2, 4, 8, 16]
     return explore(
-        _memory_view, title="Memory of a sharded array",
+        _memory_view, title="Memory of a sharded array", unfit=(*SLICE_UNFIT, "must be a multiple of"),
         spec=w.Text(value=spec, description="spec", continuous_update=False), chip=opening_on(TPU_CHIPS, chip),
         X=opening_on(mesh_sizes, X), Y=opening_on(mesh_sizes, Y), Z=opening_on(mesh_sizes, Z),
         dtype=opening_on(["int8", "bf16", "fp32"], dtype), **sizes,

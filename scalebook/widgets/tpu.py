@@ -16,15 +16,19 @@ from ..hardware.chips import chip_names, get_chip
 from ..hardware.topology import TpuMesh
 from ..kinds import names_in
 from ..roofline import estimate, matmul
+from ..svg import svg_open
 from ..tables import Table
-from ..units import checks, fmt_bytes, fmt_time, is_a
+from ..units import checks, fmt_bytes, fmt_rate, fmt_time, is_a
 from .core import Explorer, Log, explore
 
-__all__ = ["Picture", "mesh_svg", "systolic_svg", "torus_explorer", "transfer_explorer", "systolic_explorer",
-           "offload_explorer"]
+__all__ = ["SLICE_UNFIT", "Picture", "mesh_svg", "systolic_svg", "torus_explorer", "transfer_explorer",
+           "systolic_explorer", "offload_explorer"]
 
 _ROWS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
 Coord = tuple[int, ...]
+# What `TpuMesh` says of a slice the explorers' mesh menus offer but a chip family cannot make (a 3-D slice of a 2-D
+# family, one larger than the pod): such a choice answers "does not fit" (`explore(unfit=...)`).
+SLICE_UNFIT = ("slices are", "slice does not fit a")
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,7 @@ def mesh_svg(mesh: TpuMesh, marks: Mapping[Coord, str] | None = None, route: Seq
     def at(x: int, y: int) -> tuple[float, float]:
         return pad + x * cell + cell / 2, pad + y * cell + cell / 2
 
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{2 * pad + X * cell}' height='{2 * pad + Y * cell}' "
-           "font-family='sans-serif'>"]
+    out = [svg_open(2 * pad + X * cell, 2 * pad + Y * cell, "font-family='sans-serif'")]
     for x in range(X):
         for y in range(Y):
             cx, cy = at(x, y)
@@ -117,7 +120,7 @@ def _torus_view(chip: str, X: int, Y: int, Z: int) -> tuple[Table, Picture]:
              "hops to farthest": mesh.ring_hops(a)} for a, n in mesh.axes.items()]
     rows.append({"axis": "whole slice", "chips": mesh.n_chips, "wraparound": "—", "hops to farthest": mesh.diameter})
     title = (f"{mesh.chip.name} {mesh.shape_str(mesh.axes)}: {mesh.hosts} hosts, {mesh.cores} TensorCores, "
-             f"{mesh.total_flops():.3g} bf16 FLOP/s, {fmt_bytes(mesh.total_hbm)} HBM")
+             f"{fmt_rate(mesh.total_flops())} in bf16, {fmt_bytes(mesh.total_hbm)} HBM")
     return Table(rows, title=title), Picture(mesh_svg(mesh))
 
 
@@ -126,7 +129,7 @@ def torus_explorer(chip: str = "v5e", X: int = 4, Y: int = 4, Z: int = 1,
                    chips: Sequence[str] = ("v5e", "v6e", "v5p", "v4p", "v3")) -> Explorer:
     """Return an explorer of a TPU slice: per-axis wraparound and hops, diameter, hosts, and its grid."""
     names = [chip, *[c for c in chips if c != chip]]
-    return explore(_torus_view, title="A TPU slice: wraparound, hops and hosts", chip=names,
+    return explore(_torus_view, title="A TPU slice: wraparound, hops and hosts", unfit=SLICE_UNFIT, chip=names,
                    X=(1, 16, 1, X), Y=(1, 20, 1, Y), Z=(1, 28, 1, Z))
 
 
@@ -208,7 +211,7 @@ def systolic_svg(run: _systolic.Simulation, step: int, cell: int = 56) -> str:
     frame = run.frames[step]
     left = int(cell * 0.55 * max(B + D - 2, 1)) + 20
     width, height = left + F * cell + 10, 40 + D * cell + 16 * B + 20
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' font-family='sans-serif'>",
+    out = [svg_open(width, height, "font-family='sans-serif'"),
            _text(width / 2, 16, f"cycle {step + 1} of {run.cycles}: {frame.busy} of {D * F} PEs busy", 12)]
     for i in range(D):
         for j in range(F):

@@ -12,7 +12,7 @@ from ..hardware.chips import get_chip
 from ..kinds import mapping_of
 from ..models import get_model
 from ..plots.training import STRATEGY_LABELS, tokens
-from ..svg import Chart
+from ..svg import Chart, svg_open
 from ..tables import Table
 from ..training.book import min_tokens_per_chip, step_time, tp_limit, x_opt
 from ..training.curves import strategy_cost, strategy_curves
@@ -88,8 +88,7 @@ def memory_picture(parts: dict[str, float], hbm: float, width: int = 560) -> Pic
     colors = {"params": "#4e79a7", "grads": "#76b7b2", "optimizer": "#f28e2b", "activations": "#e15759"}
     total = sum(parts.values())
     scale = (width - 20) / max(total, hbm)
-    out, x = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='70' font-family='sans-serif' "
-              f"font-size='11'>"], 10.0
+    out, x = [svg_open(width, 70, "font-family='sans-serif' font-size='11'")], 10.0
     for i, (part, value) in enumerate(parts.items()):
         w = value * scale
         out.append(f"<rect x='{x:.1f}' y='10' width='{w:.1f}' height='26' fill='{colors.get(part, '#999')}'/>")
@@ -227,7 +226,7 @@ def layout_step_explorer(model: str = "llama2-13b", chip: str = "v5p", n_chips: 
         axes = {"X": X, "Y": n_chips // X} if strategy == "fsdp_tp" else {}
         return step_time(model, chip, n_chips, B, strategy, M_X=M_X, mfu=mfu, **axes)
 
-    return explore(view, title="One training step under a layout",
+    return explore(view, title="One training step under a layout", unfit=("must divide n_chips",),
                    model=opening_on(["llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b"], model),
                    chip=opening_on(TPU_CHIPS, chip), n_chips=opening_on(CHIP_COUNTS, n_chips), B=Log(1e5, 1e8, B),
                    strategy=opening_on(["fsdp_tp", "fsdp", "dp", "tp"], strategy),

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["Log", "Text", "control", "render", "numbers", "text_of", "numbers_in", "displayed_numbers", "describe",
-           "load", "inputs", "answer", "open_faceless"]
+__all__ = ["Log", "Text", "Unfit", "Fitting", "control", "render", "numbers", "text_of", "numbers_in",
+           "displayed_numbers", "describe", "load", "inputs", "answer", "open_faceless"]
 
 MAX_CALL = 200_000  # characters of pickled inputs a page may carry per explorer (a profile's trace would not fit)
 PYTHON = "{}.{}".format(*sys.version_info[:2])  # a pickled function's code runs only on the same Python minor
@@ -39,11 +39,52 @@ PYTHON = "{}.{}".format(*sys.version_info[:2])  # a pickled function's code runs
 
 @dataclass(frozen=True)
 class Log:
-    """A log-scale slider from `lo` to `hi` starting at `value` (for sizes spanning decades)."""
+    """A log-scale slider from `lo` to `hi` starting at `value` (for sizes spanning decades). With `factor` (say 2)
+    it moves in whole steps of that factor from `lo`, so a matrix size stays a whole power-of-two multiple."""
 
     lo: float
     hi: float
     value: float
+    factor: float = 0.0
+
+    def step_of(self, x: float) -> int:
+        """The whole `factor` steps from `lo` nearest to `x` (0 for a continuous slider)."""
+        return round(math.log(x / self.lo, self.factor)) if self.factor else 0
+
+    def on_steps(self, x: float) -> bool:
+        """Whether `x` is a whole number of `factor` steps above `lo` (always, for a continuous slider)."""
+        return not self.factor or math.isclose(x, self.lo * self.factor ** self.step_of(x))
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """An explorer's answer for a combination its controls offer but that has no answer (a slice larger than the
+    pod, a number format the chip has no published figure for): one line saying why, not an error."""
+
+    why: str
+
+    def __str__(self) -> str:
+        return f"does not fit: {self.why}"
+
+    def _repr_html_(self) -> str:
+        return f"<p class='scalebook-unfit'><b>does not fit:</b> {html.escape(self.why)}</p>"
+
+
+@dataclass(frozen=True)
+class Fitting:
+    """`fn`, answering `Unfit` where it raises a `ValueError` naming one of the phrases `unfit` (what the explorer's
+    own combinations can run into); any other error is still an error."""
+
+    fn: Callable[..., Any]
+    unfit: tuple[str, ...]
+
+    def __call__(self, **values: Any) -> Any:
+        try:
+            return self.fn(**values)
+        except ValueError as err:
+            if any(phrase in str(err) for phrase in self.unfit):
+                return Unfit(str(err))
+            raise
 
 
 @dataclass(frozen=True)
@@ -66,7 +107,11 @@ def control(name: str, spec: Any) -> dict[str, Any] | None:
     if isinstance(spec, Log):
         if not 0 < spec.lo <= spec.value <= spec.hi:
             raise ValueError(f"{name}: Log needs 0 < lo <= value <= hi, got {spec}")
-        return {"name": name, "kind": "log", "min": spec.lo, "max": spec.hi, "value": spec.value}
+        if spec.factor and not (spec.factor > 1 and spec.on_steps(spec.hi) and spec.on_steps(spec.value)):
+            raise ValueError(f"{name}: Log with factor={spec.factor!r} needs hi and value whole factor steps above "
+                             f"lo, got {spec}")
+        about = {"name": name, "kind": "log", "min": spec.lo, "max": spec.hi, "value": spec.value}
+        return {**about, "factor": spec.factor} if spec.factor else about
     if isinstance(spec, list):
         if not spec:
             raise ValueError(f"{name}: a menu needs at least one option")
@@ -219,6 +264,7 @@ def describe(fn: Callable[..., Any], specs: Mapping[str, Any], title: str = "") 
     """Return the JSON-ready description of an explorer: its controls at their starting values, and the function
     with its fixed inputs and menus' options pickled (`call`; absent, with `why`, when they cannot travel)."""
     controls, fixed, menus = [], {}, {}
+    shown = fn.fn if isinstance(fn, Fitting) else fn
     for name, spec in specs.items():
         c = control(name, spec)
         if c is None:
@@ -228,8 +274,8 @@ def describe(fn: Callable[..., Any], specs: Mapping[str, Any], title: str = "") 
         if c["kind"] == "menu":
             menus[name] = list(spec)
     about = {"title": title, "python": PYTHON, "controls": controls,
-             "function": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"}
-    if _explores_a_measurement(fn):
+             "function": f"{getattr(shown, '__module__', '?')}.{getattr(shown, '__qualname__', repr(shown))}"}
+    if _explores_a_measurement(shown):
         about["why"] = "it explores a profile measured on the machine that built the page"
         return about
     try:

@@ -1,9 +1,9 @@
 """Drive the website's live explorers in headless Chromium, over HTTP from a local server, and watch every request.
 
 `serve(folder)` serves a built site on 127.0.0.1 (a Web Worker and WebAssembly need http:, not file:).
-`LivePage(url)` opens a page in a browser context whose proxy records every request for another host (so a
-worker's requests are seen from its first one), follows the page and its workers over the DevTools protocol, and
-records every request; `offsite()` lists those to any host but the site's own.
+`LivePage(url)` (`width`: a phone's screen) opens a page in a browser context whose proxy records every request for
+another host (so a worker's requests are seen from its first one), follows the page and its workers over the DevTools
+protocol, and records every request; `offsite()` lists those to any host but the site's own.
 `wait_ready()` waits for the bridge's "ready" (every explorer live or left a snapshot); `explorers()` reads each
 explorer's description and state; `move(i, name, value)` sets a control as a reader would and returns what the
 page then shows.
@@ -86,7 +86,7 @@ class _Recorder:
 class LivePage:
     """One page in a fresh headless Chromium, with its workers followed and its requests recorded."""
 
-    def __init__(self, url: str, javascript: bool = True) -> None:
+    def __init__(self, url: str, javascript: bool = True, width: int | None = None) -> None:
         self.url = url
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -102,6 +102,10 @@ class LivePage:
         self._follow(self._session)
         if not javascript:
             self._browser.send("Emulation.setScriptExecutionDisabled", {"value": True}, session=self._session)
+        if width:  # a phone's screen: `width` CSS pixels wide, the page laid out as on a phone
+            self._browser.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 2 * width,
+                                                                      "deviceScaleFactor": 1, "mobile": True},
+                               session=self._session)
         self.t0 = time.monotonic()
         self._browser.send("Page.navigate", {"url": url}, session=self._session)
 

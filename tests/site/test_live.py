@@ -4,7 +4,14 @@ worked answer, shows what the same Python function returns in this process for t
 within a relative 1e-9, in the result and in the text a reader sees). No request may leave the site's host:
 `fixtures/offsite.html` makes two (one from the page, one from a Web Worker) and the check must report both.
 With JavaScript off, a page shows each explorer's snapshot; a calculator that never starts leaves it too, with a
-status line saying so (`fixtures/stalled.html`).
+status line saying so (`fixtures/stalled.html`), and so does a page still not live after 20 s. At a phone's 390 px
+no explorer's picture is clipped.
+
+The explorer fuzz (no browser: each explorer's own description, run by the same `web.answer` the page's worker runs)
+sets every control of every live explorer on every page to each value a reader can pick (`explorers.settings`:
+every menu option, each slider's two ends and midpoint; all combinations where there are at most 256 of them, every
+pair of values otherwise) and fails on an error, a NaN, an infinite or a negative time, a collective over more
+than one chip shown taking no time, a bare number without its unit or a raw float (`explorers.problems`).
 
 Per page, the seconds from navigation to "live" and each explorer's answer time are written to
 `<site>/../live-times.json` (read by `benchmarks/live_site.py`); no test asserts a time.
@@ -21,6 +28,7 @@ from typing import Any
 
 import pytest
 from browser import BROWSER
+from explorers import problems, settings, site_explorers
 from live import LivePage, Server
 
 from scalebook.widgets import web
@@ -50,6 +58,9 @@ def a_move(about: dict[str, Any]) -> tuple[str, float]:
     for c in about["controls"]:
         if c["kind"] == "menu" and len(c["options"]) > 1:
             return c["name"], (c["value"] + 1) % len(c["options"])
+        if c["kind"] == "log" and c.get("factor") and c["max"] > c["min"]:  # the slider counts factor steps
+            at = round(math.log(c["value"] / c["min"], c["factor"]))
+            return c["name"], at + 1 if c["value"] * c["factor"] <= c["max"] else at - 1
         if c["kind"] == "log" and c["max"] > c["min"]:
             up = c["value"] * 2 ** 0.5
             return c["name"], math.log10(up if up <= c["max"] else c["value"] / 2 ** 0.5)
@@ -195,3 +206,91 @@ def test_every_explorer_of_chapters_1_to_8_is_live():
     assert rows, "run with the page tests above"
     not_live = [f"{page}: {r['function']} ({r['why']})" for page, r in rows if r["state"] != "live"]
     assert not not_live, f"{len(not_live)} of {len(rows)} not live:\n" + "\n".join(not_live)
+
+
+@needs_site
+@pytest.mark.parametrize("path", LIVE_PAGES, ids=lambda p: str(p.relative_to(SITE)))
+def test_every_explorer_answers_every_menu_combination_and_slider_end(path: Path):
+    bad, tried = [], 0
+    for i, about in enumerate(site_explorers(path)):
+        if "call" not in about:  # a snapshot on the site (a profile measured when the page was built)
+            continue
+        design, values = settings(about)
+        for v in values:
+            tried += 1
+            try:
+                found = problems(about["call"], v)
+            except Exception as err:  # noqa: BLE001 (what the page's worker would show as a red error)
+                found = [f"{type(err).__name__}: {err}"]
+            if found:
+                bad.append(f"explorer {i} ({about['title'] or about['function']}, {design}) at {v}: {found[0][:200]}")
+    assert tried, f"{path.name}: no live explorer to fuzz"
+    assert not bad, f"{len(bad)} of {tried} answers wrong:\n" + "\n".join(bad[:20])
+
+
+PHONE = 390  # CSS pixels: a phone's width
+# Each explorer picture (SVG or image) in the page at a phone's width, every fold open: clipped when it crosses the
+# window's right edge and no box between it and its explorer scrolls sideways (`overflow-x: auto`) inside the window.
+CLIPPED = """JSON.stringify((() => {
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  const out = [];
+  document.querySelectorAll('div.scalebook-explorer .scalebook-output').forEach((o, i) => {
+    o.querySelectorAll('svg, img').forEach((el) => {
+      if (el.closest('svg') !== el && el.tagName.toLowerCase() === 'svg') return;
+      const r = el.getBoundingClientRect();
+      if (!r.width || (r.left >= -0.5 && r.right <= innerWidth + 0.5)) return;
+      for (let a = el.parentElement; a && a !== o.parentElement; a = a.parentElement) {
+        const s = getComputedStyle(a), box = a.getBoundingClientRect();
+        if (['auto', 'scroll'].includes(s.overflowX) && box.right <= innerWidth + 0.5) return;
+      }
+      out.push(`explorer ${i}: ${el.tagName} ${Math.round(r.left)}..${Math.round(r.right)} px`);
+    });
+  });
+  return out;
+})())"""
+
+
+@needs_site
+@needs_browser
+def test_at_a_phones_width_no_explorer_picture_is_clipped(site: Server):
+    clipped = {}
+    for path in LIVE_PAGES:
+        page = LivePage(site.url(path.relative_to(SITE)), javascript=False, width=PHONE)
+        try:
+            page.wait_for("document.readyState === 'complete'", 60)
+            assert page.evaluate("innerWidth") == PHONE
+            found = json.loads(page.evaluate(CLIPPED))
+        finally:
+            page.close()
+        if found:
+            clipped[path.name] = found
+    assert not clipped, clipped
+
+
+@needs_browser
+def test_a_page_not_live_after_20_s_says_so_beside_its_snapshot(tmp_path: Path):
+    shutil.copy(ROOT / "_ext" / "static" / "scalebook-live.js", tmp_path)
+    shutil.copy(FIXTURES / "stalled.html", tmp_path)
+    # a worker that keeps saying it is starting (so it is never given up as silent) and never starts
+    (tmp_path / "scalebook-worker.js").write_text(
+        "setInterval(() => self.postMessage({kind: 'progress', stage: 'python'}), 300);\n")
+    server = Server(tmp_path)
+    page = LivePage(server.url("stalled.html"))
+    read = ("JSON.stringify([document.documentElement.dataset.scalebookLive || '',"
+            " document.querySelector('.scalebook-status').textContent,"
+            " document.querySelector('.scalebook-output').textContent,"
+            " document.querySelectorAll('.scalebook-controls').length])")
+    try:
+        page.wait_for("document.documentElement.dataset.scalebookLive === 'loading'", 60)
+        early = json.loads(page.evaluate(read))
+        late_s = page.wait_for("document.documentElement.dataset.scalebookLate === 'true'", 60)
+        late = json.loads(page.evaluate(read))
+        boxes = page.explorers()
+    finally:
+        page.close()
+        server.close()
+    assert early[1] == "loading the calculator…"  # before the deadline: loading, the snapshot in view
+    assert late_s >= 20  # not before 20 s
+    assert late[0] == "loading" and "did not start in 20 s" in late[1] and "worked answer" in late[1]
+    assert late[2] == "the worked answer: 4" and late[3] == 0  # the snapshot stays, and no dead control
+    assert [b["state"] for b in boxes] == ["snapshot"] and boxes[0]["why"] == "not live after 20 s"

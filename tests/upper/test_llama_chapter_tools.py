@@ -144,4 +144,5 @@ def test_explorers_redraw_fast(make, change):
 def test_plan_explorer_shows_why_nothing_fits():
     ex = sb.widgets.plan_explorer()
     ex.update(chip="v5e", n_chips=256)
-    assert isinstance(ex.result, ValueError) and "no layout" in ex.output.value
+    assert isinstance(ex.result, sb.widgets.Unfit) and "does not fit:" in ex.output.value
+    assert "no layout" in ex.output.value

@@ -173,10 +173,11 @@ def test_explorers_redraw_fast(make, change):
     assert_answers_fast(make, change)
 
 
-def test_explorers_show_errors_for_impossible_choices():
+def test_explorers_answer_a_combination_with_no_answer_in_one_line_not_an_error():
     ex = sb.widgets.ring_explorer()
     ex.update(direction="one-way", links="no wraparound")
-    assert isinstance(ex.result, ValueError) and "wraparound" in ex.output.value
+    assert isinstance(ex.result, sb.widgets.Unfit) and "does not fit:" in ex.output.value
+    assert "wraparound" in ex.output.value and "cb222e" not in ex.output.value  # the reason, and no red error
 
 
 # --- the collective benchmark --------------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def test_torus_explorer_opens_on_a_v5e_4x4():
 def test_torus_explorer_shows_shape_errors():
     ex = sb.widgets.torus_explorer()
     ex.update(Z=2)
-    assert isinstance(ex.result, ValueError) and "2-D" in ex.output.value
+    assert isinstance(ex.result, sb.widgets.Unfit) and "does not fit:" in ex.output.value and "2-D" in ex.output.value
 
 
 def test_offload_explorer_opens_on_q6():
