@@ -44,7 +44,8 @@ EXEMPT = {
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
                               "tests/upper/test_numpy_free.py and tests/site/test_live.py run it on every explorer"
        for name in ("answer", "control", "describe", "load", "numbers", "open_faceless", "render", "text_of",
-                    "inputs", "numbers_in", "displayed_numbers", "Log", "Text")},
+                    "inputs", "numbers_in", "displayed_numbers", "Log", "Text", "Unfit", "Fitting")},
+    "widgets.core.Unfit": "an explorer's one-line answer (`web.Unfit`), built by `explore(unfit=...)`, which is fuzzed",
     "lab.runtime.Runtime": RECORD, "lab.runtime.host": "no arguments; describes this machine",
     "lab.bench.Sweep": RECORD, "lab.bench.default_dtype": "no arguments; reads the device",
     "lab.ch08_llama.Served": RECORD,
@@ -216,7 +217,8 @@ recipe("plots.transformer.matmul_flops")
 recipe("plots.validation.validation", band="fraction")
 
 # --- explorers -----------------------------------------------------------------------------------------------------
-recipe("widgets.core.explore", lambda: dict(fn=sb.roofline.dot, N=1e6, chip="v5e"), fn=[3, "abc", None])
+recipe("widgets.core.explore", lambda: dict(fn=sb.roofline.dot, N=1e6, chip="v5e"), fn=[3, "abc", None],
+       unfit=[3, [3], "abc"])
 recipe("widgets.core.roofline_chart", lambda: dict(chip="v5e", dtype="bf16",
                                                     points={"B=240": sb.roofline.matmul(240, 8192, 8192, "v5e")}),
        points=[{"a": 3}, 3, None], intensity=PAIR)
