@@ -198,6 +198,12 @@ def test_with_javascript_off_a_page_shows_each_explorers_snapshot(site: Server):
     assert boxes and all(length > 0 and controls == 0 and state == "" for length, controls, state in boxes), boxes
 
 
+# Chapters 7-8's serving explorers: the simulator (its requests drawn by the standard library, the same in the
+# browser: tests/site/test_serving_draws.py), the batching stepper, one configuration, and the latency budget.
+SERVING = ("Serving: queueing turns step times into latency", "Continuous batching, step by step",
+           "Serving one configuration", "The best slice under a latency budget")
+
+
 @needs_site
 @needs_browser
 def test_every_explorer_of_chapters_1_to_8_is_live():
@@ -206,6 +212,9 @@ def test_every_explorer_of_chapters_1_to_8_is_live():
     assert rows, "run with the page tests above"
     not_live = [f"{page}: {r['function']} ({r['why']})" for page, r in rows if r["state"] != "live"]
     assert not not_live, f"{len(not_live)} of {len(rows)} not live:\n" + "\n".join(not_live)
+    if {"07", "08"} <= {Path(page).stem[:2] for page in RESULTS}:  # the serving explorers, by name: issue #40's four
+        live = {r["title"] for _, r in rows if r["state"] == "live"}
+        assert set(SERVING) <= live, f"serving explorers not live: {sorted(set(SERVING) - live)}"
 
 
 @needs_site
