@@ -21,7 +21,7 @@ def topology_explorer(model: str = "llama3-70b", chip: str = "v5e", dtype: str =
     tokens and queries per second per chip and $ per million tokens out (opens on ch. 8's int8 4x2 at 8k)."""
     return explore(lambda model, chip, dtype, context, topology, decode_tokens, ici:
                    serving_summary(model, chip, dtype, context, topology, decode_tokens, 0, ici),
-                   title="Serving one configuration",
+                   title="Serving one configuration", unfit=("leaves no room for",),
                    model=opening_on(("llama3-70b", "llama3-8b", "llama3-405b"), model),
                    chip=opening_on(("v5e", "v5p"), chip), dtype=opening_on(DTYPES, dtype),
                    context=opening_on(tuple(2**k for k in range(10, 18)), context),
