@@ -1,11 +1,14 @@
 """Checking a chapter's numbers: `expect` for a worked answer, `checked_numbers` for the chapter's closing table.
 
 `expect(value, published)` sets a computed number beside the book's printed one and raises when they
-drift apart, so executing a chapter (nbval, the website build) fails on a wrong number. In a page it shows only
-a compact ✓ (the numbers and source on hover) and records the check; `checked_numbers()` at the end of a chapter
-shows them all in a collapsed table. `kind="regression"` marks a check against our own earlier output (a guard
-against drift, not a published claim). A student's answer to a problem set is checked by `course.answers.check`,
-which sets it beside the key with the same `compare.Comparison`.
+drift apart, so executing a chapter (nbval, the website build) fails on a wrong number. In a notebook (JupyterLab,
+Colab) it shows a compact ✓ (the numbers and source on hover), so a reader running the chapter sees each check
+pass where it stands; `str()` keeps the full line for scripts and tests. The website's stylesheet
+(_ext/static/scalebook-page.css) leaves these marks out of the page, where a chapter once showed dozens in view:
+there, as in print, the chapter's checks are read in the table `checked_numbers()` shows, folded, at its end.
+`kind="regression"` marks a check against our own earlier output (a guard against drift, not a published claim). A
+student's answer to a problem set is checked by `course.answers.check`, which sets it beside the key with the same
+`compare.Comparison`.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ _KIND_TITLES = {"published": "Checked against the published number",
 class Check(Comparison):
     """One checked number of a chapter (what `expect` returns): a `Comparison` with its `kind`.
 
-    In a notebook or page it renders as a compact mark, ✓ (or ✓ regression), with the numbers, the tolerance
-    and the source on hover; `str()` keeps the full line for scripts and tests.
+    In a notebook it renders as a compact mark, ✓ (or ✓ regression), with the numbers, the tolerance and the
+    source on hover (its class `sb-check` lets the website leave it out); `str()` keeps the full line.
     """
 
     kind: str = "published"
