@@ -109,8 +109,9 @@ def contents_html(book: str, chapters: list[Chapter], first_pages: list[int]) ->
             rows.append(f"<h2>{html.escape(chapter.part)}</h2>")
         part = chapter.part
         rows.append(f"<p><span>{html.escape(chapter.title)}</span><span>{first}</span></p>")
-    style = ("body{font-family:sans-serif;margin:2cm} h1{font-size:24pt} h2{font-size:13pt;margin-top:1.2em}"
-             " p{display:flex;justify-content:space-between;margin:.2em 0 .2em 1em;font-size:11pt}")
+    style = ("@page{margin:1.8cm} body{font-family:sans-serif} h1{font-size:22pt;margin-top:0}"
+             " h2{font-size:12pt;margin:1em 0 .3em}"
+             " p{display:flex;justify-content:space-between;margin:.15em 0 .15em 1em;font-size:10.5pt}")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Contents</title>"
             f"<style>{style}</style></head><body><h1>{html.escape(book)}</h1><h2>Contents</h2>"
             + "".join(rows) + "</body></html>")
