@@ -3,9 +3,11 @@
 Each page of the table of contents (_toc.yml, in its order) is printed by headless Chromium with the site's print
 stylesheet (_ext/static/scalebook-print.css): prose, figures, tables, maths typeset by the site's own MathJax (no
 network needed), worked answers printed open, explorers as captioned figures of their snapshot; no code cell source,
-no check marks, no explorer status lines. pypdf then merges the pages behind a printed table of contents (each
-chapter with its first page) and gives the PDF an outline (bookmarks) by part and chapter. tests/site/test_pdf.py
-checks the result.
+no check marks, no explorer status lines. Chromium prints to the paper size a page's CSS asks for, so each page is
+printed from a copy that asks for A4 or Letter and numbers its pages on from where the previous chapter ended (a
+<base> keeps the copy's links to the site's files). pypdf then merges the pages behind a printed table of contents
+(each chapter with its first page) and gives the PDF an outline (bookmarks) by part and chapter and page labels that
+match the printed numbers. tests/site/test_pdf.py checks the result.
 
     python _ext/pdf_book.py [--site _build/html] [--paper a4|letter] [--out _build/pdf/scalebook-<paper>.pdf]
 """
