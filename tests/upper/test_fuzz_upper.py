@@ -361,6 +361,8 @@ recipe("lab.ch08_llama.full_size")
 recipe("lab.ch08_llama.step_flops", lambda: dict(config=sb.get_model("llama3-8b"), batch=1, tokens=1, context=1),
        config=OBJ)
 recipe("lab.ch08_llama.Llama", config=[3, "abc"], seed="count0")
+recipe("lab.ch08_llama.flash_attention", lambda: dict(q=np.zeros((1, 16, 4, 8)), k=np.zeros((1, 16, 2, 8)),
+                                                     v=np.zeros((1, 16, 2, 8))), q=ARR, k=ARR, v=ARR)
 recipe("lab.ch09_transformer.TinyTransformer")
 recipe("lab.ch09_transformer.train_step", lambda: dict(cfg=_tiny()), cfg=OBJ)
 recipe("lab.ch09_transformer.step_inputs", lambda: dict(cfg=_tiny()), cfg=OBJ, seed="count0")
