@@ -14,7 +14,8 @@ package predicts:
    `inference.decode_time` for this device's measured roofs);
 4. separate prefill and decode servers (`Llama.disaggregated`: one prompt at a time on one device, its cache sent to
    a batched decode server split over others; the bytes sent and the AllReduces XLA emits beside the package's);
-5. Flash Attention in Pallas: not built here (see the chapter).
+5. Flash Attention in Pallas (`flash_attention`, `Llama.flash`: equal to JAX's attention; it moves only the values
+   of the package's fused-attention roofline).
 
 JAX is imported only when a function here is called.
 """
@@ -30,15 +31,17 @@ from ..hardware.chips import Chip
 from ..hardware.topology import TpuMesh
 from ..inference.steps import decode_time, kv_cache_bytes
 from ..models import TransformerConfig, get_model
+from ..roofline import attention
 from ..sharding import sharded_matmul
 from ..tables import Table
 from ..units import checks, dtype_bytes, fmt_bytes, fmt_flops, fmt_time, is_a
 from . import ch07_decoder
 from .bench import median_time
-from .runtime import device_mesh, jax_and_numpy
+from .runtime import an_array, device_mesh, jax_and_numpy, jnp_dtype
 from .xla import collectives, compiled, cost_analysis
 
-__all__ = ["ROPE_THETA", "scaled_down", "init", "parameter_count", "full_size", "step_flops", "Llama", "Served"]
+__all__ = ["ROPE_THETA", "scaled_down", "init", "parameter_count", "full_size", "step_flops", "flash_attention",
+           "Llama", "Served"]
 
 # LLaMA 3's RoPE base frequency: "rope_theta": 500000.0 in meta-llama/Meta-Llama-3-8B's config.json (the LLaMA 3
 # paper, Dubey et al. 2024, section 3.1.1: raised to 500,000 from LLaMA 2's 10,000).
@@ -122,6 +125,45 @@ def step_flops(config: TransformerConfig, batch: int, tokens: int, context: int)
     each attending to all `context` positions (the lab masks rather than skips), logits for the last token only."""
     per_token = config.flops_per_token(context, training=False, causal=False, logits=False)
     return batch * (tokens * per_token + 2 * config.D * config.V)
+
+
+@checks(q=an_array, k=an_array, v=an_array, block="count")
+def flash_attention(q: Any, k: Any, v: Any, block: int = 16) -> Any:
+    """Return causal attention [B, T, N, H] of queries q [B, T, N, H] over keys and values k, v [B, T, K, H]
+    (grouped: query head n reads key/value head n // (N/K)), as a Pallas kernel that never stores the scores: each
+    program takes `block` queries and walks the keys `block` at a time, keeping a running maximum and sum of its
+    softmax (Flash Attention). On a CPU, Pallas interprets the kernel; T must be a multiple of `block`."""
+    jax, jnp = jax_and_numpy()
+    from jax.experimental import pallas as pl
+
+    (B, T, N, H), K = q.shape, k.shape[2]
+    if T % block or k.shape != (B, T, K, H) or v.shape != k.shape or N % K:
+        raise ValueError(f"block={block} must divide T, and k, v must be [B, T, K, H] with K | N; got q {q.shape}, "
+                         f"k {k.shape}, v {v.shape}")
+
+    def kernel(q_ref: Any, k_ref: Any, v_ref: Any, o_ref: Any) -> None:
+        rows = pl.program_id(2) * block + jnp.arange(block)[:, None]
+
+        def one_block(j: Any, carry: tuple) -> tuple:
+            top, total, out = carry
+            keys = pl.ds(j * block, block)
+            s = q_ref[0, 0] @ k_ref[0, 0, keys].T / H**0.5
+            s = jnp.where(j * block + jnp.arange(block)[None, :] <= rows, s, -jnp.inf)
+            new_top = jnp.maximum(top, s.max(axis=-1))
+            p, fade = jnp.exp(s - new_top[:, None]), jnp.exp(top - new_top)
+            return new_top, total * fade + p.sum(axis=-1), out * fade[:, None] + p @ v_ref[0, 0, keys]
+
+        start = (jnp.full((block,), -jnp.inf, q.dtype), jnp.zeros((block,), q.dtype), jnp.zeros((block, H), q.dtype))
+        _, total, out = jax.lax.fori_loop(0, pl.program_id(2) + 1, one_block, start)  # later keys are all masked
+        o_ref[0, 0] = out / total[:, None]
+
+    group = N // K
+    tile = pl.BlockSpec((1, 1, block, H), lambda b, n, i: (b, n, i, 0))
+    whole = pl.BlockSpec((1, 1, T, H), lambda b, n, i: (b, n // group, 0, 0))
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((B, N, T, H), q.dtype), grid=(B, N, T // block),
+                          in_specs=[tile, whole, whole], out_specs=tile,
+                          interpret=jax.default_backend() == "cpu")
+    return call(*(x.transpose(0, 2, 1, 3) for x in (q, k, v))).transpose(0, 2, 1, 3)  # heads before T, and back
 
 
 class Llama:
@@ -212,6 +254,25 @@ class Llama:
                             f"(2 per layer, {2 * cfg.L} in all)")
         return Served(jnp.stack(chosen, axis=1), [float(c["k"].nbytes + c["v"].nbytes) for c in sent],
                       kv_cache_bytes(cfg, T, 1, bytes_per_value=dtype_bytes(self.dtype)), steps)
+
+    @checks(block="count")
+    def flash(self, block: int = 16) -> Table:
+        """Return `flash_attention` on random queries, keys and values of this model's heads over the prompt, beside
+        JAX's own causal attention (`jax.nn.dot_product_attention`), and the values the kernel reads and writes
+        beside those of the package's fused-attention roofline (`roofline.attention`: Q, K, V and the output)."""
+        jax, jnp = jax_and_numpy()
+        cfg, (B, T) = self.config, self.prompt.shape
+        keys = jax.random.split(jax.random.key(T), 3)
+        shapes = ((B, T, cfg.N, cfg.H), (B, T, cfg.K, cfg.H), (B, T, cfg.K, cfg.H))
+        q, k, v = (jax.random.normal(key, shape, jnp_dtype(self.dtype)) for key, shape in zip(keys, shapes))
+        out = jax.jit(flash_attention, static_argnums=3)(q, k, v, block)
+        moved = sum(x.size for x in (q, k, v, out))
+        book = attention(T, T, cfg.N, cfg.K, cfg.H, B=B).bytes / dtype_bytes("bf16")
+        return Table([{"largest difference": float(jnp.abs(out - jax.nn.dot_product_attention(q, k, v,
+                                                                                                is_causal=True)).max()),
+                       "values moved": moved, "package": book, "scores never stored": B * cfg.N * T * T}],
+                     formats={"largest difference": "{:.1e}".format},
+                     title=f"Flash Attention in Pallas: {cfg.N} query and {cfg.K} key/value heads, {B} x {T} tokens")
 
     @checks(chip=is_a(Chip), repeats="count")
     def time_decode(self, chip: Chip, repeats: int = 5) -> Table:

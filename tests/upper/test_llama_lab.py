@@ -112,3 +112,21 @@ def test_the_timing_table_sets_the_measurement_beside_the_prediction():
                                          param_bytes=4, compute_dtype="fp32")
     assert row["predicted"] == predicted.time and row["measured"] > 0
     assert row["measured / predicted"] == pytest.approx(row["measured"] / row["predicted"])
+
+
+@pytest.mark.slow  # compiles a Pallas kernel (interpreted on a CPU)
+def test_flash_attention_in_pallas_equals_jax_attention_and_moves_only_q_k_v_and_the_output():
+    table = ch08_llama.Llama(SMALL, batch=2, prompt=16, steps=1).flash(block=8)
+    row = table.rows[0]
+    assert row["largest difference"] < 1e-5
+    assert row["values moved"] == row["package"] == 2 * 16 * SMALL.H * (2 * SMALL.N + 2 * SMALL.K)
+    assert row["scores never stored"] == 2 * SMALL.N * 16 * 16
+
+
+@pytest.mark.slow  # starts JAX
+def test_flash_attention_refuses_a_block_that_does_not_divide_the_sequence():
+    import jax.numpy as jnp
+
+    q, kv = jnp.ones((1, 12, 4, 8)), jnp.ones((1, 12, 2, 8))
+    with pytest.raises(ValueError, match="block=8 must divide T"):
+        ch08_llama.flash_attention(q, kv, kv, block=8)
