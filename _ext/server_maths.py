@@ -55,8 +55,11 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         return
     pages = {path: path.read_text(encoding="utf-8") for path in Path(app.outdir).rglob("*.html")}
     found = {path: _formulas(text) for path, text in pages.items()}
+    stylesheet = Path(app.outdir) / "_static" / STYLESHEET
+    if stylesheet.exists() and not any(found.values()):
+        return  # every page was typeset by an earlier build
     done, css = typeset([item for items in found.values() for item in items], app.scalebook_live["mathjax"])
-    (Path(app.outdir) / "_static" / STYLESHEET).write_text(css, encoding="utf-8")
+    stylesheet.write_text(css, encoding="utf-8")
     rendered = iter(done)
     for path, items in found.items():
         if items:
