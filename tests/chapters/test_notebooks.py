@@ -41,8 +41,11 @@ print(answer)
 
 @pytest.fixture
 def book(tmp_path: Path) -> Path:
-    """A tiny book: config, README with markers, one chapter and one solution notebook."""
+    """A tiny book: config, the badges' drawings, README with markers, one chapter and one solution notebook."""
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    for drawing in notebooks.BADGE_FILES.values():
+        (tmp_path / drawing).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / drawing, tmp_path / drawing)
     (tmp_path / "README.md").write_text("# demo\n<!-- chapters:start -->\n<!-- chapters:end -->\n")
     for folder in notebooks.FOLDERS:
         (tmp_path / folder).mkdir()
