@@ -27,7 +27,8 @@ VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "google": "Google"}  # a vendor key
 class Announced:
     """One announced chip: `name`, `vendor`, `kind` ('gpu' or 'tpu'), the day (`on`) and `event` it was announced,
     when the vendor says it ships (`expected`), the vendor's `claims` (text, not figures we price with), what is
-    `missing` before it can be priced, the `source` text, and the `aliases` a reader may type."""
+    `missing` before it can be priced, the `source` text and a short `cite` of it, and the `aliases` a reader may
+    type."""
 
     key: str
     name: str
@@ -39,11 +40,12 @@ class Announced:
     claims: str
     missing: str
     source: str
+    cite: str
     aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_fields(self, key="text", name="text", vendor=tuple(VENDORS), kind=("gpu", "tpu"), event="text",
-                     expected="text", claims="text", missing="text", source="text")
+                     expected="text", claims="text", missing="text", source="text", cite="text")
         if not isinstance(self.on, datetime.date):
             raise TypeError(f"on={self.on!r} must be a date (a TOML date such as 2026-01-05)")
 
@@ -81,9 +83,8 @@ def refusal(name: str) -> str | None:
 
 
 def announced_chips() -> Table:
-    """Return the announced chips as a table: name, vendor, announced (day and event), expected, the vendor's
-    claims and where they were read (the source's first clause; `announced()` has it whole)."""
-    rows = [{"chip": c.name, "vendor": c.vendor, "announced": f"{c.on.isoformat()}, {c.event}",
-             "expected": c.expected, "vendor's claims (not priced)": c.claims, "source": c.source.split(": ")[0]}
-            for c in announced().values()]
+    """Return the announced chips as a table: name, announced (day and event), expected, the vendor's claims and
+    where they were read (a short citation; `announced()` has each source whole)."""
+    rows = [{"chip": c.name, "announced": f"{c.on.isoformat()}, {c.event}", "expected": c.expected,
+             "vendor's claims (not priced)": c.claims, "source": c.cite} for c in announced().values()]
     return Table(rows, title="Announced in 2026, not priced until their datasheets are published")

@@ -58,7 +58,7 @@ def test_the_table_the_chapter_shows_has_every_announced_chip_and_no_number_colu
 def test_a_bad_entry_is_refused_with_the_field_named():
     with pytest.raises((TypeError, ValueError), match="kind"):
         announced.Announced(key="x", name="X", vendor="amd", kind="fpga", on=datetime.date(2026, 1, 1), event="e",
-                            expected="e", claims="c", missing="m", source="s")
+                            expected="e", claims="c", missing="m", source="s", cite="s")
     with pytest.raises(TypeError, match="on="):
         announced.Announced(key="x", name="X", vendor="amd", kind="gpu", on="2026-01-01", event="e",
-                            expected="e", claims="c", missing="m", source="s")
+                            expected="e", claims="c", missing="m", source="s", cite="s")
