@@ -69,14 +69,21 @@ class Mark:
     width: float = 0.0
 
 
-def marks(fig) -> list[Mark]:
+class Marks(list):
+    """A figure's `Mark`s, with the figure they were read from (`figure`) for a check that needs its axes."""
+
+    figure: object = None
+
+
+def marks(fig) -> Marks:
     """Every visible artist of `fig` that a caption could name, as `Mark`s."""
     from matplotlib.collections import Collection
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, Patch
     from matplotlib.text import Text
 
-    found = []
+    found = Marks()
+    found.figure = fig
     artists = fig.findobj(lambda a: a.get_visible())
     artists += [a.arrow_patch for a in artists if getattr(a, "arrow_patch", None) is not None]  # annotate's arrows
     for a in artists:
@@ -156,6 +163,15 @@ def _moe(fig_marks: list[Mark]) -> None:
     assert count(fig_marks, kind="arrow", colour="red") > 0, "no vermilion AllToAll arrows"
 
 
+def _ring_halfway(fig) -> None:
+    """Chapter 3's ring AllReduce on 8 devices: after step 4, each device holds one fully summed chunk, drawn solid
+    (opaque, where a partial sum is pale) and labelled 'k:8' (chunk k, summed over 8 devices)."""
+    [ax] = [ax for ax in fig.axes if ax.get_title() == "after step 4"]
+    solid = [p for p in ax.patches if (p.get_alpha() or 0) >= 0.9]
+    assert len(solid) == 8, f"{len(solid)} solid chunks after step 4, not one per device"
+    assert {f"{k}:8" for k in range(8)} <= {t.get_text() for t in ax.texts}
+
+
 def _written(*values: str) -> Callable[[list[Mark]], None]:
     """A check that each of `values` (as the caption writes it) is written in the figure."""
     def check(fig_marks: list[Mark]) -> None:
@@ -214,6 +230,9 @@ CASES = {
                               lambda m: count(m, kind="line", colour="black", style="solid",
                                               y=lambda ys: len(ys) > 2 and ys[0] == ys[1]) > 0 or
                               pytest.fail("no flat black model line")),
+    "03 ring all-reduce": ("03_sharding", "after step 4 each device holds one fully summed chunk (solid)",
+                           lambda: sb.plots.sharding.ring_steps(8, "all_reduce"),
+                           lambda m: _ring_halfway(m.figure)),
     "03 collective matmul": ("03_sharding", "the red arrows are sends of a partial sum",
                              lambda: sb.plots.collective_steps.collective_matmul(4),
                              lambda m: count(m, kind="arrow", colour="red") > 0 or pytest.fail("no red arrows")),
