@@ -105,14 +105,14 @@ def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
     plain ReduceScatter, with a matmul slotted into every step.
     """
     final = ring_schedule(n, "reduce_scatter", bidirectional=False)[-1]
-    steps = n
-    fig, axs = panels(1, 1, (1.5 * steps + 1.2, 0.55 * n + 1.3), 1.9 * steps + 0.8, n + 0.9,
+    steps, pitch, w = n, 2.5, 1.9  # a step's column and its box, wide enough for the label; the sends cross the gap
+    fig, axs = panels(1, 1, (7.4, 0.6 * n + 1.2), pitch * steps + 0.8, n + 0.9,
                       title or f"Collective matmul on {n} devices: y = Σᵢ Wᵢ xᵢ\neach partial sum moves one hop per "
                                f"step while the next block is multiplied")
     ax = axs[0]
     ax.set_ylim(-0.6, n + 0.9)
     for s in range(steps):
-        ax.text(1.45 + 1.9 * s, n + 0.45, f"step {s + 1}", ha="center", fontsize=8)
+        ax.text(0.6 + w / 2 + pitch * s, n + 0.45, f"step {s + 1}", ha="center", fontsize=8)
     for i in range(n):
         y = n - 1 - i
         ax.text(0.05, y + 0.4, f"dev {i}", fontsize=8, va="center")
@@ -121,13 +121,14 @@ def collective_matmul(n: int = 4, title: str | None = None) -> Figure:
             last = s == steps - 1
             done = next(p for p in final.held[i] if p.chunk == i).fill * n if last else 0
             label = f"+= W{c},{i}·x{i}" + (f"\ny{i} done: {done:.0f}/{n} terms" if last else "")
-            box(ax, 0.6 + 1.9 * s, y + 0.05, 1.7, 0.75, label, PALETTE[c % len(PALETTE)], 6.5,
+            box(ax, 0.6 + pitch * s, y + 0.05, w, 0.75, label, PALETTE[c % len(PALETTE)], 6.5,
                 alpha=0.3 + 0.6 * (s + 1) / steps)
             if not last:
                 target = n - 1 - (i + 1) % n
-                arrow(ax, (2.3 + 1.9 * s, y + 0.4), (2.5 + 1.9 * s, target + 0.45), colour="#c0392b", lw=0.9)
-    ax.text(0.05, -0.45, "red: the partial sum goes to the next device (the last wraps to the first) while that "
-                         "device multiplies its next block", fontsize=8)
+                arrow(ax, (0.6 + w + pitch * s, y + 0.4), (0.6 + pitch * (s + 1), target + 0.45), colour="#c0392b",
+                      lw=0.9)
+    ax.text(0.05, -0.45, "red: the partial sum goes to the next device (the last wraps to the first)\nwhile that "
+                         "device multiplies its next block", fontsize=8, va="center")
     return fig
 
 

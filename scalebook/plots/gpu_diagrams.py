@@ -66,7 +66,7 @@ def sm_diagram(chip: str = "h100") -> Figure:
     for q in range(sm.SUBPARTITIONS_PER_SM):
         x = 0.4 + q * 4.15
         box(ax, x, 2.4, 3.9, 6.6, f"subpartition {q}", colour=COLOURS["core"], va="top", fontsize=8)
-        box(ax, x + 0.2, 7.2, 3.5, 0.9, f"warp scheduler ({sm.WARP_LANES} threads/instr.)", colour=COLOURS["scalar"],
+        box(ax, x + 0.2, 7.2, 3.5, 0.9, f"warp scheduler\n({sm.WARP_LANES} threads/instr.)", colour=COLOURS["scalar"],
             fontsize=8)
         box(ax, x + 0.2, 5.9, 3.5, 1.0, f"registers {fmt_bytes(regs)}" if regs else "registers",
             colour=COLOURS["vmem"], fontsize=8)

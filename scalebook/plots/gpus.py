@@ -118,9 +118,10 @@ def level_bandwidth(clusters: Sequence[GpuCluster]) -> Figure:
         bars = ax.bar(xs, ys, width, label=f"{cluster.chip.name}, {cluster.gpus} GPUs")
         for bar, y in zip(bars, ys):
             if np.isfinite(y):
-                ax.annotate(f"{y / 1e9:.0f} GB/s", (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
-                            xytext=(0, 2), ha="center", fontsize=8)
+                ax.annotate(fmt_rate(y, "B/s"), (bar.get_x() + bar.get_width() / 2, y), textcoords="offset points",
+                            xytext=(0, 2), ha="center", va="bottom", fontsize=8, rotation=90)  # side by side
     ax.set_yscale("log")
+    ax.set_ylim(top=ax.get_ylim()[1] * 3)  # room above the tallest bar for its value
     ax.set_xticks(range(len(names)), names)
     finish(ax, "network level (the NVLink node first)", "AllGather bandwidth per unit (bytes/s)",
            "Each level's share of a whole-cluster AllGather: the lowest bar binds", legend="upper left")

@@ -63,31 +63,38 @@ def _held(spec: str, coords: dict[str, int], sizes: dict[str, int]) -> tuple[tup
     return (splits[0], splits[1]), (index[0], index[1])
 
 
+_CHAIN_HEIGHT = 2.2  # in: the tallest array of the layer chain
+_CHAIN_GAP = 0.7  # in: between two arrays, where the operator sits
+_CHAIN_WIDTH = 6.4  # in: the narrowest drawing, wide enough for its title
+_HAIRLINE = 0.02  # in: the thinnest side drawn, so an array far smaller than the others still shows
+
+
 @checks(B="count", D="count", F="count")
 def layer_chain(B: int = 2**17, D: int = 8192, F: int = 32768) -> Figure:
     """Draw chapter 5's simplified layer as a chain of arrays, In[B, D] · W_in[D, F] → Tmp[B, F] · W_out[F, D]
-    → Out[B, D], each box drawn to its shape's proportions (log-compressed), with its bf16 size."""
-    fig, ax = figure((9.0, 2.9))
+    → Out[B, D], every box to one linear scale (rows down, columns across), so each box's area is its bf16 size,
+    which is written under it. Units: one data unit is one inch of the drawing."""
     shapes = [("In", "B", "D", B, D), ("Win", "D", "F", D, F), ("Tmp", "B", "F", B, F), ("Wout", "F", "D", F, D),
               ("Out", "B", "D", B, D)]
-    scale = lambda n: 0.4 + 0.5 * np.log2(n / min(B, D, F) + 1) / np.log2(max(B, D, F) / min(B, D, F) + 1)  # noqa: E731
-    x = 0.0
-    ops = ["·", "→", "·", "→"]
-    for i, (name, r, c, nr, nc) in enumerate(shapes):
-        h, w = scale(nr) * 1.6, scale(nc) * 1.6
+    per_element = _CHAIN_HEIGHT / max(B, D, F)  # in per row or column
+    sides = [(max(nc * per_element, _HAIRLINE), max(nr * per_element, _HAIRLINE)) for *_, nr, nc in shapes]
+    width = sum(w for w, _ in sides) + _CHAIN_GAP * (len(shapes) + 1)
+    fig, ax = figure((max(width, _CHAIN_WIDTH), _CHAIN_HEIGHT + 1.3))
+    x = _CHAIN_GAP + max(0.0, _CHAIN_WIDTH - width) / 2
+    for i, ((name, r, c, nr, nc), (w, h)) in enumerate(zip(shapes, sides)):
         _block(ax, x, -h / 2, w, h, (1, 1), None, _ARRAY_COLORS[name])
         label = {"Win": "W_in", "Wout": "W_out"}.get(name, name)
-        ax.text(x + w / 2, h / 2 + 0.12, f"{label}[{r}, {c}]", ha="center", va="bottom", fontsize=9)
-        ax.text(x + w / 2, -h / 2 - 0.12, fmt_bytes(2 * nr * nc), ha="center", va="top", fontsize=8, color="#444")
-        x += w
-        if i < len(ops):
-            ax.text(x + 0.25, 0, ops[i], ha="center", va="center", fontsize=16)
-            x += 0.5
-    ax.set_xlim(-0.1, x + 0.1)
-    ax.set_ylim(-1.4, 1.4)
+        ax.text(x + w / 2, h / 2 + 0.06, f"{label}[{r}, {c}]", ha="center", va="bottom", fontsize=9)
+        ax.text(x + w / 2, -h / 2 - 0.06, fmt_bytes(2 * nr * nc), ha="center", va="top", fontsize=8, color="#444")
+        if i < len(shapes) - 1:
+            ax.text(x + w + _CHAIN_GAP / 2, 0, "·→"[i % 2], ha="center", va="center", fontsize=16)
+        x += w + _CHAIN_GAP
+    ax.set_xlim(0, max(width, _CHAIN_WIDTH))
+    ax.set_ylim(-_CHAIN_HEIGHT / 2 - 0.35, _CHAIN_HEIGHT / 2 + 0.35)
+    ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"One layer as two matmuls (bf16, B = {B}, D = {D}, F = {F}): weights blue, activations green, "
-                 "Tmp purple")
+    ax.set_title(f"One layer as two matmuls (bf16, B = {B}, D = {D}, F = {F})\n"
+                 "every area to scale: weights blue, activations green, Tmp purple")
     return fig
 
 

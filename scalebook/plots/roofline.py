@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ..lab.bench import Sweep
 
-__all__ = ["roofline", "batch_roofline", "sweep", "human_ticks", "legend_outside"]
+__all__ = ["roofline", "batch_roofline", "sweep", "human_ticks", "legend_outside", "label_apart"]
 
 Point = Estimate | tuple[float, float]
 
@@ -136,7 +136,26 @@ def sweep(result: Sweep, title: str | None = None) -> Figure:
     bottom, top = ax.get_ylim()
     ax.set_ylim(min(bottom, min(measured) / 3), max(top, max(measured) * 3))
     ax.plot(intensities, measured, "o", color="tab:orange", ms=6, label="timed matmuls")
-    for x, y, B in zip(intensities, measured, result.table.column("B")):
-        ax.annotate(f"B={B}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=8)
     legend_outside(ax)
+    label_apart(ax, [(x, y, f"B={B}") for x, y, B in zip(intensities, measured, result.table.column("B"))])
     return fig
+
+
+# Where a point's label may go, in points from the point: below right first, then above, then further out.
+_LABEL_SPOTS = ((4, -11, "left"), (4, 4, "left"), (-4, -11, "right"), (-4, 4, "right"), (0, -20, "center"),
+                (0, 12, "center"), (0, -29, "center"), (0, 21, "center"))
+
+
+def label_apart(ax: Any, points: Sequence[tuple[float, float, str]], fontsize: float = 8.0) -> None:
+    """Label each (x, y, text) point of `ax` in the first of `_LABEL_SPOTS` where its text overlaps no label placed
+    before it (the last spot when none is free): points bunched on a roof keep their labels apart."""
+    ax.figure.draw_without_rendering()  # the layout settles, so a label's box measures where it will be drawn
+    placed: list[Any] = []
+    for x, y, text in points:
+        for dx, dy, ha in _LABEL_SPOTS:
+            note = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, fontsize=fontsize)
+            box = note.get_window_extent()
+            if not any(box.overlaps(other) for other in placed) or (dx, dy, ha) == _LABEL_SPOTS[-1]:
+                placed.append(box)
+                break
+            note.remove()

@@ -54,8 +54,8 @@ def engine(mode: str, model: Model = "llama3-70b", chip: str = "v5e", n_chips: i
     ax.set_yticks(rows, ["prefill slice" if r < 0 else f"decode slot {r}" for r in rows])
     done = max(b[2] for b in bars)
     time_axis(ax, "time (s); hatched: prefill, solid: decode", f"{mode.capitalize()}, {get_model(model).name} "
-           f"on {n_chips} × {chip}: prefill {fmt_time(t_prefill)} (longest prompt), decode step {fmt_time(t_step)};"
-           f" all done at {done:.2f} s")
+           f"on {n_chips} × {chip}:\nprefill {fmt_time(t_prefill)} (longest prompt), decode step {fmt_time(t_step)}; "
+           f"all done at {done:.2f} s")
     return fig
 
 
@@ -150,9 +150,9 @@ def speculative(draft_tokens: int = 4, accepted: int = 2, target: Model = "llama
     ax.text(t + t_t * 1.05, 0.3, marks, fontsize=9, va="center")
     ax.set_yticks([0.3, 1.5], [f"speculative: {draft_tokens} drafts", "plain decoding"])
     spec_time = t + t_t
-    ax.set_xlim(0, max(made * t_t, spec_time) * 1.35)
+    ax.set_xlim(0, max(made * t_t, spec_time + 0.6 * t_t) * 1.05)  # room for the marks after the verify bar
     ax.set_ylim(-0.3, 2.1)
-    time_axis(ax, "time (ms)", f"{made} tokens: plain {made * t_t:.1f} ms, speculative {spec_time:.1f} ms "
+    time_axis(ax, "time (ms)", f"{made} tokens: plain {made * t_t:.1f} ms, speculative {spec_time:.1f} ms\n"
            f"({accepted} of {draft_tokens} drafts accepted, then the target's own next token)")
     return fig
 

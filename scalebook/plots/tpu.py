@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,8 @@ def bandwidth_ladder(chips: Sequence[Chip | str] = ("v5e", "v5p", "v6e"), vmem_f
     ax.set_yscale("log")
     ax.set_ylim(1e9, 1e15)
     human_ticks(ax, lambda v: fmt_rate(v, "B/s"))
-    ax.set_xticks(range(len(channels)), channels, rotation=20, ha="right", fontsize=8)
+    names = [textwrap.fill(ch, 13, break_long_words=False) for ch in channels]  # wrapped: the names stay apart
+    ax.set_xticks(range(len(channels)), names, fontsize=8)
     ax.set_xlabel("channel")
     ax.set_ylabel("bandwidth per chip (bytes/s)")
     ax.set_title(title or "Bandwidth ladder: each step down is a slower channel")

@@ -18,7 +18,10 @@ from .diagram import COLOURS, arrow, box, canvas, panels
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["layer_einsums", "layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]
+__all__ = ["MATMUL_MARK", "layer_einsums", "layer_diagram", "moe_diagram", "flash_tiles", "matmul_flops"]
+
+
+MATMUL_MARK = "●"  # what marks a matmul in the layer diagram, as the chapters' captions name it
 
 
 def _n(value: float) -> str:
@@ -28,8 +31,9 @@ def _n(value: float) -> str:
 def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | None = None) -> Figure:
     """Draw one pre-norm decoder layer top to bottom as a graph: the residual stream (grey, left) with its two
     adds, the norms, the Q/K/V projections, attention and the O projection, then the (gated) MLP. Every matmul is
-    a white box with its einsum, fed by an edge from its weight (orange, the model's numbers); every activation
-    (blue) carries its shape in letters. Units: one data unit is one inch of the drawing."""
+    a white box marked `MATMUL_MARK` (●) with its einsum, fed by an edge from its weight (orange, the model's
+    numbers); every activation (blue) carries its shape in letters. Units: one data unit is one inch of the
+    drawing."""
     m = get_model(model)
     rows = {name: (spec, weight) for name, spec, weight in layer_einsums(m)}
     fig, ax = canvas(7.4, 11.4, (7.4, 12.3), title or f"One decoder layer of {m.name or 'the model'}:\n"
@@ -44,7 +48,7 @@ def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | No
     def matmul(cx: float, y: float, name: str) -> tuple[float, float, float]:
         """The matmul's box (name and einsum) centred on cx, its weight to the right with an edge into it."""
         spec, weight = rows[name]
-        box(ax, cx - 0.6, y, 1.2, 0.56, f"{name}\n{spec}", "white", SIZES["small"], lw=1.4)
+        box(ax, cx - 0.6, y, 1.2, 0.56, f"{MATMUL_MARK} {name}\n{spec}", "white", SIZES["small"], lw=1.4)
         if weight != "no weights":
             label, _, shape = weight.partition("[")
             box(ax, cx + 0.66, y + 0.03, 0.95, 0.5, f"{label}\n[{shape}", COLOURS["weight"], SIZES["small"])
@@ -61,7 +65,7 @@ def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | No
     ax.text(0.4, 5.2, "residual\nstream", fontsize=SIZES["small"], color="0.35", ha="left")
     n1 = node(3.7, 9.75, 1.6, "RMSNorm", norm)
     flow(x_in, n1)
-    heads = {"Q": (1.05, "Q: [B, T, N, H]"), "K": (3.45, "K: [B, S, K, H]"), "V": (5.85, "V: [B, S, K, H]")}
+    heads = {"Q": (1.0, "Q: [B, T, N, H]"), "K": (3.35, "K: [B, S, K, H]"), "V": (5.7, "V: [B, S, K, H]")}
     acts = {}
     for key, (cx, shape) in heads.items():
         mm = matmul(cx, 8.65, f"{key} projection")
@@ -81,7 +85,7 @@ def layer_diagram(model: TransformerConfig | str = "llama3-70b", title: str | No
     _add(ax, 0.25, 3.55)
     arrow(ax, (o[0] - 0.6, o[2] + 0.1), (0.4, 3.58))
     n2 = node(3.7, 3.0, 1.6, "RMSNorm", norm)
-    arrow(ax, (0.25, 3.55), (n2[0] - 0.8, n2[2] + 0.17), colour="0.45")
+    arrow(ax, (0.4, 3.55), (n2[0] - 0.8, n2[2] + 0.17), colour="0.45")
     mlp = [n for n in ("MLP up", "MLP gate") if n in rows]
     ups = [matmul(cx, 1.95, name) for cx, name in zip((1.3, 4.6) if len(mlp) == 2 else (3.7,), mlp)]
     act_f = node(3.7, 1.25, 3.0, "silu(gate) ⊙ up: [B, T, F]" if m.gated else "gelu(up): [B, T, F]", act)
@@ -194,8 +198,9 @@ def matmul_flops(N: int = 3, P: int = 4, M: int = 2, title: str | None = None) -
          set(itertools.product(range(N), range(M)))),
     ]
     width = P + P + M + 4.0
-    height = max(N, P) + 1.8
-    fig, axs = panels(3, 1, (0.3 * width + 0.5, 0.3 * height + 0.6), width, height,
+    height = max(N, P) + 2.2
+    scale = 2.3 / width  # in per unit: three panels side by side fill the text column
+    fig, axs = panels(3, 3, (2.4, scale * height + 0.2), width, height,
                       title or f"FLOPs of A[N={N}, P={P}] @ B[P, M={M}]: a multiply and an add per term")
     for ax, (label, flops, formula, cells) in zip(axs, stages):
         rows = {r for r, _ in cells}
