@@ -102,9 +102,9 @@ class LivePage:
         self._follow(self._session)
         if not javascript:
             self._browser.send("Emulation.setScriptExecutionDisabled", {"value": True}, session=self._session)
-        if width:  # a phone's screen: `width` CSS pixels wide, the page laid out as on a phone
+        if width:  # a window `width` CSS pixels wide (a phone's, for 390): the page lays itself out for it
             self._browser.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 2 * width,
-                                                                      "deviceScaleFactor": 1, "mobile": True},
+                                                                      "deviceScaleFactor": 1, "mobile": False},
                                session=self._session)
         self.t0 = time.monotonic()
         self._browser.send("Page.navigate", {"url": url}, session=self._session)
