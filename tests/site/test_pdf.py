@@ -144,7 +144,7 @@ def test_a_page_prints_its_prose_figures_and_answers_without_code_checks_or_stat
         assert gone not in text, gone
     assert not any("colab.research.google.com" in link for link in _links(reader.pages))  # the badges are left out
     assert len(page.images) == 0  # the explorer's SVG is drawn as vectors (its words read back above), not rasterised
-    last = [x for x, _, text in _placed(page) if text.startswith("last_column")]
+    last = [x for x, _, text in _placed(page) if text.startswith("last_")]
     assert last and max(last) < float(page.mediabox.width) - 36  # the wide table's last column, inside the margin
 
 
