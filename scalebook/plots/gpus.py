@@ -45,7 +45,7 @@ def fat_tree(cluster: GpuCluster) -> Figure:
         if r:
             _tree_links(ax, tops, xs, y, spans[r - 1].bandwidth,
                         units[r - 1] // units[r] if units[r - 1] > _MAX_BOXES else 1)
-        tops = [(x, y + 0.3) for x in xs]
+        tops = [(x, y + (0.4 if stacked else 0.3)) for x, (_, stacked) in zip(xs, boxes)]  # a stack's top sheet
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.1, 1.45 * (len(units) - 1) + 0.45)
     ax.axis("off")

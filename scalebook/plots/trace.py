@@ -36,17 +36,17 @@ def compile_stages() -> Figure:
     for i, (name, how, colour) in enumerate(stages):
         x = 0.3 + i * 3.15
         box(ax, x, 4.2, 2.7, 1.6, name, colour=colour, fontsize=8)
-        ax.text(x + 1.35, 3.75, how, ha="center", fontsize=8, family="monospace")
+        ax.text(x + 1.35, 6.0, how, ha="center", fontsize=8, family="monospace")  # above: the arrows run below
         if i:
             arrow(ax, (x - 0.45, 5.0), (x, 5.0))
     tools = [("trace viewer", "ops over time, per device"), ("graph viewer", "one fusion's HLO graph"),
              ("memory profile", "bytes in use over time"), ("memory viewer", "buffers at the peak")]
     for j, (tool, what) in enumerate(tools):
         x = 0.6 + j * 3.9
-        box(ax, x, 0.6, 3.4, 1.5, f"{tool}\n{what}", colour=COLOURS["act"], fontsize=8)
-        arrow(ax, (x + 1.7, 2.1), (0.3 + 3 * 3.15 + 1.35 + (j - 1.5) * 0.5, 4.2), colour="0.5", lw=0.8)
-    ax.text(8, 2.6, "jax.profiler.trace(folder) → XProf / Perfetto; scalebook.lab.profiling.capture reads it back",
-            ha="center", fontsize=8)
+        box(ax, x, 0.8, 3.4, 1.5, f"{tool}\n{what}", colour=COLOURS["act"], fontsize=8)
+        arrow(ax, (x + 1.7, 2.3), (0.3 + 3 * 3.15 + 1.35 + (j - 1.5) * 0.5, 4.2), colour="0.5", lw=0.8)
+    ax.text(8, 0.3, "jax.profiler.trace(folder) → XProf / Perfetto; scalebook.lab.profiling.capture reads it back",
+            ha="center", va="center", fontsize=8)
     return fig
 
 
