@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "site"))
+sys.path[:0] = [str(ROOT / "tests" / "site"), str(ROOT / "tests")]  # the site's helpers, and theirs
 
 from live import LivePage, Server  # noqa: E402
 from test_live import a_move, position  # noqa: E402
