@@ -125,9 +125,10 @@ def _points_of(fig_marks: list[Mark]) -> int:
         count(fig_marks, kind="line", marker="o")
 
 
-def _layer(fig_marks: list[Mark], nine: bool) -> None:
+def _layer(fig_marks: list[Mark]) -> None:
+    """Chapters 0 and 4's layer diagram: nine matmuls marked ● and the weights in orange."""
     points = _points_of(fig_marks)
-    assert points == 9 if nine else points > 0, f"the caption promises {'nine' if nine else ''} ● marks; found {points}"
+    assert points == 9, f"the caption promises nine ● marks; found {points}"
     assert count(fig_marks, kind="patch", colour="orange") > 0, "no orange weight"
 
 
@@ -184,10 +185,10 @@ MOE = ("deepseek-v3", sb.TpuMesh("tpu7x", X=4, Y=4, Z=4), 64)
 SLICES = [((0, 0), (4, 4)), ((4, 0), (8, 16))]
 # (chapter, words of its caption, the chapter's figure call, the check of what the caption promises)
 CASES = {
-    "00 layer diagram": ("00_intro", "the big matmuls (●) all multiply the activations by a weight (orange)",
-                         lambda: sb.plots.transformer.layer_diagram("llama3-70b"), lambda m: _layer(m, nine=False)),
+    "00 layer diagram": ("00_intro", "of the nine matmuls (●), seven multiply the activations by a weight (orange)",
+                         lambda: sb.plots.transformer.layer_diagram("llama3-70b"), _layer),
     "04 layer diagram": ("04_transformers", "seven of the nine contractions (●) involve a weight (orange)",
-                         lambda: sb.plots.transformer.layer_diagram("llama3-70b"), lambda m: _layer(m, nine=True)),
+                         lambda: sb.plots.transformer.layer_diagram("llama3-70b"), _layer),
     "01 roofline": ("01_rooflines", "deep in the red, bandwidth-bound region",
                     lambda: sb.plots.roofline.roofline("v5e", points={"dot": sb.roofline.dot(1_000_000, "v5e")}),
                     lambda m: count(m, kind="patch", colour="red") > 0 or pytest.fail("no red region")),
@@ -276,13 +277,7 @@ def _caption_text(chapter: str) -> str:
     return " ".join((ROOT / "chapters" / f"{chapter}.md").read_text().split())
 
 
-# Captions whose figure lacks what they promise (issue #40 names both): the layer diagram draws no ● marks. Strict, so
-# the redrawn figure (figredraw's part of the issue) turns these into failures until the entry is removed.
-FIGURE_LACKS = {"00 layer diagram", "04 layer diagram"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="the figure lacks ●"))
-                                  if c in FIGURE_LACKS else c for c in sorted(CASES)])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_a_caption_matches_its_figure(case: str):
     chapter, words, draw, check = CASES[case]
     assert " ".join(words.split()) in _caption_text(chapter), f"{chapter}'s caption no longer says {words!r}"
@@ -298,5 +293,5 @@ def test_a_figure_without_the_promised_marks_fails():
     """The checks can fail: an empty figure has no ●, no orange weight, no red region."""
     fig, _ = sb.plots.base.figure()
     with pytest.raises(AssertionError):
-        _layer(marks(fig), nine=False)
+        _layer(marks(fig))
     assert count(marks(fig), kind="patch", colour="red") == 0
