@@ -23,8 +23,8 @@ from pathlib import Path
 from ..course.handouts import strip_solutions
 
 __all__ = ["BookConfig", "read_config", "install_cell", "set_install_cell", "badges", "inline_badges", "set_badges",
-           "foreign_links", "derive_exercise", "twin_text", "strip_outputs", "after_save", "install_hooks", "readme_table",
-           "expected_files", "sync", "check", "main", "SERVER_CONFIG", "FILTER", "HOOK"]
+           "foreign_links", "derive_exercise", "twin_text", "strip_outputs", "after_save", "install_hooks",
+           "readme_table", "expected_files", "sync", "check", "main", "SERVER_CONFIG", "FILTER", "HOOK"]
 
 FOLDERS = ("chapters", "solutions", "exercises")
 INSTALL_MARK = "# scalebook install cell: generated from _config.yml by `make sync`; edit that file, not this cell."
