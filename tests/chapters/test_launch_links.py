@@ -70,6 +70,9 @@ def moved(tmp_path: Path) -> Path:
         for path in visible(ROOT, folder):
             shutil.copy(path, tmp_path / folder)
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    for drawing in notebooks.BADGE_FILES.values():  # the badges' drawings, which sync inlines into the twins
+        (tmp_path / drawing).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / drawing, tmp_path / drawing)
     config = (ROOT / "_config.yml").read_text(encoding="utf-8")
     (tmp_path / "_config.yml").write_text(config.replace(CONFIG.url, "https://github.com/example-org/book"))
     notebooks.sync(tmp_path)
