@@ -39,6 +39,7 @@ EXEMPT = {
     "plots.diagram.cell": DRAWING, "plots.diagram.box": DRAWING, "plots.diagram.arrow": DRAWING,
     "plots.diagram.canvas": DRAWING, "plots.diagram.panels": DRAWING,
     "plots.roofline.human_ticks": DRAWING, "plots.roofline.legend_outside": DRAWING,
+    "plots.roofline.label_apart": DRAWING,
     "widgets.core.Log": "a slider spec (lo, hi, value), read by `explore`, which is fuzzed",
     "widgets.core.Explorer": "built by `explore`, which is fuzzed", "widgets.tpu.Picture": "an SVG text wrapper",
     **{f"widgets.web.{name}": "the website bridge's protocol: it reads descriptions that `explore` builds (fuzzed); "
@@ -147,6 +148,7 @@ recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=mesh_4x4(), cluster=superpod()
 recipe("plots.gpus.ragged_all_to_all", units=[[2, 0], [2.5], 3, None])
 recipe("plots.gpus.achieved_bandwidth", lambda: dict(peak=4e11, overhead=1e-5), overhead="nonneg",
        quoted=[[(1e6, NAN)], 3], nbytes=PAIR)
+recipe("plots.experts.moe_layer", mesh=OBJ)
 recipe("plots.measured_collectives.against_model", lambda: dict(key="v5e_all_gather"), key="name")
 recipe("plots.inference.pareto", contexts=[[1024, NAN], [-1], 3, None])
 recipe("plots.inference.latency_breakdown", batches=PAIR)
