@@ -15,7 +15,7 @@ from ..inference.moe import capacity, experts_read_per_chip
 from ..inference.steps import ep_collectives
 from ..models import TransformerConfig, expected_experts, get_model
 from ..roofline import matmul
-from ..units import fmt_time
+from ..units import checks, fmt_time, is_a
 from .base import COLUMN_WIDTH, ROLES, SHARDS, SIZES, figure, schematic
 from .diagram import arrow, box, cell
 
@@ -85,6 +85,7 @@ def _timeline(ax, seconds: dict[str, float], title: str) -> None:
     ax.grid(True, axis="x", alpha=0.3)
 
 
+@checks(mesh=is_a(TpuMesh, GpuCluster, type(None)), tokens_per_chip="count", dtype="dtype")
 def moe_layer(model: TransformerConfig | str = "deepseek-v3", mesh: TpuMesh | GpuCluster | None = None,
               tokens_per_chip: int = 64, dtype: str = "fp8") -> Figure:
     """Return the figure of one MoE layer of `model` decoding `tokens_per_chip` tokens on each chip of `mesh` (an

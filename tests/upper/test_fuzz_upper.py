@@ -148,7 +148,7 @@ recipe("plots.gpus.tpu_vs_gpu", lambda: dict(mesh=mesh_4x4(), cluster=superpod()
 recipe("plots.gpus.ragged_all_to_all", units=[[2, 0], [2.5], 3, None])
 recipe("plots.gpus.achieved_bandwidth", lambda: dict(peak=4e11, overhead=1e-5), overhead="nonneg",
        quoted=[[(1e6, NAN)], 3], nbytes=PAIR)
-recipe("plots.experts.moe_layer", mesh=OBJ)
+recipe("plots.experts.moe_layer", mesh=[3, "abc"])
 recipe("plots.measured_collectives.against_model", lambda: dict(key="v5e_all_gather"), key="name")
 recipe("plots.inference.pareto", contexts=[[1024, NAN], [-1], 3, None])
 recipe("plots.inference.latency_breakdown", batches=PAIR)
