@@ -21,7 +21,7 @@ from .hardware.chips import Chip, get_chip
 from .models import TransformerConfig
 from .units import checks, is_a
 
-__all__ = ["GPU_TILES", "quantization", "layer_efficiency"]
+__all__ = ["GPU_TILES", "quantization", "layer_matmuls", "layer_efficiency"]
 
 # Output tiles (rows x columns) of cuBLAS's Hopper and Ampere kernels, after NVIDIA's matmul performance guide.
 GPU_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -50,21 +50,30 @@ def quantization(M: int, N: int, chip: Chip | str) -> float:
 
 
 @checks(model=is_a(TransformerConfig), tokens="size", tp="count", ep="count", expert_tp="?count")
-def layer_efficiency(model: TransformerConfig, tokens: float, chip: Chip | str, tp: int = 1, ep: int = 1,
-                     expert_tp: int | None = None) -> float:
-    """Return the FLOP-weighted share of the best matmul rate a layer's weight matmuls keep for `tokens` rows on
-    one of `tp` tensor-parallel chips: QKV [D -> (N+2K)·H/tp], the output projection [N·H/tp -> D], the MLP's
-    up (and gate) [D -> F/tp] and down [F/tp -> D] projections (M = the rows, N = each output width). An MoE's
-    experts (width `F_expert`, split over `expert_tp` chips, default `tp`) each see the k/E share of the tokens
-    of the `ep` x `expert_tp` chips that split them (sequence parallelism gives each of the tp chips 1/tp)."""
+def layer_matmuls(model: TransformerConfig, tokens: float, tp: int = 1, ep: int = 1,
+                  expert_tp: int | None = None) -> tuple[tuple[int, float, float, float], ...]:
+    """Return (rows M, output width N, contraction K, how many) of each weight matmul one of `tp` tensor-parallel
+    chips runs per layer for `tokens` rows: QKV [D -> (N+2K)·H/tp], the output projection [N·H/tp -> D], the
+    MLP's up (and gate) [D -> F/tp] and down [F/tp -> D] projections. An MoE's experts (width `F_expert`, split
+    over `expert_tp` chips, default `tp`) sit E/ep to a chip, each seeing the k/E share of the tokens of the
+    `ep` x `expert_tp` chips that split them (sequence parallelism gives each of the tp chips 1/tp)."""
     M = max(1, round(tokens))
     mlp = 2 if model.gated else 1
     etp = tp if expert_tp is None else expert_tp
     F = (model.F_expert or model.F) if model.is_moe else model.F
     expert_rows = max(1, round(tokens * ep * etp / tp * model.k / model.E)) if model.is_moe else M
-    shapes = ((M, (model.N + 2 * model.K) * model.H / tp, model.D), (M, model.D, model.N * model.H / tp),
-              (expert_rows, mlp * F / etp, model.D), (expert_rows, model.D, F / etp))
-    active = model.k if model.is_moe else 1  # experts each token's MLP FLOPs run through
-    flops = [n * k * (active if i >= 2 else 1) for i, (_, n, k) in enumerate(shapes)]
-    shares = [quantization(rows, max(1, round(n)), chip) for rows, n, _ in shapes]
+    here = model.E / ep if model.is_moe else 1  # expert MLPs on this chip
+    return ((M, (model.N + 2 * model.K) * model.H / tp, model.D, 1), (M, model.D, model.N * model.H / tp, 1),
+            (expert_rows, mlp * F / etp, model.D, here), (expert_rows, model.D, F / etp, here))
+
+
+@checks(model=is_a(TransformerConfig), tokens="size", tp="count", ep="count", expert_tp="?count")
+def layer_efficiency(model: TransformerConfig, tokens: float, chip: Chip | str, tp: int = 1, ep: int = 1,
+                     expert_tp: int | None = None) -> float:
+    """Return the FLOP-weighted share of the best matmul rate a layer's weight matmuls (`layer_matmuls`) keep
+    for `tokens` rows on one of `tp` tensor-parallel chips."""
+    shapes = layer_matmuls(model, tokens, tp, ep, expert_tp)
+    flops = [rows * n * k * count for rows, n, k, count in shapes]
+    shares = [quantization(rows, max(1, round(n)), chip) for rows, n, _, _ in shapes]
     return sum(flops) / sum(f / q for f, q in zip(flops, shares))
+

@@ -589,6 +589,8 @@ GROUND: Recipes = {
     "inference.weights_read": (lambda: dict(model=sb.get_model("deepseek-v3"), tokens=8),
                                {"model": "obj", "tokens": "nonneg", "ep": "count"}),
     "gemm.quantization": (lambda: dict(M=4096, N=4096, chip="h100"), {"M": "count", "N": "count", "chip": "name"}),
+    "gemm.layer_matmuls": (lambda: dict(model=sb.get_model("deepseek-v3"), tokens=4096),
+                           {"model": "obj", "tokens": "size", "tp": "count", "ep": "count", "expert_tp": "?count"}),
     "gemm.layer_efficiency": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=4096, chip="h100"),
                               {"model": "obj", "tokens": "size", "chip": "name", "tp": "count", "ep": "count",
                                "expert_tp": "?count"}),

@@ -134,7 +134,7 @@ PUZZLES = (
     Puzzle("P1", "llama3-70b", "v5p", 256, 4 * 2**20, 8192, max_step=25.0, max_memory=60 * GiB),
     Puzzle("P2", "llama3-8b", "v5e", 256, 2 * 2**20, 8192, max_step=3.9, max_memory=14 * GiB),
     Puzzle("P3", "llama3-70b", "h100", 512, 4 * 2**20, 8192, max_step=9.0, max_memory=40 * GiB),
-    Puzzle("P4", "llama3-405b", "v5p", 2048, 16 * 2**20, 8192, max_step=75.0, max_memory=85 * GiB),
+    Puzzle("P4", "llama3-405b", "v5p", 2048, 16 * 2**20, 8192, max_step=72.0, max_memory=85 * GiB),
     Puzzle("P5", "llama3-8b", "h100", 64, 2**20, 8192, max_step=1.9, max_memory=50 * GiB),
     Puzzle("P6", "llama2-13b", "v6e", 256, 2 * 2**20, 4096, max_step=1.4, max_memory=24 * GiB),
 )

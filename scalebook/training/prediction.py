@@ -39,6 +39,7 @@ from .terms import (
     dp_term,
     elementwise_term,
     ep_term,
+    fp8_cast_term,
     fixed_term,
     last_stage_term,
     optimizer_term,
@@ -56,6 +57,7 @@ class Prediction:
     'attention' (the attention's FLOPs), 'recompute' (FLOPs done again in the backward pass) — in the ideal mode
     all three at peak and nothing else; calibrated also 'gemm shape' (what tile and wave quantization add to the
     matmuls, `gemm.layer_efficiency`), 'elementwise' (norms, activations, softmax, dropout: bytes through HBM),
+    'fp8 cast' (in FP8, each matmul's inputs and output gradients cast from bf16, `terms.fp8_cast_term`),
     'last stage' (the head's FLOPs and the loss's bytes the last pipeline stage adds to the average one),
     'fixed' (each layer's kernels' fixed cost, `Efficiency.layer_overhead`), 'interference' (compute slowed
     while hidden collectives share the chip, `Efficiency.interference`), 'bubble' (pipeline stages idle),
@@ -251,8 +253,8 @@ def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bo
     flops = compute_term(s, C, C_attention)
     share = layer_efficiency(s.model, s.mb / lay.cp, chip, lay.tp, lay.ep, lay.expert_tp)
     gemm = (flops["compute"] + flops["recompute"]) * (1 / share - 1)
-    elementwise = elementwise_term(s, W)
-    core = sum(flops.values()) + gemm + elementwise
+    elementwise, cast = elementwise_term(s, W), fp8_cast_term(s, W)
+    core = sum(flops.values()) + gemm + elementwise + cast
     last = last_stage_term(s, C, W, core, balanced)
     tp_all, tp_exposed = tp_term(s, C * share, tp_overlap)
     cp_all, cp_exposed = cp_term(s, flops["attention"], cp_overlap)
@@ -267,9 +269,9 @@ def _calibrated(s: StepContext, tp_overlap: bool, cp_overlap: bool, balanced: bo
               "dcn": dcn_all - dcn_exposed, "ep": ep_all - ep}
     interference = eff.interference * min(sum(hidden.values()), core)
     bubble = (busy + interference) * (lay.pp - 1) / (lay.virtual_stages * s.M) if lay.pp > 1 else 0.0
-    breakdown = {**flops, "gemm shape": gemm, "elementwise": elementwise, **moe, "last stage": last, "fixed": fixed,
-                 "interference": interference, "tp": tp_exposed, "cp": cp_exposed, "ep": ep, "bubble": bubble,
-                 "pp sends": sends_term(s), "dp": dp_exposed, "dcn": dcn_exposed,
+    breakdown = {**flops, "gemm shape": gemm, "elementwise": elementwise, "fp8 cast": cast, **moe, "last stage": last,
+                 "fixed": fixed, "interference": interference, "tp": tp_exposed, "cp": cp_exposed, "ep": ep,
+                 "bubble": bubble, "pp sends": sends_term(s), "dp": dp_exposed, "dcn": dcn_exposed,
                  "optimizer": optimizer_term(s, grad_bytes, master_bytes, W)}
     breakdown["framework"] = sum(breakdown.values()) * (1 / framework_share - 1)
     return breakdown, hidden

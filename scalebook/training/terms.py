@@ -13,16 +13,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..collectives import collective, default_mesh
+from ..gemm import layer_matmuls
 from ..hardware.chips import Chip, Efficiency
 from ..hardware.gpu import GpuCluster
 from ..models import TransformerConfig
 from .footprint import REMAT_OF, activation_bytes_per_layer
 from .layout import Layout
 
-__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "StepContext", "collective_hardware", "collective_seconds",
-           "compute_term", "elementwise_bytes", "elementwise_term", "last_stage_term", "tp_exposed_with_overlap",
-           "tp_term", "cp_term", "ep_term", "weight_groups", "dp_term", "dcn_term", "sends_term", "optimizer_term",
-           "fixed_term"]
+__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "FP8_CAST_BYTES", "StepContext", "collective_hardware",
+           "collective_seconds", "compute_term", "elementwise_bytes", "elementwise_term", "last_stage_term",
+           "tp_exposed_with_overlap", "tp_term", "cp_term", "ep_term", "weight_groups", "fp8_cast_term", "dp_term",
+           "dcn_term", "sends_term", "optimizer_term", "fixed_term"]
 
 
 # Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
@@ -35,6 +36,15 @@ CROSS_ENTROPY_BYTES = 6 + 4 + 8 + 8 + 8 + 4 + 8 + 6
 # gradient of A·V is written (2) and P read for dV (2), dropout (5) and softmax (6) run backwards and dQ, dK
 # read the result (4). Recomputing the forward (selective or full) repeats its 13.
 SCORE_BYTES = {"none": 34, "selective": 47, "full": 47}
+
+# HBM bytes per element of casting a matmul's bf16 input to FP8 in a pass of its own: read it (2) and write the two
+# FP8 copies its forward and backward matmuls take (1 + 1). The matmuls contract one tensor along different axes,
+# so Transformer Engine keeps a "rowwise" and a "columnwise" copy of it: on Hopper, whose FP8 tensor cores take
+# only the TN layout, the second is a transpose; with MXFP8 on Blackwell each is scaled along its own blocks of 32
+# (NVIDIA Transformer Engine docs, "Low precision training: performance considerations", Handling transposes).
+# Not counted, so the pass is a lower count: MXFP8's scales (1/32 byte a value), the extra read per-tensor
+# current scaling makes for its amax, a cast fused into the kernel before it (saves the read).
+FP8_CAST_BYTES = 2 + 1 + 1
 
 
 def collective_hardware(hardware: Chip | GpuCluster, n_chips: int):
@@ -121,12 +131,15 @@ class StepContext:
 
 def compute_term(s: StepContext, C: float, C_attention: float) -> dict[str, float]:
     """Seconds of the step's FLOPs per chip: the model's matmuls at C, its attention at C_attention, and the
-    FLOPs recomputed in the backward pass at C."""
+    FLOPs recomputed in the backward pass: the attention's forward (which both policies run again) at
+    C_attention, the rest (full recompute's matmuls) at C."""
     model, per_chip = s.model, s.global_batch_tokens / s.n_chips
     model_flops = model.flops_per_token(s.seq_len) * per_chip
-    attention = 3 * model.attention_flops_per_token(s.seq_len / 2) * per_chip
+    attention_forward = model.attention_flops_per_token(s.seq_len / 2) * per_chip
     recompute = (model.flops_per_token(s.seq_len, remat=REMAT_OF[s.recompute]) * per_chip - model_flops)
-    return {"compute": (model_flops - attention) / C, "attention": attention / C_attention, "recompute": recompute / C}
+    again = attention_forward if recompute else 0.0
+    return {"compute": (model_flops - 3 * attention_forward) / C, "attention": 3 * attention_forward / C_attention,
+            "recompute": (recompute - again) / C + again / C_attention}
 
 
 def elementwise_bytes(model: TransformerConfig, tokens: float, seq_len: int, tp: int, recompute: str,
@@ -232,6 +245,21 @@ def weight_groups(s: StepContext) -> tuple[tuple[float, int, int], ...]:
     experts = routed / (lay.ep * lay.expert_tp * lay.pp) * 2
     group = max(1, lay.expert_dp // (lay.dp if lay.sharded else 1))
     return ((dense, s.dp_group, lay.tp * lay.pp), (experts, group, lay.ep * lay.expert_tp * lay.pp))
+
+
+def fp8_cast_term(s: StepContext, W: float) -> float:
+    """Seconds of one stage's FP8 casts over the step at HBM bandwidth W (0 unless `s.dtype` is FP8): each
+    weight matmul's input cast in the forward (again when full recompute reruns it) and its output's gradient in
+    the backward, `FP8_CAST_BYTES` per element, every layer and microbatch (`gemm.layer_matmuls`: an MoE
+    chip casts the rows of its own experts), and the chip's weights once a step (kept cast across microbatches)."""
+    if str(s.dtype).lower() not in ("fp8", "f8"):
+        return 0.0
+    lay, model = s.layout, s.model
+    forward = 2 if s.recompute == "full" else 1
+    elements = sum(rows * count * (forward * k + n) for rows, n, k, count in
+                   layer_matmuls(model, s.mb / lay.cp, lay.tp, lay.ep, lay.expert_tp))
+    weights = sum(nbytes for nbytes, _, _ in weight_groups(s)) / 2
+    return FP8_CAST_BYTES * (elements * s.layers * s.M + weights) / W
 
 
 def dp_term(s: StepContext, grad_bytes: float, reshard: bool, per_microbatch: float | None) -> tuple[float, float]:

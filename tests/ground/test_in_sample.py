@@ -104,6 +104,7 @@ def test_in_sample_summary_numbers_the_chapter_quotes():
     development rows)."""
     s = v.summary()
     assert s["test rows"]["median abs error"] == pytest.approx(0.110, abs=0.002)  # 0.202 before #38's frameworks
-    assert s["test rows"]["bias"] == pytest.approx(0.076, abs=0.002)  # 0.202 before #38's frameworks
+    # bias: 0.202 before #38's frameworks, 0.076 before its FP8 casts and recomputed attention
+    assert s["test rows"]["bias"] == pytest.approx(0.0685, abs=0.002)
     assert s["development rows"]["median abs error"] == pytest.approx(0.111, abs=0.002)  # 0.072 before #38's v5p rows
     assert s["memory beyond 10%"] == []

@@ -25,13 +25,13 @@ def test_contract_fields_and_units():
 
 def test_llama3_405b_on_8k_h100_is_bounded_by_the_ideal_and_priced_by_the_calibrated_model():
     """430 TFLOP/s per GPU at 8,192 H100 (Llama 3 paper, Table 4): the ideal model is above it (a bound). The
-    calibrated one (a development row: chapter 13 shows its error) says 309, 28 % slow, with the generic framework
+    calibrated one (a development row: chapter 13 shows its error) says 318, 26 % slow, with the generic framework
     share (Meta's own code is none of the families) and compute slowed under its hidden collectives; the figure is
     asserted as a change detector.
     The layout as the paper's section 3.3.2 gives it: no activation checkpointing, balanced first and last stages."""
     flops = sb.get_model("llama3-405b").flops_per_token(8192) * 16 * 2**20 / 8192
     calibrated = flops / _llama(recompute="none", balanced_stages=True).step_time / 1e12
-    assert calibrated / 430 == pytest.approx(0.719, abs=0.007)  # 28 % slow
+    assert calibrated / 430 == pytest.approx(0.739, abs=0.007)  # 26 % slow
     assert flops / _llama(efficiency="ideal").step_time / 1e12 > 430
 
 
