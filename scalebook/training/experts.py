@@ -63,10 +63,11 @@ def random_imbalance(rows_per_chip: float, ep: int) -> float:
     """The busiest of `ep` expert groups' load over the mean when routing is uniformly random (what a perfect
     load-balancing loss reaches): each group's load is near-Poisson with mean `rows_per_chip` copies, and the
     largest of ep such loads sits about sqrt(2 ln ep) standard deviations above the mean (the extreme value of
-    ep normal draws). 1 with one group or no rows."""
+    ep normal draws), at most ep (every copy on one group, the most a few rows can pile up). 1 with one group or
+    no rows."""
     if ep == 1 or rows_per_chip <= 0:
         return 1.0
-    return 1 + math.sqrt(2 * math.log(ep) / rows_per_chip)
+    return min(float(ep), 1 + math.sqrt(2 * math.log(ep) / max(rows_per_chip, 1e-300)))
 
 
 def busiest_load(s: StepContext) -> float:

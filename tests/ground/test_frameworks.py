@@ -60,6 +60,8 @@ def test_each_stored_share_is_what_its_calibration_rows_give():
     assert composer.share == pytest.approx(v.derived_framework_share("h100", "bf16", "composer"), rel=1e-3)
     assert titan.share == pytest.approx(v.derived_framework_share("h100-hbm2e", "bf16", "torchtitan"), rel=1e-3)
     assert titan.share_fp8 == pytest.approx(v.derived_framework_share("h100-hbm2e", "fp8", "torchtitan"), rel=1e-3)
+    maxtext = get_framework("maxtext")
+    assert maxtext.share == pytest.approx(v.derived_framework_share("v6e", "bf16", "maxtext"), rel=1e-3)
     assert get_framework("generic").share == pytest.approx(v.generic_framework_share(), rel=1e-3)
     assert get_framework("megatron").share is None  # the chip's own (chips.toml, test_in_sample)
 
@@ -67,7 +69,7 @@ def test_each_stored_share_is_what_its_calibration_rows_give():
 def test_no_share_is_read_off_a_held_out_row():
     """A family's share is read off rows marked calibration: its own tables outside the suite (calibration_runs)
     or the suite's calibration rows; the suite's held-out rows of the same family are scored with it."""
-    used = {"composer": "llm_foundry_small", "torchtitan": "torchtitan_asynctp"}
+    used = {"composer": "llm_foundry_small", "torchtitan": "torchtitan_asynctp", "maxtext": "tpu_recipes_dense"}
     for family, source in used.items():
         rows = [r for r in v.calibration_runs() if r.source == source]
         assert rows and {r.status for r in rows} == {"calibration"}
@@ -75,6 +77,19 @@ def test_no_share_is_read_off_a_held_out_row():
         assert not [r for r in v.runs() if r.source == source]
     held = {r.params["framework"] for r in v.runs() if r.kind == "training" and r.status == "held-out"}
     assert held <= {"composer", "torchtitan", "maxtext", "megatron"}
+
+
+def test_maxtexts_share_is_read_off_its_own_recipes_on_a_chip_whose_matmul_rate_is_measured():
+    """MaxText's share: the median of 14 runs of tpu-recipes' dense MaxText recipes on TPU v6e (Llama 3.1 8B to
+    405B, Llama 2 70B, Mistral 7B, GPT-3 175B; v6e-8 to 2 x v6e-256), 0.853; v6e's matmul factor is a measurement
+    (chips.toml: gemm_v6e), not an assumption. The suite's MaxText rows are other pages: MaxText's README tables
+    (v5e held out, v5p development) and tpu-recipes' Mixtral recipe (held out)."""
+    rows = [r for r in v.calibration_runs() if r.source == "tpu_recipes_dense"]
+    assert len(rows) == 14 and {r.hardware for r in rows} == {"v6e"}
+    assert "XLA bf16 8192^3 matmul on one TPU v6e" in sb.get_chip("v6e").efficiency("calibrated").sources["matmul"]
+    assert get_framework("maxtext").share == pytest.approx(0.853, abs=0.001)
+    assert {r.source for r in v.runs() if r.params.get("framework") == "maxtext"} == \
+        {"maxtext_v5e", "maxtext_v5p", "tpu_recipes_mixtral"}
 
 
 def test_every_training_row_names_its_framework():

@@ -78,6 +78,13 @@ def test_random_routing_imbalance_matches_a_simulation():
     assert experts.random_imbalance(1000, 1) == 1.0
 
 
+@pytest.mark.parametrize("rows", [0.01, 5e-324])
+def test_a_busiest_group_holds_at_most_every_copy(rows):
+    """With far under one copy per group the normal tail runs away (5e-324 rows gave inf); the busiest of 8 groups
+    can hold at most all the copies, 8 times the mean."""
+    assert experts.random_imbalance(rows, 8) == 8.0
+
+
 def test_moe_mechanisms_are_named_terms_and_capacity_replaces_imbalance():
     pred = _dsv3_on_eight_h100()
     for name in ("routing", "permute", "expert imbalance", "grouped gemm"):
@@ -119,8 +126,8 @@ def test_the_moe_rows_are_held_out_and_every_ideal_is_a_bound():
 
 def test_moe_rows_median_error_at_most_25_percent():
     """Issue #38's threshold on the 12 held-out MoE training rows of three sources (Megatron-Bridge's tables,
-    MaxText's Mixtral recipe, the Megatron-Core MoE ModelZoo): median |speed error| 23.3 % (2026-12-06; 24.7 %
-    before the FP8 casts were priced)."""
+    MaxText's Mixtral recipe, the Megatron-Core MoE ModelZoo): median |speed error| 18.0 % (2026-12-06; 24.7 %
+    before the FP8 casts were priced, 23.3 % before MaxText's share was read off its own recipes on v6e)."""
     assert statistics.median(abs(r["speed error"]) for r in _moe_rows()) <= 0.25
 
 
