@@ -30,6 +30,7 @@ from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework, get_frame
 from .layout import Layout, degree_or_flag
 from .terms import (
     CROSS_ENTROPY_BYTES,
+    FP8_RECIPES,
     SCORE_BYTES,
     StepContext,
     collective_hardware,
@@ -39,8 +40,8 @@ from .terms import (
     dp_term,
     elementwise_term,
     ep_term,
-    fp8_cast_term,
     fixed_term,
+    fp8_cast_term,
     last_stage_term,
     optimizer_term,
     sends_term,
@@ -123,7 +124,7 @@ def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: i
         virtual_stages="?count", recompute=RECOMPUTE, dtype="dtype", sequence_parallel="?flag",
         flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size", master_bytes="size",
         balanced_stages="flag", reshard_after_forward="flag", slices="count", framework=check_framework,
-        expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag")
+        expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag", fp8_recipe=FP8_RECIPES)
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, layout: Layout | None = None, tp: int | None = None,
             pp: int | None = None, cp: int | None = None, ep: int | None = None, dp: int | None = None,
@@ -134,7 +135,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
             balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1,
             framework: str | Framework = DEFAULT_FRAMEWORK,
             expert_imbalance: float | None = None, capacity_factor: float | None = None,
-            ep_overlap: bool = False) -> Prediction:
+            ep_overlap: bool = False, fp8_recipe: str = "delayed") -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
     The layout is a `Layout` (`layout=`), or its degrees as keywords, which build one (`Layout.of`): `tp`, `pp`
@@ -166,6 +167,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     mean; None: uniformly random routing, `experts.random_imbalance`), `capacity_factor` (experts padded to that
     many times their mean rows, tokens beyond dropped; None: dropless), `ep_overlap` (EP's AllToAlls hidden
     behind another microbatch's compute, as DeepSeek's DualPipe and Megatron-Core's EP overlap run them).
+    In FP8, `fp8_recipe` says how the casts before each matmul are scaled ('delayed', Transformer Engine's
+    default; 'current', per-tensor current scaling, which reads each tensor twice; 'mxfp8', Blackwell's blocks of
+    32), which sets their bytes (`terms.FP8_CAST_BYTES`).
     The model and the hardware may be names; given as objects they are used as they are (`plan` resolves them
     once).
     """
@@ -196,7 +200,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     sp = lay.tp > 1 if sequence_parallel is None else sequence_parallel
     s = StepContext(model, chip, collective_hardware(hw, n_chips), lay, n_chips, global_batch_tokens, seq_len, mb,
                     round(M), recompute, dtype, sp, flash_attention, efficiency, eff, expert_imbalance,
-                    capacity_factor, ep_overlap)
+                    capacity_factor, ep_overlap, fp8_recipe)
     ideal = efficiency == "ideal"
     memory = training_memory(model, seq_len, lay, microbatch_tokens=mb, recompute=recompute, sequence_parallel=sp,
                              flash_attention=flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
@@ -222,7 +226,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         memory=memory,
         layout=lay,
         settings={"reshard_after_forward": reshard_after_forward if lay.sharded else None,
-                  "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap,
+                  "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap, "fp8_recipe": fp8_recipe,
                   "framework": get_framework(framework).key},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,

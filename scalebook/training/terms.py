@@ -20,10 +20,10 @@ from ..models import TransformerConfig
 from .footprint import REMAT_OF, activation_bytes_per_layer
 from .layout import Layout
 
-__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "FP8_CAST_BYTES", "StepContext", "collective_hardware",
-           "collective_seconds", "compute_term", "elementwise_bytes", "elementwise_term", "last_stage_term",
-           "tp_exposed_with_overlap", "tp_term", "cp_term", "ep_term", "weight_groups", "fp8_cast_term", "dp_term",
-           "dcn_term", "sends_term", "optimizer_term", "fixed_term"]
+__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "FP8_CAST_BYTES", "FP8_RECIPES", "StepContext",
+           "collective_hardware", "collective_seconds", "compute_term", "elementwise_bytes", "elementwise_term",
+           "last_stage_term", "tp_exposed_with_overlap", "tp_term", "cp_term", "ep_term", "weight_groups",
+           "fp8_cast_term", "dp_term", "dcn_term", "sends_term", "optimizer_term", "fixed_term"]
 
 
 # Bytes per logit that the loss moves through HBM: the [tokens, V/t] logits cast to fp32 (read 2, write 4), then
@@ -37,14 +37,19 @@ CROSS_ENTROPY_BYTES = 6 + 4 + 8 + 8 + 8 + 4 + 8 + 6
 # read the result (4). Recomputing the forward (selective or full) repeats its 13.
 SCORE_BYTES = {"none": 34, "selective": 47, "full": 47}
 
-# HBM bytes per element of casting a matmul's bf16 input to FP8 in a pass of its own: read it (2) and write the two
-# FP8 copies its forward and backward matmuls take (1 + 1). The matmuls contract one tensor along different axes,
-# so Transformer Engine keeps a "rowwise" and a "columnwise" copy of it: on Hopper, whose FP8 tensor cores take
-# only the TN layout, the second is a transpose; with MXFP8 on Blackwell each is scaled along its own blocks of 32
-# (NVIDIA Transformer Engine docs, "Low precision training: performance considerations", Handling transposes).
-# Not counted, so the pass is a lower count: MXFP8's scales (1/32 byte a value), the extra read per-tensor
-# current scaling makes for its amax, a cast fused into the kernel before it (saves the read).
-FP8_CAST_BYTES = 2 + 1 + 1
+# HBM bytes per element of casting a matmul's bf16 input to FP8 in a pass of its own, by scaling recipe: read it
+# (2) and write the two FP8 copies its forward and backward matmuls take (1 + 1). The matmuls contract one tensor
+# along different axes, so Transformer Engine keeps a "rowwise" and a "columnwise" copy of it: on Hopper, whose FP8
+# tensor cores take only the TN layout, the second is a transpose (NVIDIA Transformer Engine docs, "Low precision
+# training: performance considerations", Handling transposes). Per recipe (the same docs, one page each):
+#   delayed  the scale comes from past amaxes: one read (Transformer Engine's default recipe, and its only one
+#            before release 2.2);
+#   current  per-tensor current scaling (TE's Float8CurrentScaling, torchao's float8 "tensorwise"): "two tensor
+#            reads per quantization: one to compute amax, one to cast";
+#   mxfp8    one E8M0 scale byte per block of 32 values, written with each of the two copies.
+# A cast fused into the kernel before it (which saves the read) is not counted: the pass is an upper count of it.
+FP8_CAST_BYTES = {"delayed": 2 + 1 + 1, "current": 2 + 2 + 1 + 1, "mxfp8": 2 + 2 * (1 + 1 / 32)}
+FP8_RECIPES = tuple(FP8_CAST_BYTES)
 
 
 def collective_hardware(hardware: Chip | GpuCluster, n_chips: int):
@@ -92,6 +97,7 @@ class StepContext:
     expert_imbalance: float | None = None  # the busiest expert group's load over the mean (None: random routing)
     capacity_factor: float | None = None  # experts padded to this many times their mean rows (None: dropless)
     ep_overlap: bool = False  # EP's AllToAlls hidden behind another microbatch's compute (DualPipe, Megatron's)
+    fp8_recipe: str = "delayed"  # how FP8 casts are scaled (`FP8_CAST_BYTES`), when `dtype` is FP8
 
     @property
     def layers(self) -> float:
@@ -250,8 +256,9 @@ def weight_groups(s: StepContext) -> tuple[tuple[float, int, int], ...]:
 def fp8_cast_term(s: StepContext, W: float) -> float:
     """Seconds of one stage's FP8 casts over the step at HBM bandwidth W (0 unless `s.dtype` is FP8): each
     weight matmul's input cast in the forward (again when full recompute reruns it) and its output's gradient in
-    the backward, `FP8_CAST_BYTES` per element, every layer and microbatch (`gemm.layer_matmuls`: an MoE
-    chip casts the rows of its own experts), and the chip's weights once a step (kept cast across microbatches)."""
+    the backward, `FP8_CAST_BYTES[s.fp8_recipe]` per element, every layer and microbatch (`gemm.layer_matmuls`:
+    an MoE chip casts the rows of its own experts), and the chip's weights once a step (kept cast across
+    microbatches)."""
     if str(s.dtype).lower() not in ("fp8", "f8"):
         return 0.0
     lay, model = s.layout, s.model
@@ -259,7 +266,7 @@ def fp8_cast_term(s: StepContext, W: float) -> float:
     elements = sum(rows * count * (forward * k + n) for rows, n, k, count in
                    layer_matmuls(model, s.mb / lay.cp, lay.tp, lay.ep, lay.expert_tp))
     weights = sum(nbytes for nbytes, _, _ in weight_groups(s)) / 2
-    return FP8_CAST_BYTES * (elements * s.layers * s.M + weights) / W
+    return FP8_CAST_BYTES[s.fp8_recipe] * (elements * s.layers * s.M + weights) / W
 
 
 def dp_term(s: StepContext, grad_bytes: float, reshard: bool, per_microbatch: float | None) -> tuple[float, float]:

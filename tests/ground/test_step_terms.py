@@ -32,6 +32,19 @@ def test_fp8_casts_every_matmul_input_and_output_gradient_once():
     assert _eight_h100(dtype="bf16").breakdown["fp8 cast"] == 0.0
 
 
+@pytest.mark.parametrize("recipe,per_value", [("delayed", 4), ("current", 6), ("mxfp8", 4 + 1 / 16)])
+def test_each_fp8_recipe_moves_its_own_bytes_per_cast(recipe, per_value):
+    """Delayed scaling reads a tensor once; current scaling twice ("one to compute amax, one to cast", Transformer
+    Engine's docs); MXFP8 writes a scale byte per 32 values with each of its two copies."""
+    delayed = _eight_h100(dtype="fp8").breakdown["fp8 cast"]
+    assert _eight_h100(dtype="fp8", fp8_recipe=recipe).breakdown["fp8 cast"] == pytest.approx(delayed * per_value / 4)
+
+
+def test_an_unknown_fp8_recipe_is_refused_by_name():
+    with pytest.raises(ValueError, match="fp8_recipe='mx'.*'mxfp8'"):
+        _eight_h100(dtype="fp8", fp8_recipe="mx")
+
+
 def test_full_recompute_casts_the_forward_inputs_again():
     """Full recompute runs every matmul's forward twice, so its inputs are cast twice; the gradients once."""
     none, full = (_eight_h100(dtype="fp8", recompute=r).breakdown["fp8 cast"] for r in ("none", "selective"))
