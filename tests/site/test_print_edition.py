@@ -1,0 +1,85 @@
+"""The print edition (`make pdf`) keeps its headings' words whole.
+
+No heading breaks inside a word: in Chromium's printed PDF, a word of a heading (a page's or a table column's, both
+set in bold) is never cut across two lines. It finds chapter 5's "strate/gy" with the table cells' rule (break
+anywhere) reaching the headings, as the print stylesheet had it. SCALEBOOK_SITE points at a site built elsewhere
+(default: _build/html).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from browser import BROWSER
+
+pypdf = pytest.importorskip("pypdf")
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("SCALEBOOK_SITE", ROOT / "_build" / "html"))
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _extension(name: str) -> ModuleType:
+    """The module `name` of _ext/ (not a package: Sphinx loads it by path), loaded as Sphinx and `make pdf` do."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pdf_book = _extension("pdf_book")
+PRINTED = pdf_book.toc_chapters(SITE) if (SITE / "chapters").is_dir() else []
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed: `make test-site` installs it")
+needs_site = pytest.mark.skipif(not PRINTED, reason=f"no built site in {SITE}: `make book`")
+
+def _heading_words(page: Path) -> set[str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return {word for heading in soup.select(":is(h1, h2, h3, h4, h5, h6, th)")
+            for word in re.findall(r"[A-Za-z0-9]+", heading.get_text())}
+
+
+def _bold(page: pypdf.PageObject) -> list[tuple[float, str]]:
+    """(y, text) of every piece of text `page` draws in a bold font, in the order drawn; y in points from its foot."""
+    found: list[tuple[float, str]] = []
+    page.extract_text(visitor_text=lambda text, cm, tm, font, size: found.append((pypdf.mult(tm, cm)[5], text))
+                      if text.strip() and font and "Bold" in str(font.get("/BaseFont")) else None)
+    return found
+
+
+def split_headings(page: Path, out: Path) -> list[str]:
+    """Each heading word of the HTML `page` (a page's heading or a table column's) that its printed PDF, written to
+    `out`, breaks across two lines: two bold pieces of text on different lines that join into the word."""
+    words = _heading_words(page)
+    pdf_book.print_page(page, out)
+    found = []
+    for number, printed in enumerate(pypdf.PdfReader(out).pages, start=1):
+        bold = _bold(printed)
+        for (y, before), (next_y, after) in zip(bold, bold[1:]):
+            end, start = re.search(r"([A-Za-z0-9]+)-?$", before), re.match(r"[A-Za-z0-9]+", after)
+            if next_y != y and end and start and end.group(1) + start.group(0) in words:
+                found.append(f"page {number}: {end.group(1)}/{start.group(0)}")
+    return found
+
+
+@needs_browser
+def test_a_heading_broken_inside_a_word_is_found_when_headings_may_break_anywhere(tmp_path: Path):
+    page = (FIXTURES / "print_faults.html").read_text(encoding="utf-8")
+    loose = "<style>@media print { .bd-article table th { overflow-wrap: anywhere !important; } }</style></head>"
+    (tmp_path / "loose.html").write_text(page.replace("</head>", f'<base href="{FIXTURES.as_uri()}/">{loose}'),
+                                         encoding="utf-8")
+    assert "page 1: strateg/y" in split_headings(tmp_path / "loose.html", tmp_path / "loose.pdf")
+    assert split_headings(FIXTURES / "print_faults.html", tmp_path / "fixture.pdf") == []
+
+
+@needs_site
+@needs_browser
+def test_chapter_5_prints_no_heading_broken_inside_a_word(tmp_path: Path):
+    assert split_headings(SITE / "chapters" / "05_training.html", tmp_path / "05.pdf") == []
