@@ -1,9 +1,10 @@
-"""The print edition (`make pdf`) keeps its headings' words whole.
+"""The print edition (`make pdf`) reads without the code it leaves out, and its headings keep their words whole.
 
-No heading breaks inside a word: in Chromium's printed PDF, a word of a heading (a page's or a table column's, both
-set in bold) is never cut across two lines. It finds chapter 5's "strate/gy" with the table cells' rule (break
-anywhere) reaching the headings, as the print stylesheet had it. SCALEBOOK_SITE points at a site built elsewhere
-(default: _build/html).
+- Chapter 0, printed, does not point at the setup cell it leaves out ("Every chapter starts with these two lines").
+- No heading breaks inside a word: in Chromium's printed PDF, a word of a heading (a page's or a table column's,
+  both set in bold) is never cut across two lines. It finds chapter 5's "strate/gy" with the table cells' rule
+  (break anywhere) reaching the headings, as the print stylesheet had it.
+SCALEBOOK_SITE points at a site built elsewhere (default: _build/html).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib.util
 import os
 import re
 import sys
+import unicodedata
 from pathlib import Path
 from types import ModuleType
 
@@ -37,6 +39,12 @@ pdf_book = _extension("pdf_book")
 PRINTED = pdf_book.toc_chapters(SITE) if (SITE / "chapters").is_dir() else []
 needs_browser = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed: `make test-site` installs it")
 needs_site = pytest.mark.skipif(not PRINTED, reason=f"no built site in {SITE}: `make book`")
+
+def _printed_text(page: Path, out: Path) -> str:
+    pdf_book.print_page(page, out)
+    text = " ".join(p.extract_text() for p in pypdf.PdfReader(out).pages)
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
 
 def _heading_words(page: Path) -> set[str]:
     from bs4 import BeautifulSoup
@@ -67,6 +75,15 @@ def split_headings(page: Path, out: Path) -> list[str]:
             if next_y != y and end and start and end.group(1) + start.group(0) in words:
                 found.append(f"page {number}: {end.group(1)}/{start.group(0)}")
     return found
+
+
+@needs_site
+@needs_browser
+def test_printed_chapter_0_says_what_every_chapter_starts_with_without_pointing_at_a_cell_it_leaves_out(
+        tmp_path: Path):
+    text = _printed_text(SITE / "chapters" / "00_intro.html", tmp_path / "00.pdf")
+    assert "these two lines" not in text or "rt = sb.setup()" in text
+    assert "Every chapter starts by importing scalebook as sb and calling sb.setup()" in text
 
 
 @needs_browser
