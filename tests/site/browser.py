@@ -157,7 +157,7 @@ def console_problems(url: str, timeout: float = 60) -> list[str]:
 
 
 def read_offline(url: str, expression: str, timeout: float = 60, scripts: bool = True,
-                 width: int = 1280) -> tuple[Any, list[str]]:
+                 width: int = 1280, media: str = "screen") -> tuple[Any, list[str]]:
     """Open `url` with every other host unreachable, as a reader without a network meets it; return the value of
     the JavaScript `expression` (a promise is awaited) once the page has loaded, and the off-host URLs it asked for.
 
@@ -165,13 +165,15 @@ def read_offline(url: str, expression: str, timeout: float = 60, scripts: bool =
     proxy, so a page served from 127.0.0.1 or opened from disk still loads its own files. With `scripts` False the
     page's own JavaScript is switched off (see `_load`). `width` is the page's width in CSS pixels when the
     expression runs (a laptop's 1280 by default; 390 for a phone's: DevTools' device metrics, since a headless
-    window is never narrower than 500 px).
+    window is never narrower than 500 px). `media` is the CSS media the page is laid out for: "print" applies its
+    print stylesheet, as Chromium does when it prints the page.
     """
     browser = Chromium(OFFLINE)
     try:
         session, events = _load(browser, url, timeout, scripts)
         browser.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1,
                                                             "mobile": False}, session=session)
+        browser.send("Emulation.setEmulatedMedia", {"media": media}, session=session)
         reply = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
                                                   "awaitPromise": True}, session=session, timeout=timeout)
     finally:

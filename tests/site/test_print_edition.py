@@ -1,5 +1,10 @@
 """The print edition (`make pdf`) reads without the code it leaves out, and its headings keep their words whole.
 
+- No output prints as a bare number: the print style leaves every code cell's source out, so an output that is only
+  a number or a tuple of numbers (`1.9436904115234044`, `(16, 30)`) would mean nothing on paper. Read in Chromium
+  laid out for print (its print stylesheet applied), over every page `make pdf` prints. It fails on
+  fixtures/print_faults.html, and it failed on chapters 0, 1 and 2 as they stood (`est.upper / est.time` printed
+  1.9436904115234044; chapter 2's `v5e.bf16_flops / mxu` 4.007975260416667), and on chapters 3, 7 and 10.
 - Chapter 0, printed, does not point at the setup cell it leaves out ("Every chapter starts with these two lines").
 - No heading breaks inside a word: in Chromium's printed PDF, a word of a heading (a page's or a table column's,
   both set in bold) is never cut across two lines. It finds chapter 5's "strate/gy" with the table cells' rule
@@ -10,6 +15,7 @@ SCALEBOOK_SITE points at a site built elsewhere (default: _build/html).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -18,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from browser import BROWSER
+from browser import BROWSER, read_offline
 
 pypdf = pytest.importorskip("pypdf")
 
@@ -39,6 +45,23 @@ pdf_book = _extension("pdf_book")
 PRINTED = pdf_book.toc_chapters(SITE) if (SITE / "chapters").is_dir() else []
 needs_browser = pytest.mark.skipif(BROWSER is None, reason="chromium is not installed: `make test-site` installs it")
 needs_site = pytest.mark.skipif(not PRINTED, reason=f"no built site in {SITE}: `make book`")
+
+# Each text output (a value shown, or what the cell printed) that the page prints without its cell's source.
+OUTPUTS_WITHOUT_SOURCE = r"""JSON.stringify([...document.querySelectorAll(
+    '.bd-article div.cell_output .output.text_plain, .bd-article div.cell_output .output.stream')]
+  .filter(output => output.checkVisibility())
+  .filter(output => { const source = output.closest('div.cell').querySelector('div.cell_input');
+                      return !source || !source.checkVisibility(); })
+  .map(output => output.innerText.trim()))"""
+WORD = re.compile(r"[A-Za-z]{2,}")  # a word, a unit or a name; a lone letter is an exponent's e or an axis
+
+
+def bare_outputs(url: str) -> list[str]:
+    """The outputs the page at `url`, laid out for print, shows without their code and without a word to say what
+    they are: a number, or numbers in brackets."""
+    printed = json.loads(read_offline(url, OUTPUTS_WITHOUT_SOURCE, media="print")[0])
+    return [text for text in printed if not WORD.search(text)]
+
 
 def _printed_text(page: Path, out: Path) -> str:
     pdf_book.print_page(page, out)
@@ -75,6 +98,18 @@ def split_headings(page: Path, out: Path) -> list[str]:
             if next_y != y and end and start and end.group(1) + start.group(0) in words:
                 found.append(f"page {number}: {end.group(1)}/{start.group(0)}")
     return found
+
+
+@needs_browser
+def test_a_bare_number_or_tuple_printed_without_its_code_is_found_and_a_labelled_output_is_not():
+    assert bare_outputs((FIXTURES / "print_faults.html").as_uri()) == ["1.9436904115234044", "(16, 30)"]
+
+
+@needs_site
+@needs_browser
+@pytest.mark.parametrize("page", [c.page for c in PRINTED], ids=lambda p: str(p.relative_to(SITE)))
+def test_no_printed_page_shows_a_bare_number_without_its_code(page: Path):
+    assert bare_outputs(page.as_uri()) == []
 
 
 @needs_site
