@@ -23,7 +23,8 @@ from ..hardware.chips import Chip, Efficiency
 from ..hardware.gpu import GpuCluster, resolve
 from ..hardware.topology import TpuMesh
 from ..models import TransformerConfig, get_model
-from ..units import checks, fmt_bytes, is_a
+from ..tables import Table
+from ..units import checks, fmt_bytes, fmt_time, is_a
 from .experts import busiest_load, load_factor, moe_terms
 from .footprint import RECOMPUTE, training_memory
 from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework, get_framework
@@ -83,13 +84,29 @@ class Prediction:
     efficiency: str
     hbm_per_chip: float | None = None  # the chip's HBM bytes, for saying plainly when the layout does not fit
 
-    def __str__(self) -> str:
-        parts = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in self.breakdown.items() if v)
+    @property
+    def summary(self) -> str:
+        """One line: the step, throughput, MFU and memory per chip (and why it does not fit, when it does not)."""
         fits = "fits" if self.fits else "does NOT fit"
         plain = "" if self.hbm_per_chip is None else feasibility(self.memory_per_chip, self.hbm_per_chip)
         head = "" if self.fits or not plain else f"{plain}; "
         return head + (f"step {self.step_time:.4g} s, {self.tokens_per_second_per_chip:.4g} tokens/s/chip, MFU "
-                f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits}) [{self.efficiency}: {parts}]")
+                       f"{self.mfu:.1%}, {fmt_bytes(self.memory_per_chip)} per chip ({fits})")
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in self.breakdown.items() if v)
+        return f"{self.summary} [{self.efficiency}: {parts}]"
+
+    def table(self) -> Table:
+        """The step's critical path, one row per term that costs time (seconds, and its share of the step),
+        titled with `summary` and the layout."""
+        rows = [{"term": term, "seconds": seconds, "share of the step": seconds / self.step_time}
+                for term, seconds in self.breakdown.items() if seconds]
+        return Table(rows, formats={"seconds": fmt_time, "share of the step": "{:.1%}".format},
+                     title=f"{self.layout} ({self.efficiency}): {self.summary}")
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 @checks(n_chips="count", layout=is_a(Layout, type(None)), slices="count")

@@ -78,3 +78,13 @@ def test_the_recomputed_attention_runs_at_the_attention_rate(recompute):
     matmuls = 0.0 if recompute == "selective" else 2 * LLAMA.matmul_params() * seq
     expected = attention / (chip.bf16_flops * eff.attention) + matmuls / (chip.bf16_flops * eff.matmul)
     assert p.breakdown["recompute"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_prediction_shows_as_its_critical_path_term_by_term():
+    """In a notebook a `Prediction` shows as a table, not its dataclass fields: one row per term that costs time,
+    whose shares of the step add up to the whole, under a title that says the layout and the summary."""
+    p = _eight_h100(dtype="fp8")
+    rows = p.table().rows
+    assert [r["term"] for r in rows] == [k for k, v in p.breakdown.items() if v]
+    assert sum(r["share of the step"] for r in rows) == pytest.approx(1.0)
+    assert p.summary in p.table().title and "DP 8" in p.table().title and "<table" in p._repr_html_()
