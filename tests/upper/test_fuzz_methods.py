@@ -161,6 +161,8 @@ M: Recipes = {
                                    "dp": "?count", "fsdp": "?count", "virtual_stages": "count",
                                    "microbatches": "?count"}),
     "training.Memory.as_dict": (lambda: dict(self=sb.training.memory("llama3-8b", 2**20, 256)), {}),
+    "training.Prediction.table": (lambda: dict(self=sb.training.predict("llama3-8b", "h100", 8, 2**16, 8192, dp=8)),
+                                  {}),
     "inference.StepEstimate.summary": (lambda: dict(self=sb.inference.decode_step("llama3-8b", "v5e", 8, 8, 8192)),
                                        {}),
     "lab.runtime.Runtime.summary": (lambda: dict(self=_runtime()), {}),
