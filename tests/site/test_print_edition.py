@@ -105,6 +105,25 @@ def test_a_bare_number_or_tuple_printed_without_its_code_is_found_and_a_labelled
     assert bare_outputs((FIXTURES / "print_faults.html").as_uri()) == ["1.9436904115234044", "(16, 30)"]
 
 
+def test_one_print_flushed_in_two_stream_messages_renders_as_one_labelled_block():
+    """CI's site printed chapter 10's `print("shape of each shard:", *shapes)` as "shape of each shard:" and a bare
+    "(4, 4)" below it: on a busy machine the kernel flushed the one print in two stream messages, and myst-nb draws
+    each message as its own block unless `nb_merge_streams` is set (then one block, the value under its label).
+    Read from the Sphinx configuration Jupyter Book makes of _config.yml, and merged by myst-nb's own function."""
+    import nbformat
+    from jupyter_book.config import get_final_config
+    from myst_nb.core.utils import coalesce_streams
+
+    config, _ = get_final_config(user_yaml=ROOT / "_config.yml", cli_config={"latex_individualpages": False},
+                                 sourcedir=ROOT)
+    assert config.get("nb_merge_streams") is True
+    split = [nbformat.v4.new_output("stream", name="stdout", text=text)
+             for text in ("shape of each shard: ", "(4, 4)\n")]
+    assert not WORD.search(split[1]["text"])
+    merged = coalesce_streams(split)  # one block; myst-nb ends each message's text with a line break
+    assert [o["text"] for o in merged] == ["shape of each shard:\n(4, 4)\n"]
+
+
 @needs_site
 @needs_browser
 @pytest.mark.parametrize("page", [c.page for c in PRINTED], ids=lambda p: str(p.relative_to(SITE)))
