@@ -178,7 +178,7 @@ def _training(run: PublishedRun, efficiency: str | Efficiency, framework: str | 
     settings = {k: p[k] for k in ("microbatch_tokens", "recompute", "dtype", "sequence_parallel", "flash_attention",
                                   "master_bytes", "grad_bytes", "tp_overlap", "cp_overlap", "balanced_stages",
                                   "reshard_after_forward", "expert_imbalance", "capacity_factor", "ep_overlap",
-                                  "fp8_recipe")
+                                  "fp8_recipe", "cp_rotate", "repeat_kv")
                 if k in p}
     pred = train_predict(run.model, run.hardware, run.n_chips, p["global_batch_tokens"], p["seq_len"],
                          layout=layout, efficiency=efficiency,

@@ -402,7 +402,7 @@ GROUND: Recipes = {
                           "expert_imbalance": [0.5, -1, float("nan"), "x"],
                           "capacity_factor": [0.5, 0, float("inf"), "x"], "ep_overlap": "flag",
                           "balanced_stages": "flag", "reshard_after_forward": "flag", "slices": "count",
-                          "framework": "name", "fp8_recipe": "name"}),
+                          "framework": "name", "fp8_recipe": "name", "cp_rotate": "name", "repeat_kv": "flag"}),
     "training.training_memory": (lambda: dict(model="llama3-8b", seq_len=8192, tp=8),
                                  {"model": "name", "seq_len": "count", "layout": "?obj", "tp": "?count",
                                   "pp": "?count", "cp": "?count", "ep": "?count", "dp": "?count",

@@ -30,6 +30,7 @@ from .footprint import RECOMPUTE, training_memory
 from .frameworks import DEFAULT_FRAMEWORK, Framework, check_framework, get_framework
 from .layout import Layout, degree_or_flag
 from .terms import (
+    CP_ROTATES,
     CROSS_ENTROPY_BYTES,
     FP8_RECIPES,
     SCORE_BYTES,
@@ -141,7 +142,8 @@ def layout_of(n_chips: int, layout: Layout | None, slices: int = 1, **degrees: i
         virtual_stages="?count", recompute=RECOMPUTE, dtype="dtype", sequence_parallel="?flag",
         flash_attention="flag", tp_overlap="flag", cp_overlap="flag", grad_bytes="size", master_bytes="size",
         balanced_stages="flag", reshard_after_forward="flag", slices="count", framework=check_framework,
-        expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag", fp8_recipe=FP8_RECIPES)
+        expert_imbalance=load_factor, capacity_factor=load_factor, ep_overlap="flag", fp8_recipe=FP8_RECIPES,
+        cp_rotate=CP_ROTATES, repeat_kv="flag")
 def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n_chips: int,
             global_batch_tokens: float, seq_len: int, *, layout: Layout | None = None, tp: int | None = None,
             pp: int | None = None, cp: int | None = None, ep: int | None = None, dp: int | None = None,
@@ -152,7 +154,8 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
             balanced_stages: bool = False, reshard_after_forward: bool = True, slices: int = 1,
             framework: str | Framework = DEFAULT_FRAMEWORK,
             expert_imbalance: float | None = None, capacity_factor: float | None = None,
-            ep_overlap: bool = False, fp8_recipe: str = "delayed") -> Prediction:
+            ep_overlap: bool = False, fp8_recipe: str = "delayed", cp_rotate: str = "ring",
+            repeat_kv: bool = False) -> Prediction:
     """Predict one training step of a published layout: time, throughput, MFU and memory per chip.
 
     The layout is a `Layout` (`layout=`), or its degrees as keywords, which build one (`Layout.of`): `tp`, `pp`
@@ -169,7 +172,9 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     real run has it (see `Prediction.breakdown`), at the chip's sourced factors (`Chip.efficiency`): matmuls at
     the achievable rate in `dtype` scaled by their shapes' tile and wave quantization, a flash kernel's attention
     at its own rate; TP collectives exposed (with `tp_overlap`, each hidden behind its own matmul only), CP's ring
-    hidden behind the attention (`cp_overlap=False`: all-gathered first, exposed), EP's AllToAlls exposed; the
+    hidden behind the attention (`cp_overlap=False`: all-gathered first, exposed; `cp_rotate='allgather'`:
+    PyTorch's ring attention, gathered once a pass behind the first block only, `terms.cp_term`; `repeat_kv`: the
+    blocks carry K/V repeated to every query head, as torchtitan's Llama passes them), EP's AllToAlls exposed; the
     bubble (P-1)/(v·M) of the busy time and the sends; DP as `dp_term` says; each layer's fixed kernel cost; compute
     slowed by `Efficiency.interference` while hidden collectives run; and the busy total divided by the share
     of the modelled rate the `framework` that ran reaches (`frameworks.get_framework`: 'megatron', 'torchtitan',
@@ -217,7 +222,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
     sp = lay.tp > 1 if sequence_parallel is None else sequence_parallel
     s = StepContext(model, chip, collective_hardware(hw, n_chips), lay, n_chips, global_batch_tokens, seq_len, mb,
                     round(M), recompute, dtype, sp, flash_attention, efficiency, eff, expert_imbalance,
-                    capacity_factor, ep_overlap, fp8_recipe)
+                    capacity_factor, ep_overlap, fp8_recipe, cp_rotate, repeat_kv)
     ideal = efficiency == "ideal"
     memory = training_memory(model, seq_len, lay, microbatch_tokens=mb, recompute=recompute, sequence_parallel=sp,
                              flash_attention=flash_attention, grad_bytes=grad_bytes, master_bytes=master_bytes,
@@ -244,6 +249,7 @@ def predict(model: TransformerConfig | str, hardware: Chip | str | GpuCluster, n
         layout=lay,
         settings={"reshard_after_forward": reshard_after_forward if lay.sharded else None,
                   "recompute": recompute, "dtype": dtype, "tp_overlap": tp_overlap, "fp8_recipe": fp8_recipe,
+                  "cp_rotate": cp_rotate if lay.cp > 1 else None,
                   "framework": get_framework(framework).key},
         efficiency=efficiency if isinstance(efficiency, str) else "custom",
         hbm_per_chip=chip.hbm_bytes,
@@ -257,7 +263,8 @@ def _ideal(s: StepContext, peak: float, grad_bytes: float, reshard: bool) -> tup
     parallelism moves them once a step (FSDP: gathered for the forward, again for the backward when the layout
     re-shards after the forward, gradients reduced once), as the book's `step_time` counts them."""
     once = dataclasses.replace(s, M=1)
-    comms = {"tp": tp_term(s, peak, False)[0], "cp": cp_term(s, 0.0, True)[0], "ep": ep_term(s),
+    ring = dataclasses.replace(s, cp_rotate="ring", repeat_kv=False)  # each K/V byte once, round the ring
+    comms = {"tp": tp_term(s, peak, False)[0], "cp": cp_term(ring, 0.0, True)[0], "ep": ep_term(s),
              "dp": dp_term(once, grad_bytes, reshard, None)[0] + dcn_term(s, grad_bytes, None)[0]}
     return compute_term(s, peak, peak), comms
 

@@ -20,7 +20,7 @@ from ..models import TransformerConfig
 from .footprint import REMAT_OF, activation_bytes_per_layer
 from .layout import Layout
 
-__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "FP8_CAST_BYTES", "FP8_RECIPES", "StepContext",
+__all__ = ["CROSS_ENTROPY_BYTES", "SCORE_BYTES", "FP8_CAST_BYTES", "FP8_RECIPES", "CP_ROTATES", "StepContext",
            "collective_hardware", "collective_seconds", "compute_term", "elementwise_bytes", "elementwise_term",
            "last_stage_term", "tp_exposed_with_overlap", "tp_term", "cp_term", "ep_term", "weight_groups",
            "fp8_cast_term", "dp_term", "dcn_term", "sends_term", "optimizer_term", "fixed_term"]
@@ -50,6 +50,12 @@ SCORE_BYTES = {"none": 34, "selective": 47, "full": 47}
 # A cast fused into the kernel before it (which saves the read) is not counted: the pass is an upper count of it.
 FP8_CAST_BYTES = {"delayed": 2 + 1 + 1, "current": 2 + 2 + 1 + 1, "mxfp8": 2 + 2 * (1 + 1 / 32)}
 FP8_RECIPES = tuple(FP8_CAST_BYTES)
+
+# How context parallelism passes K/V round its chips (`cp_term`): 'ring' sends each block on while the attention
+# works on the one before (Transformer Engine's ring, Megatron's); 'allgather' is PyTorch's ring attention with its
+# all-gather rotater (torch.distributed.tensor.experimental._attention, torchtitan's default rotate method): one
+# AllGather a pass, launched with the first block's attention and waited for before the second.
+CP_ROTATES = ("ring", "allgather")
 
 
 def collective_hardware(hardware: Chip | GpuCluster, n_chips: int):
@@ -98,6 +104,8 @@ class StepContext:
     capacity_factor: float | None = None  # experts padded to this many times their mean rows (None: dropless)
     ep_overlap: bool = False  # EP's AllToAlls hidden behind another microbatch's compute (DualPipe, Megatron's)
     fp8_recipe: str = "delayed"  # how FP8 casts are scaled (`FP8_CAST_BYTES`), when `dtype` is FP8
+    cp_rotate: str = "ring"  # how context parallelism passes K/V round (`CP_ROTATES`)
+    repeat_kv: bool = False  # the attention takes K/V repeated to every query head (exchanged as N heads, not K)
 
     @property
     def layers(self) -> float:
@@ -217,13 +225,34 @@ def tp_term(s: StepContext, C: float, overlap: bool) -> tuple[float, float]:
 
 
 def cp_term(s: StepContext, attention_seconds: float, overlap: bool) -> tuple[float, float]:
-    """(all, exposed) seconds of context parallelism: each layer passes its K/V blocks round the ring (forward,
-    and twice in the backward), hidden behind the attention's FLOPs; without `overlap` all-gathered before the
-    attention and exposed (as Llama 3 runs it)."""
+    """(all, exposed) seconds of context parallelism, whose K/V blocks (bf16, K heads, or N when `s.repeat_kv`)
+    go round the `cp` chips every layer and microbatch. `attention_seconds`: the attention's forward and backward
+    (`compute_term`), a third of it forward. By `s.cp_rotate`:
+
+    - 'ring': each block passes on behind the attention's work on the one before (forward, and twice in the
+      backward), so the exchange hides behind the attention's seconds.
+    - 'allgather' (PyTorch's ring attention): each forward pass (two when the attention is recomputed) and the
+      backward all-gather the blocks once, hidden only behind the first of the `cp` blocks' attention; the
+      backward then passes the fp32 K/V gradients on after each block (twice a block's bytes, one ring step),
+      each hidden behind the next block, the last one exposed.
+
+    Without `overlap` everything is gathered before the attention and exposed (as Llama 3 runs it)."""
     lay, model = s.layout, s.model
-    kv = s.mb / lay.cp * 2 * model.K * model.H * 2 / lay.tp
-    total = 3 * s.layers * s.M * s.collective("all_gather", lay.cp, kv * lay.cp, lay.tp)
-    return total, (max(0.0, total - attention_seconds) if overlap else total)
+    if lay.cp == 1:
+        return 0.0, 0.0
+    kv = s.mb / lay.cp * 2 * (model.N if s.repeat_kv else model.K) * model.H * 2 / lay.tp
+    gather = s.layers * s.M * s.collective("all_gather", lay.cp, kv * lay.cp, lay.tp)
+    if s.cp_rotate == "ring":
+        total = 3 * gather
+        return total, (max(0.0, total - attention_seconds) if overlap else total)
+    forward_passes = 1 if s.recompute == "none" else 2
+    block_forward, block_backward = attention_seconds / 3 / lay.cp, attention_seconds * 2 / 3 / lay.cp
+    gradients = 2 * gather / (lay.cp - 1)  # one ring step of the fp32 gradients: twice a block's bytes
+    total = (forward_passes + 1) * gather + lay.cp * gradients
+    if not overlap:
+        return total, total
+    return total, (forward_passes * max(0.0, gather - block_forward) + max(0.0, gather - block_backward)
+                   + (lay.cp - 1) * max(0.0, gradients - block_backward) + gradients)
 
 
 def ep_term(s: StepContext, busiest: float = 1.0) -> float:

@@ -88,3 +88,53 @@ def test_a_prediction_shows_as_its_critical_path_term_by_term():
     assert [r["term"] for r in rows] == [k for k, v in p.breakdown.items() if v]
     assert sum(r["share of the step"] for r in rows) == pytest.approx(1.0)
     assert p.summary in p.table().title and "DP 8" in p.table().title and "<table" in p._repr_html_()
+
+
+def _long_context(**kw) -> training.Prediction:
+    """Llama 3 8B, one 262,144-token sequence over CP 8 on 8 H100 (torchtitan's 256k row), full recompute."""
+    return training.predict(LLAMA, "h100", 8, 262144, 262144, cp=8, recompute="full", dtype="fp8",
+                            framework="torchtitan", **kw)
+
+
+def _gather(heads: int) -> float:
+    """Seconds of all-gathering one layer's K/V blocks (bf16, `heads` heads of 128) over the 8 H100's NVLink, times
+    the 32 layers."""
+    block = 262144 / 8 * 2 * heads * 128 * 2
+    hw = training.terms.collective_hardware(sb.get_chip("h100"), 8)
+    return 32 * training.terms.collective_seconds("all_gather", hw, 8, 8 * block, 1, "calibrated")
+
+
+@pytest.mark.parametrize("repeat_kv,heads", [(False, 8), (True, 32)])
+def test_pytorch_ring_attention_hides_each_gather_behind_the_first_block_only(repeat_kv, heads):
+    """PyTorch's ring attention with its all-gather rotater (torchtitan's CP) gathers the K/V blocks once a pass,
+    launched with the first block's attention and waited for before the second: the forward twice (full
+    recompute), the backward once. The backward passes each block's fp32 K/V gradients on (two bf16 blocks' bytes,
+    one ring step of the gather: 2/7 of it), hidden behind the next block; the last is exposed. `repeat_kv`:
+    torchtitan's Llama repeats K/V to its 32 query heads before the attention, so 4x the bytes."""
+    got = _long_context(cp_rotate="allgather", repeat_kv=repeat_kv)
+    gather, step = _gather(heads), 2 * _gather(heads) / 7
+    forward_block, backward_block = got.breakdown["attention"] / 3 / 8, got.breakdown["attention"] * 2 / 3 / 8
+    exposed = (2 * max(0.0, gather - forward_block) + max(0.0, gather - backward_block)
+               + 7 * max(0.0, step - backward_block) + step)
+    assert got.breakdown["cp"] == pytest.approx(exposed, rel=1e-9)
+    assert got.breakdown["cp"] + got.hidden["cp"] == pytest.approx(3 * gather + 8 * step, rel=1e-9)
+
+
+def test_the_ring_hides_its_whole_exchange_behind_the_attention():
+    """Transformer Engine's ring (the default) passes each block on behind the attention's work on the one before:
+    three passes of the blocks, exposed only beyond the attention's seconds; gathered first (`cp_overlap=False`,
+    Llama 3's way) all of it."""
+    ring, gathered = _long_context(), _long_context(cp_overlap=False)
+    assert ring.breakdown["cp"] == pytest.approx(max(0.0, 3 * _gather(8) - ring.breakdown["attention"]))
+    assert gathered.breakdown["cp"] == pytest.approx(3 * _gather(8), rel=1e-9)
+
+
+def test_the_ideal_moves_each_k_v_byte_once_whatever_the_rotation():
+    """The bound does not pay for an implementation's repeated heads or its waits."""
+    ideal = _long_context(efficiency="ideal")
+    assert _long_context(efficiency="ideal", cp_rotate="allgather", repeat_kv=True).step_time == ideal.step_time
+
+
+def test_an_unknown_cp_rotation_is_refused_by_name():
+    with pytest.raises(ValueError, match="cp_rotate='all_gather'.*'allgather'"):
+        _long_context(cp_rotate="all_gather")

@@ -74,26 +74,26 @@ def test_test_rows_bias_within_5_percent():
     assert abs(v.summary()["test rows"]["bias"]) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="Disagreement: 5 test rows miss by more than 35 % (torchtitan's 128k and 256k "
-                   "context runs on 500 W H100s, +46 to +55 %: attention at long context under context "
-                   "parallelism, which no term prices beyond FlashAttention's rate; Megatron-Bridge's DeepSeek-V3 "
-                   "on GB200, +39 %: the dispatcher's SMs; Falcon 180B's 2,048-token first token, +38 %), "
-                   "more than the 3 explained disagreements issue #27 allows: chapter 13")
+@pytest.mark.xfail(strict=True, reason="Disagreement: 4 test rows miss by more than 35 % (torchtitan's 8B at 128k "
+                   "and 256k context on 8 H100s of 500 W, +44 and +52 %: the measured step grows 2.4x from CP 2 to "
+                   "CP 4 at equal tokens a GPU, which no term explains once PyTorch's ring attention is priced; "
+                   "Megatron-Bridge's DeepSeek-V3 on GB200, +39 %: the dispatcher's SMs; Falcon 180B's "
+                   "2,048-token first token, +38 %), more than the 3 explained disagreements issue #27 allows: "
+                   "chapter 13")
 def test_every_test_row_within_35_percent_but_three():
     assert len(v.summary()["beyond 35%, test rows"]) <= 3
 
 
 # Every run the calibrated model misses by more than 35 % (speed error: positive when too fast), measured
-# 2026-12-06 (each training row priced with its framework's share, MaxText's read off its v6e recipes, FP8 casts and
-# the recomputed attention, #38).
+# 2026-12-06 (each training row priced with its framework's share, MaxText's read off its v6e recipes, FP8 casts,
+# the recomputed attention and PyTorch's ring attention for torchtitan's CP, #38).
 # A row enters this list by hand, with its error, after chapter 13 shows why; no field of the data file (status,
 # `disagreement` text) can add one. Chapter 13 lists the same rows from `validation.disagreements()`.
 KNOWN_MISSES: dict[str, float] = {
     "TRT-LLM Falcon 180B fp8 TP8, TTFT 2048": 0.375,
     "Llama 3 405B, 16,384 H100, TP8 CP16 PP16, 128k context": -0.451,  # the one development row
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 2 CP 4, 128k": 0.461,
-    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 1 CP 8, 256k": 0.541,
-    "torchtitan Llama 3.1 405B, 512 H100 (500 W), FSDP 1 CP 8 TP 8 PP 8, 256k": 0.548,
+    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 2 CP 4, 128k": 0.441,
+    "torchtitan Llama 3.1 8B, 8 H100 (500 W), FSDP 1 CP 8, 256k": 0.521,
     # Megatron-Bridge MoE row (#38), held out: the dispatcher's SMs are not priced beyond `interference`
     "Megatron-Bridge DeepSeek-V3, 256 GB200, MXFP8, TP 1, PP 4 (VP 4), EP 64": 0.392,
 }
