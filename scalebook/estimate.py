@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .units import check_fields, checks, fmt_bytes, fmt_flops, fmt_time
 
-__all__ = ["Overlap", "Estimate", "StepEstimate", "feasibility"]
+__all__ = ["Overlap", "Estimate", "combine", "StepEstimate", "feasibility"]
 
 _MEMORY_CHANNELS = {"HBM", "VMEM", "SMEM", "DRAM", "memory"}
 
@@ -143,6 +143,17 @@ class Estimate(Overlap):
         return f"<table>{title}<tbody>{body}</tbody></table>"
 
 
+@checks(t_math="result", t_bytes="result", overlap="?exponent")
+def combine(t_math: float, t_bytes: float, overlap: float | None = None) -> float:
+    """Seconds of a kernel that does `t_math` seconds of arithmetic and `t_bytes` seconds of memory traffic: the
+    p-norm (t_math^p + t_bytes^p)^(1/p) with p = `overlap` >= 1 (None: the roofline's max, perfect overlap and a
+    bound; 1: their sum, no overlap)."""
+    top = max(t_math, t_bytes)
+    if overlap is None or not (t_math and t_bytes):
+        return top
+    return top * ((t_math / top) ** overlap + (t_bytes / top) ** overlap) ** (1 / overlap)
+
+
 _STEP_TERMS = ("flops", "bytes", "t_math", "t_comms", "t_params", "t_kv", "t_ici", "t_elementwise", "t_fixed")
 
 
@@ -154,7 +165,10 @@ class StepEstimate:
     through HBM) and `t_fixed` (the layers' fixed kernel costs), in seconds; `flops`, `bytes` (HBM) and `t_comms`
     (bytes / W) as an `Estimate` has them. `time` = max(t_kv + max(t_math, t_params), t_ici), or their sum
     t_kv + t_elementwise + t_fixed + max(t_math, t_params) + t_ici when `ici_adds` (calibrated: the collectives
-    and the elementwise kernels are serial). Its own type, not an `Estimate`: its time is not max(T_math, T_comms).
+    and the elementwise kernels are serial). The weight reads and the arithmetic they feed combine by `combine`
+    with exponent `overlap`: None, the max, is the bound and every chip's calibrated value (`Efficiency.overlap`).
+    Its own type,
+    not an `Estimate`: its time is not max(T_math, T_comms).
     """
 
     flops: float
@@ -174,10 +188,12 @@ class StepEstimate:
     hbm_per_chip: float | None = None  # the chip's HBM bytes (None: unknown)
     network: str = "ICI"
     terms: tuple[tuple[str, str], ...] = ()
+    overlap: float | None = None  # the exponent by which t_math and t_params combine (`combine`; None: the max)
 
     def __post_init__(self) -> None:
         check_fields(self, **dict.fromkeys(_STEP_TERMS, "result"), batch="count", ici_adds="flag",
-                     memory_per_chip="result", hbm_per_chip="?size", channel="text", label="text", network="text")
+                     memory_per_chip="result", hbm_per_chip="?size", channel="text", label="text", network="text",
+                     overlap="?exponent")
 
     @property
     def fits(self) -> bool:
@@ -187,7 +203,7 @@ class StepEstimate:
     @property
     def time(self) -> float:
         """Seconds of the step (see the class)."""
-        local = self.t_kv + self.t_elementwise + self.t_fixed + max(self.t_math, self.t_params)
+        local = self.t_kv + self.t_elementwise + self.t_fixed + combine(self.t_math, self.t_params, self.overlap)
         return local + self.t_ici if self.ici_adds else max(local, self.t_ici)
 
     @property
@@ -215,17 +231,20 @@ class StepEstimate:
         return self.batch / self.time
 
     def __add__(self, other: StepEstimate) -> StepEstimate:
-        """Two steps of the same batch one after the other: every count and every term adds, so `time` adds
-        (each rule for `time` scales with its terms); memory is the larger of the two."""
+        """Two steps of the same batch one after the other: every count and every term adds (the sum's `time` is at
+        most the two times added, and equal to it when both steps are bound by the same terms); memory is the
+        larger of the two."""
         if not isinstance(other, StepEstimate):
             return NotImplemented
-        if (other.batch, other.ici_adds, other.hbm_per_chip) != (self.batch, self.ici_adds, self.hbm_per_chip):
+        if (other.batch, other.ici_adds, other.hbm_per_chip, other.overlap) != \
+                (self.batch, self.ici_adds, self.hbm_per_chip, self.overlap):
             raise ValueError(f"other: only steps of one batch on one system add; got batch {self.batch} and "
-                             f"{other.batch}, ici_adds {self.ici_adds} and {other.ici_adds}")
+                             f"{other.batch}, ici_adds {self.ici_adds} and {other.ici_adds}, overlap {self.overlap} "
+                             f"and {other.overlap}")
         sums = {name: getattr(self, name) + getattr(other, name) for name in _STEP_TERMS}
         return StepEstimate(**sums, channel=self.channel, label=" + ".join(x for x in (self.label, other.label) if x),
                             batch=self.batch, ici_adds=self.ici_adds, hbm_per_chip=self.hbm_per_chip,
-                            memory_per_chip=max(self.memory_per_chip, other.memory_per_chip),
+                            overlap=self.overlap, memory_per_chip=max(self.memory_per_chip, other.memory_per_chip),
                             network=self.network if self.network == other.network else "mixed")
 
     def summary(self) -> dict[str, str]:

@@ -11,17 +11,30 @@ effects that NVIDIA's "Matrix Multiplication Background User's Guide" describes:
 cuBLAS chooses among several tile shapes (`GPU_TILES`); we take the best for each shape, as its heuristics aim
 to. A TPU's MXU pads the output to multiples of its systolic array (`Chip.mxu_size`) and its one or two cores run
 the tiles in sequence, so only padding counts there. The contraction dimension K sets neither effect.
+
+A matmul's arithmetic and its memory traffic overlap, but not perfectly: a kernel loads its first tiles before it
+can multiply and drains its last results after. `overlap_exponent` reads off DeepGEMM's published sweep of dense
+FP8 GEMMs (H800, M = 64 to 4,096) the exponent p by which the two times combine, (t_math^p + t_bytes^p)^(1/p)
+(`estimate.combine`): between the roofline's max (p = inf, the bound) and their sum (p = 1).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from functools import cache
 
+from .data import load
+from .estimate import combine
 from .hardware.chips import Chip, get_chip
 from .models import TransformerConfig
 from .units import checks, is_a
 
-__all__ = ["GPU_TILES", "quantization", "layer_matmuls", "layer_efficiency"]
+__all__ = ["GPU_TILES", "OVERLAP_GRID", "quantization", "layer_matmuls", "layer_efficiency", "gemm_sweep_errors",
+           "overlap_exponent"]
+
+# The exponents `overlap_exponent` tries: the sum (1) up to near the max, in steps of 0.05.
+OVERLAP_GRID = tuple(1 + i / 20 for i in range(61))
 
 # Output tiles (rows x columns) of cuBLAS's Hopper and Ampere kernels, after NVIDIA's matmul performance guide.
 GPU_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -77,3 +90,26 @@ def layer_efficiency(model: TransformerConfig, tokens: float, chip: Chip | str, 
     shares = [quantization(rows, max(1, round(n)), chip) for rows, n, _, _ in shapes]
     return sum(flops) / sum(f / q for f, q in zip(flops, shares))
 
+
+@checks(overlap="?exponent")
+def gemm_sweep_errors(overlap: float | None) -> list[tuple[int, float]]:
+    """(M, predicted / measured time - 1) for each dense GEMM of DeepGEMM's H800 sweep (`data/gemm_sweeps.toml`,
+    its `normal` rows), priced at the H800's calibrated FP8 matmul and HBM fractions with `quantization`: the
+    FLOP time (2·M·N·K) and the byte time (M·K + N·K FP8 inputs, 2·M·N BF16 output) combined by `combine` with
+    exponent `overlap` (None: their max)."""
+    chip = get_chip("h800")
+    eff = chip.efficiency("calibrated")
+    errors = []
+    for row in load("data/gemm_sweeps.toml")["normal"]:
+        M, N, K = row["M"], row["N"], row["K"]
+        t_math = 2 * M * N * K / (chip.peak_flops("fp8") * eff.matmul_fp8 * quantization(M, N, chip))
+        t_bytes = (M * K + N * K + 2 * M * N) / (chip.hbm_bandwidth * eff.hbm)
+        errors.append((M, combine(t_math, t_bytes, overlap) / (2 * M * N * K / (row["tflops"] * 1e12)) - 1))
+    return errors
+
+
+@cache
+def overlap_exponent() -> float:
+    """The exponent p of `OVERLAP_GRID` whose `gemm_sweep_errors` have the smallest median |error|: how a Hopper
+    GPU's matmul arithmetic and memory times combine, read off a published sweep outside the validation suite."""
+    return min(OVERLAP_GRID, key=lambda p: statistics.median(abs(e) for _, e in gemm_sweep_errors(p)))

@@ -208,6 +208,7 @@ KINDS: dict[str, Callable[[str, object], object]] = {
     "size": _array_or(check_positive),                           # a positive finite number ≤ LARGEST
     "nonneg": _array_or(check_non_negative),                     # a finite number ≥ 0, ≤ LARGEST
     "fraction": lambda n, v: (check_fraction(n, v), v)[1],       # in (0, 1]
+    "exponent": lambda n, v: (check_number(n, v, low=1.0, what="an exponent p >= 1 (None: the max)"), v)[1],
     "frac0": lambda n, v: (check_number(n, v, low=0.0, high=1.0, what="a fraction in [0, 1]"), v)[1],
     "number": _check_any_number,                                 # any real number (what a formatter prints)
     "finite": lambda n, v: (check_number(n, v, low=-LARGEST), v)[1],  # a finite number of either sign

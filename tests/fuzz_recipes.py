@@ -101,6 +101,8 @@ GROUND: Recipes = {
                           {"flops": "result", "bytes": "result", "t_math": "result", "t_comms": "result",
                            "channel": "text", "label": "text", "terms": "-", "t_latency": "result",
                            "latency_adds": "flag"}),
+    "estimate.combine": (lambda: dict(t_math=1e-3, t_bytes=5e-4, overlap=1.35),
+                         {"t_math": "result", "t_bytes": "result", "overlap": "?exponent"}),
     "estimate.feasibility": (lambda: dict(memory_per_chip=140e9, hbm_bytes=16e9),
                              {"memory_per_chip": "result", "hbm_bytes": "?size"}),
     "roofline.estimate": (lambda: dict(flops=1e12, nbytes=1e9, chip="v5e"),
@@ -160,7 +162,8 @@ GROUND: Recipes = {
                                    "hbm": "fraction", "collectives": [{"all_gather": NAN}, {"all_gahter": 0.5}, 3],
                                    "network": "fraction", "link": "fraction", "latency_node": "nonneg",
                                    "latency_network": "nonneg", "layer_overhead": "nonneg", "interference": "nonneg",
-                                   "framework": "fraction", "framework_fp8": "?fraction", "sources": "-"}),
+                                   "framework": "fraction", "framework_fp8": "?fraction", "overlap": "?exponent",
+                                   "sources": "-"}),
     "hardware.topology.TpuMesh": (lambda: dict(chip="v5e", X=4, Y=4),
                                   {"chip": "name", "X": "count", "Y": "count", "Z": "?count",
                                    "wrap": ["yes", 3, {"X": "yes"}], "hop_latency": "nonneg"}),
@@ -594,13 +597,15 @@ GROUND: Recipes = {
     "gemm.layer_efficiency": (lambda: dict(model=sb.get_model("llama3-8b"), tokens=4096, chip="h100"),
                               {"model": "obj", "tokens": "size", "chip": "name", "tp": "count", "ep": "count",
                                "expert_tp": "?count"}),
+    "gemm.gemm_sweep_errors": (lambda: dict(overlap=1.35), {"overlap": "?exponent"}),
+    "gemm.overlap_exponent": (lambda: dict(), {}),
 }
 GROUND["estimate.StepEstimate"] = (GROUND["estimate.Estimate"][0],
                               {**{k: v for k, v in GROUND["estimate.Estimate"][1].items() if k not in
                                   ("t_latency", "latency_adds")}, "t_params": "result", "t_kv": "result",
                                "t_ici": "result", "batch": "count", "ici_adds": "flag", "memory_per_chip": "result",
                                "hbm_per_chip": "?size", "t_elementwise": "result", "t_fixed": "result",
-                               "network": "text"})
+                               "network": "text", "overlap": "?exponent"})
 
 
 # --- the upper floor: figures, explorers and the lab -----------------------------------------------------------

@@ -36,6 +36,7 @@ BAD = {
     "nonneg": [-1, NAN, INF, -INF, HUGE, "abc", None],                  # a finite number ≥ 0
     "fraction": [0, -1, 1.5, NAN, INF, "abc", None],                    # in (0, 1]
     "frac0": [-1, 1.5, NAN, INF, "abc", None],                          # in [0, 1]
+    "exponent": [0, 0.5, -1, NAN, INF, "abc", None],                    # a finite exponent p >= 1
     "real": ["abc", None],                                              # any number (a formatter's input)
     "result": [-1, NAN, INF, -INF, "abc", None],                        # a computed quantity: ≥ 0, finite, any size
     "name": ["misspelt", 3, None],                                      # one of a set of names

@@ -53,7 +53,10 @@ class Efficiency:
     prompt); `interference`, the fraction by which compute slows while a collective overlaps it (the collective's
     kernels take SMs and HBM bandwidth); `framework` (and `framework_fp8`), the share of the modelled training
     step rate a production framework reaches (what the terms above leave unexplained, calibrated on a disjoint
-    family of published runs). The ideal set (`IDEAL`) is all ones and zeros: the book's bounds. `sources`
+    family of published runs). `overlap`: the exponent p by which a kernel's arithmetic and memory times combine,
+    (t_math^p + t_bytes^p)^(1/p) (`estimate.combine`), read off a published GEMM sweep of the chip's architecture
+    (None, their max: no chip's calibrated set adopts it, see chapter 13). The ideal set (`IDEAL`) is all ones and
+    zeros and the max: the book's bounds. `sources`
     names where each came from; 'assumed' marks a value no measurement gave (`assumed`).
     """
 
@@ -70,13 +73,14 @@ class Efficiency:
     interference: float = 0.0
     framework: float = 1.0
     framework_fp8: float | None = None
+    overlap: float | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         check_fields(self, matmul="fraction", matmul_fp8="?fraction", attention="?fraction", hbm="fraction",
                      network="fraction", link="fraction", latency_node="nonneg", latency_network="nonneg",
                      layer_overhead="nonneg", interference="nonneg", framework="fraction",
-                     framework_fp8="?fraction", collectives=_collective_fractions)
+                     framework_fp8="?fraction", collectives=_collective_fractions, overlap="?exponent")
 
     @property
     def assumed(self) -> tuple[str, ...]:

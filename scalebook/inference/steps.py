@@ -73,7 +73,8 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
     """Return the `StepEstimate` of one decode step from raw counts: `params` parameters of `param_bytes`
     bytes each, `kv_bytes_per_seq` bytes of KV cache per sequence, `batch` sequences, on `n_chips` chips
     that split weights and caches evenly. Calibrated, HBM and FLOP/s run at the chip's measured fractions,
-    `t_ici` adds to the step and so do `elementwise_bytes` per chip at the achieved HBM bandwidth.
+    `t_ici` adds to the step and so do `elementwise_bytes` per chip at the achieved HBM bandwidth, and the weight
+    reads and the arithmetic combine by `Efficiency.overlap` (None, the max, on every chip as calibrated).
     `kv_reads`: how many times the attention kernel reads each cached byte per step (1 when it is read once;
     the cache's size, `memory_per_chip`, does not change with it). `flop_params`: the parameters each sequence's
     token multiplies by (an MoE's active ones; default `params`); `params` are the ones read (an MoE's experts
@@ -90,7 +91,7 @@ def decode_time(params: float, kv_bytes_per_seq: float, batch: int, chip: Chip |
                         t_params=params * param_bytes / W, t_kv=kv_traffic / W, t_ici=t_ici,
                         t_elementwise=elementwise_bytes * n_chips / W if efficiency != "ideal" else 0.0,
                         batch=batch, ici_adds=efficiency != "ideal", memory_per_chip=held / n_chips,
-                        hbm_per_chip=chip.hbm_bytes)
+                        hbm_per_chip=chip.hbm_bytes, overlap=eff.overlap)
 
 
 @checks(model=is_a(TransformerConfig), mesh=is_a(TpuMesh, GpuCluster), tokens="size", act_bytes="size",
@@ -364,7 +365,7 @@ def prefill(model: TransformerConfig | str, chip: Chip | str, n_chips: int, toke
                         t_params=nbytes / W, t_ici=t_ici, t_elementwise=t_elementwise,
                         t_fixed=eff.layer_overhead * model.L, batch=max(1, round(tokens * batch)),
                         ici_adds=efficiency != "ideal", memory_per_chip=share.params_held * param_bytes + cache,
-                        hbm_per_chip=chip.hbm_bytes, network=network)
+                        hbm_per_chip=chip.hbm_bytes, network=network, overlap=eff.overlap if calibrated else None)
 
 
 @checks(n_chips="count", context="nonneg", param_bytes="size", kv_bytes="size")

@@ -83,7 +83,7 @@ def busiest_load(s: StepContext) -> float:
 @cache
 def _grouped_gemm_benchmark() -> tuple[float, float]:
     """(half-rate rows, bf16 FLOPs per HBM byte of the chip measured) of the grouped-GEMM benchmark's table."""
-    data = load("data/grouped_gemm.toml")
+    data = load("data/gemm_sweeps.toml")
     large = {(r["N"], r["K"]): r["tflops"] for r in data["contiguous"]}
     rows = [r["M"] * (large[r["N"], r["K"]] / r["tflops"] - 1) for r in data["masked"]]
     chip = data["chip"]
@@ -92,7 +92,7 @@ def _grouped_gemm_benchmark() -> tuple[float, float]:
 
 def half_rate_rows(chip: Chip | str) -> float:
     """Rows per expert at which a grouped GEMM runs at half its large-shape rate on `chip`: read off DeepGEMM's
-    grouped-GEMM table on H800 (`data/grouped_gemm.toml`: the median over its masked rows of M·(r_large/r - 1),
+    grouped-GEMM table on H800 (`data/gemm_sweeps.toml`: the median over its masked rows of M·(r_large/r - 1),
     about 101 rows), scaled by the chip's FLOPs per HBM byte against H800's (a weight read per row of an expert
     costs what it costs there: the ridge point moves with the ratio)."""
     rows, ridge = _grouped_gemm_benchmark()

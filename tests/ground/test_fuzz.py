@@ -42,7 +42,7 @@ def test_every_parameter_has_a_kind():
 SIGNED_RESULTS = {"units.fmt_bytes", "units.fmt_time", "units.fmt_flops", "units.fmt_rate", "units.fmt_si",
                   "validation.results", "validation.table", "validation.disagreements", "validation.summary",
                   "validation.leave_one_source_out", "peers.results", "peers.scores", "peers.table",
-                  "peers.speed_error"}
+                  "peers.speed_error", "gemm.gemm_sweep_errors"}
 MARKED_RESULTS = {"systolic.simulate"}
 
 
